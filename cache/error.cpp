@@ -1,0 +1,62 @@
+#include "kiln/error.hpp"
+
+#include <cstdio>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+std::string cuda_message(const std::string& call, int code, const std::string& name,
+                         const std::string& description, const char* file, int line) {
+    std::ostringstream out;
+    out << "CUDA call failed: " << call << " returned " << name << " (" << code << "): "
+        << description;
+    if (file) out << " [" << file << ":" << line << "]";
+    return out.str();
+}
+
+std::string compile_message(const std::string& summary, const std::string& log,
+                            const std::vector<std::string>& options, const std::string& source) {
+    std::ostringstream out;
+    out << summary << "\n--- NVRTC log ---\n" << log << "\n--- options ---\n";
+    for (const auto& option : options) out << ' ' << option;
+    out << "\n--- source ---\n" << number_lines(source);
+    return out.str();
+}
+} // namespace
+
+CudaError::CudaError(std::string call, int code, std::string code_name, std::string description,
+                     const char* file, int line)
+    : Error(cuda_message(call, code, code_name, description, file, line))
+    , m_call(std::move(call))
+    , m_code(code)
+    , m_code_name(std::move(code_name)) {}
+
+CompileError::CompileError(std::string summary, std::string log, std::vector<std::string> options,
+                           std::string source)
+    : Error(compile_message(summary, log, options, source))
+    , m_log(std::move(log))
+    , m_options(std::move(options))
+    , m_source(std::move(source)) {}
+
+std::string CompileError::numbered_source() const { return number_lines(m_source); }
+
+std::string number_lines(const std::string& source) {
+    std::size_t lines = 1;
+    for (char c : source) lines += (c == '\n');
+    const int width = static_cast<int>(std::to_string(lines).size());
+    std::ostringstream out;
+    std::size_t number = 1, start = 0;
+    while (start <= source.size()) {
+        std::size_t end = source.find('\n', start);
+        if (end == std::string::npos) end = source.size();
+        if (start == source.size() && start != 0) break; // no empty line after a final newline
+        char prefix[32];
+        std::snprintf(prefix, sizeof prefix, "%*zu | ", width, number++);
+        out << prefix << source.substr(start, end - start) << '\n';
+        start = end + 1;
+    }
+    return out.str();
+}
+
+} // namespace kiln

@@ -1,0 +1,84 @@
+#pragma once
+/// @file
+/// Kiln's exception hierarchy. Every error a user can see derives from kiln::Error and says what
+/// to do about it. None of these types needs CUDA headers, so they live in the lowest layer.
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// Base of every exception Kiln throws.
+class Error : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// An environment variable or option value that cannot be parsed; the message names it.
+class ConfigError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A CUDA driver call failed. Carries the call text, the code, its name and description.
+class CudaError : public Error {
+public:
+    CudaError(std::string call, int code, std::string code_name, std::string description,
+              const char* file, int line);
+    const std::string& call() const noexcept { return m_call; }
+    int code() const noexcept { return m_code; }
+    const std::string& code_name() const noexcept { return m_code_name; }
+
+private:
+    std::string m_call;
+    int m_code;
+    std::string m_code_name;
+};
+
+/// No usable CUDA driver or device: the message names what is missing. Compiling still works.
+class NoDeviceError : public Error {
+public:
+    using Error::Error;
+};
+
+/// NVRTC rejected a program. Carries the log, the options and the numbered source.
+class CompileError : public Error {
+public:
+    CompileError(std::string summary, std::string log, std::vector<std::string> options,
+                 std::string source);
+    const std::string& log() const noexcept { return m_log; }
+    const std::vector<std::string>& options() const noexcept { return m_options; }
+    const std::string& source() const noexcept { return m_source; }
+    /// The source with 1-based line numbers, as printed in what().
+    std::string numbered_source() const;
+
+private:
+    std::string m_log;
+    std::vector<std::string> m_options;
+    std::string m_source;
+};
+
+/// A launch or call that cannot be made as asked: wrong argument count or size, block or grid out
+/// of the device's limits, an unknown kernel name, a file that is not a module.
+class ArgumentError : public Error {
+public:
+    using Error::Error;
+};
+
+/// A parameter spec that does not parse; the message shows the spec with a caret at the fault.
+class SpecError : public Error {
+public:
+    using Error::Error;
+};
+
+/// Shapes that do not fit together (broadcasting, outputs of the wrong shape).
+class ShapeError : public Error {
+public:
+    using Error::Error;
+};
+
+/// Number the lines of @p source from 1, right-aligned, as compilers print them.
+std::string number_lines(const std::string& source);
+
+} // namespace kiln

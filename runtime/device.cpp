@@ -1,0 +1,113 @@
+#include "kiln/device.hpp"
+
+#include "kiln/detail/driver.hpp"
+
+#include <array>
+#include <memory>
+#include <mutex>
+
+namespace kiln {
+
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// Primary contexts retained once per device and kept for the process: releasing them at exit
+// would race with other libraries' teardown.
+CUcontext retain_primary(CUdevice device, int ordinal) {
+    static std::array<CUcontext, kMaxDevices> contexts{};
+    static std::mutex mutex;
+    std::lock_guard<std::mutex> lock(mutex);
+    CUcontext& context = contexts.at(static_cast<std::size_t>(ordinal));
+    if (!context) KILN_CU(cuDevicePrimaryCtxRetain(&context, device));
+    return context;
+}
+
+} // namespace
+
+Device::Device(int ordinal) : m_ordinal(ordinal), m_device(0) {
+    const int n = count();
+    if (ordinal < 0 || ordinal >= n || ordinal >= kMaxDevices)
+        throw ArgumentError("device ordinal " + std::to_string(ordinal) + " is out of range: " +
+                            std::to_string(n) + " device(s) visible");
+    KILN_CU(cuDeviceGet(&m_device, ordinal));
+}
+
+Device Device::current() {
+    CUcontext context = detail::current_context();
+    (void)context;
+    CUdevice device = 0;
+    KILN_CU(cuCtxGetDevice(&device));
+    // CUdevice is the ordinal for the driver's visible devices.
+    return Device(static_cast<int>(device));
+}
+
+int Device::count() {
+    int n = 0;
+    KILN_CU(cuDeviceGetCount(&n));
+    return n;
+}
+
+bool Device::available(std::string* reason) { return detail::driver_available(reason); }
+
+std::string Device::name() const {
+    char buffer[256] = {};
+    KILN_CU(cuDeviceGetName(buffer, sizeof buffer, m_device));
+    return buffer;
+}
+
+int Device::attribute(CUdevice_attribute attribute) const {
+    int value = 0;
+    KILN_CU(cuDeviceGetAttribute(&value, attribute, m_device));
+    return value;
+}
+
+int Device::compute_capability_major() const {
+    return attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+}
+
+int Device::compute_capability_minor() const {
+    return attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+}
+
+std::string Device::arch() const {
+    return "sm_" + std::to_string(compute_capability_major()) +
+           std::to_string(compute_capability_minor());
+}
+
+std::size_t Device::total_memory() const {
+    std::size_t bytes = 0;
+    KILN_CU(cuDeviceTotalMem(&bytes, m_device));
+    return bytes;
+}
+
+int Device::multiprocessor_count() const {
+    return attribute(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+}
+
+void Device::make_current() const {
+    KILN_CU(cuCtxSetCurrent(retain_primary(m_device, m_ordinal)));
+}
+
+void Device::synchronize() const {
+    CUcontext previous = nullptr;
+    KILN_CU(cuCtxGetCurrent(&previous));
+    make_current();
+    KILN_CU(cuCtxSynchronize());
+    if (previous) KILN_CU(cuCtxSetCurrent(previous));
+}
+
+namespace detail {
+
+CUcontext current_context() {
+    CUcontext context = nullptr;
+    KILN_CU(cuCtxGetCurrent(&context));
+    if (context) return context;
+    Device(0).make_current();
+    KILN_CU(cuCtxGetCurrent(&context));
+    return context;
+}
+
+} // namespace detail
+
+} // namespace kiln

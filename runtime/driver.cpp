@@ -1,0 +1,105 @@
+#include "kiln/detail/driver.hpp"
+
+#include "kiln/env.hpp"
+#include "kiln/log.hpp"
+
+#include <dlfcn.h>
+
+#include <mutex>
+#include <string>
+
+namespace kiln::detail {
+
+namespace {
+
+struct LoadResult {
+    Driver driver;
+    std::string failure; // empty when loaded
+};
+
+using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                    CUdriverProcAddressQueryResult*);
+
+LoadResult load() {
+    LoadResult result;
+    const std::string library = env::get("KILN_DRIVER_LIBRARY").value_or("libcuda.so.1");
+    // Kept open for the life of the process: unloading a driver is never safe.
+    void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* why = dlerror();
+        result.failure = "the CUDA driver library " + library + " could not be loaded (" +
+                         (why ? why : "unknown reason") +
+                         "): install the NVIDIA driver to run kernels; compiling works without it";
+        return result;
+    }
+    auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
+    if (!get_proc) {
+        result.failure = library + " has no cuGetProcAddress_v2: the driver is older than CUDA "
+                                   "12.0; update the NVIDIA driver";
+        return result;
+    }
+    Driver& d = result.driver;
+#define KILN_DRIVER_RESOLVE(name)                                                                  \
+    {                                                                                              \
+        void* fn = nullptr;                                                                        \
+        CUdriverProcAddressQueryResult status{};                                                   \
+        if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=            \
+                CUDA_SUCCESS ||                                                                    \
+            !fn) {                                                                                 \
+            result.failure = "the CUDA driver in " + library + " lacks " #name                     \
+                             ": update the NVIDIA driver (Kiln needs CUDA 12.4 or newer)";         \
+            return result;                                                                         \
+        }                                                                                          \
+        d.name = reinterpret_cast<decltype(d.name)>(fn);                                           \
+    }
+    KILN_DRIVER_FUNCTIONS(KILN_DRIVER_RESOLVE)
+#undef KILN_DRIVER_RESOLVE
+
+    const CUresult init = d.cuInit(0);
+    if (init != CUDA_SUCCESS) {
+        const char* name = nullptr;
+        d.cuGetErrorName(init, &name);
+        result.failure = std::string("cuInit failed with ") + (name ? name : "an unknown error") +
+                         ": no usable CUDA device (check nvidia-smi and CUDA_VISIBLE_DEVICES)";
+        return result;
+    }
+    d.cuDriverGetVersion(&d.version);
+    int count = 0;
+    if (d.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+        result.failure = "the CUDA driver reports no device (check CUDA_VISIBLE_DEVICES)";
+        return result;
+    }
+    logger().debug("loaded CUDA driver {} from {}", d.version, library);
+    return result;
+}
+
+const LoadResult& loaded() {
+    static const LoadResult result = load();
+    return result;
+}
+
+} // namespace
+
+const Driver& driver() {
+    const LoadResult& result = loaded();
+    if (!result.failure.empty()) throw NoDeviceError(result.failure);
+    return result.driver;
+}
+
+bool driver_available(std::string* reason) {
+    const LoadResult& result = loaded();
+    if (reason) *reason = result.failure;
+    return result.failure.empty();
+}
+
+void throw_cuda_error(CUresult result, const char* call, const char* file, int line) {
+    const char* name = nullptr;
+    const char* text = nullptr;
+    const Driver& d = driver();
+    d.cuGetErrorName(result, &name);
+    d.cuGetErrorString(result, &text);
+    throw CudaError(call, static_cast<int>(result), name ? name : "CUDA_ERROR_UNKNOWN",
+                    text ? text : "unknown error", file, line);
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,100 @@
+#include "kiln/memory.hpp"
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/device.hpp"
+
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace kiln {
+
+namespace {
+
+std::mutex g_allocator_mutex;
+std::shared_ptr<Allocator>& allocator_slot() {
+    static std::shared_ptr<Allocator> slot = std::make_shared<StreamOrderedAllocator>();
+    return slot;
+}
+
+void check_range(std::size_t bytes, std::size_t size, const char* what) {
+    if (bytes > size)
+        throw ArgumentError(std::string(what) + " of " + std::to_string(bytes) +
+                            " bytes overruns a device buffer of " + std::to_string(size) +
+                            " bytes");
+}
+
+} // namespace
+
+CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
+    detail::current_context();
+    CUdeviceptr pointer = 0;
+    KILN_CU(cuMemAllocAsync(&pointer, bytes, stream.get()));
+    return pointer;
+}
+
+void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t, StreamRef stream) noexcept {
+    detail::driver().cuMemFreeAsync(pointer, stream.get());
+}
+
+std::shared_ptr<Allocator> default_allocator() {
+    std::lock_guard<std::mutex> lock(g_allocator_mutex);
+    return allocator_slot();
+}
+
+void set_default_allocator(std::shared_ptr<Allocator> allocator) {
+    std::lock_guard<std::mutex> lock(g_allocator_mutex);
+    allocator_slot() = allocator ? std::move(allocator) : std::make_shared<StreamOrderedAllocator>();
+}
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream, std::shared_ptr<Allocator> allocator)
+    : m_bytes(bytes)
+    , m_stream(stream)
+    , m_allocator(std::move(allocator)) {
+    if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
+    if (bytes) m_pointer = m_allocator->allocate(bytes, stream);
+}
+
+DeviceBuffer::~DeviceBuffer() { release(); }
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : m_pointer(std::exchange(other.m_pointer, 0))
+    , m_bytes(std::exchange(other.m_bytes, 0))
+    , m_stream(std::exchange(other.m_stream, StreamRef{}))
+    , m_allocator(std::move(other.m_allocator)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+    if (this != &other) {
+        release();
+        m_pointer = std::exchange(other.m_pointer, 0);
+        m_bytes = std::exchange(other.m_bytes, 0);
+        m_stream = std::exchange(other.m_stream, StreamRef{});
+        m_allocator = std::move(other.m_allocator);
+    }
+    return *this;
+}
+
+void DeviceBuffer::release() noexcept {
+    if (m_pointer && m_allocator) m_allocator->deallocate(m_pointer, m_bytes, m_stream);
+    m_pointer = 0;
+}
+
+void DeviceBuffer::copy_from_host(const void* source, std::size_t bytes, StreamRef stream) const {
+    check_range(bytes, m_bytes, "a copy from the host");
+    if (bytes) KILN_CU(cuMemcpyHtoDAsync(m_pointer, source, bytes, stream.get()));
+}
+
+void DeviceBuffer::copy_to_host(void* destination, std::size_t bytes, StreamRef stream) const {
+    check_range(bytes, m_bytes, "a copy to the host");
+    if (bytes) KILN_CU(cuMemcpyDtoHAsync(destination, m_pointer, bytes, stream.get()));
+    // Pageable destinations are written by the time the call returns only for sync copies;
+    // synchronize so the caller can read the host memory right away.
+    stream.synchronize();
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value) const {
+    if (m_bytes) KILN_CU(cuMemsetD8Async(m_pointer, value, m_bytes, m_stream.get()));
+}
+
+} // namespace kiln

@@ -1,0 +1,29 @@
+#include "kiln/stream.hpp"
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/device.hpp"
+
+namespace kiln {
+
+void StreamRef::synchronize() const { KILN_CU(cuStreamSynchronize(m_stream)); }
+
+bool StreamRef::ready() const {
+    const CUresult result = detail::driver().cuStreamQuery(m_stream);
+    if (result == CUDA_ERROR_NOT_READY) return false;
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "cuStreamQuery(stream)", __FILE__, __LINE__);
+    return true;
+}
+
+Stream::Stream(bool non_blocking) {
+    detail::current_context();
+    CUstream stream = nullptr;
+    KILN_CU(cuStreamCreate(&stream, non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
+    m_stream.reset(stream);
+}
+
+void Stream::Deleter::operator()(CUstream stream) const noexcept {
+    detail::driver().cuStreamDestroy(stream); // a destructor never throws; errors are sticky anyway
+}
+
+} // namespace kiln

@@ -1,0 +1,27 @@
+#pragma once
+// A fresh temporary directory per test, removed afterwards (STYLE.md: each test its own cache).
+
+#include <filesystem>
+#include <string>
+
+namespace kiln::test {
+
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return m_path; }
+    std::filesystem::path operator/(const std::string& name) const { return m_path / name; }
+
+private:
+    std::filesystem::path m_path;
+};
+
+/// Read a whole file as bytes ("" if missing).
+std::string read_file(const std::filesystem::path& path);
+/// Write bytes to a file, replacing it.
+void write_file(const std::filesystem::path& path, const std::string& bytes);
+
+} // namespace kiln::test
