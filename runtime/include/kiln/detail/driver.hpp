@@ -44,6 +44,9 @@
     X(cuModuleLoadDataEx)                                                                          \
     X(cuModuleUnload)                                                                              \
     X(cuModuleGetFunction)                                                                         \
+    X(cuModuleGetFunctionCount)                                                                    \
+    X(cuModuleEnumerateFunctions)                                                                  \
+    X(cuFuncGetName)                                                                               \
     X(cuFuncGetAttribute)                                                                          \
     X(cuFuncSetAttribute)                                                                          \
     X(cuFuncGetParamInfo)                                                                          \

@@ -1,0 +1,107 @@
+#pragma once
+/// @file
+/// RawModule and RawKernel: CUDA source you write, compiled with NVRTC, cached, and launched.
+///
+/// @code
+/// kiln::RawKernel add(R"(extern "C" __global__ void my_add(const float* x, const float* y,
+///                                                        float* z, int n) {
+///     int i = blockIdx.x * blockDim.x + threadIdx.x;
+///     if (i < n) z[i] = x[i] + y[i];
+/// })", "my_add");
+/// add({(n + 255) / 256}, {256}, x.data<float>(), y.data<float>(), z.data<float>(), n);
+/// @endcode
+
+#include "kiln/compiler.hpp"
+#include "kiln/detail/driver.hpp"
+#include "kiln/module.hpp"
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class RawKernel;
+
+/// A module of raw CUDA source (or a cubin / PTX / fatbin file). Compiles on first use, once per
+/// architecture, through the in-memory and disk caches; loads once per context. Cheap to copy:
+/// copies share the compiled and loaded state. Thread-safe.
+class RawModule {
+public:
+    /// @p options: NVRTC options as a braced list (`{"-DN=4"}`) or full CompileOptions
+    /// (architecture, headers, lineinfo, disk cache). @p name_expressions: C++ names (templates,
+    /// overloads) to look kernels up by, e.g. "scale<float>"; added to the options' own.
+    explicit RawModule(std::string source, CompileOptions options = {},
+                       std::vector<std::string> name_expressions = {});
+    /// A module from a .cubin, .ptx or .fatbin file, read now and loaded on first use.
+    /// @throws ArgumentError if the file is missing or is not a module image.
+    static RawModule from_file(const std::string& path);
+
+    /// The kernel @p name (a plain name or one of the name expressions).
+    RawKernel get_function(const std::string& name) const;
+    /// Compile now without loading (works without a GPU when an architecture is given).
+    /// nullptr for a module loaded from a file. @throws CompileError.
+    std::shared_ptr<const Program> compile() const;
+    /// The module loaded in the current context (compiling and loading it if needed).
+    std::shared_ptr<const Module> module() const;
+
+    struct State;
+
+private:
+    friend class RawKernel;
+    explicit RawModule(std::shared_ptr<State> state) : m_state(std::move(state)) {}
+    std::shared_ptr<State> m_state;
+};
+
+/// One kernel of a RawModule. Launching costs a context check, the argument checks and a
+/// cuLaunchKernel: no strings, hashing or allocation. Cheap to copy; thread-safe.
+class RawKernel {
+public:
+    /// Compile @p source (lazily) and launch its kernel @p name. @p options: NVRTC options as a
+    /// braced list (`{"-DN=4"}`) or full CompileOptions.
+    RawKernel(std::string source, std::string name, CompileOptions options = {});
+
+    /// Launch on the legacy default stream: `kernel({blocks}, {threads}, args...)`.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
+    template <class... Args> void operator()(Dim3 grid, Dim3 block, const Args&... args) const {
+        function().launch(LaunchConfig{grid, block}, args...);
+    }
+    /// Launch with a full configuration (stream, dynamic shared memory, cooperative).
+    template <class... Args> void operator()(const LaunchConfig& config, const Args&... args) const {
+        function().launch(config, args...);
+    }
+
+    /// The kernel in the current context, compiling and loading on first use.
+    const Function& function() const {
+        CUcontext context = nullptr;
+        detail::driver().cuCtxGetCurrent(&context);
+        const Loaded* last = m_state->last.load(std::memory_order_acquire);
+        if (last && last->context == context && context) return last->function;
+        return load(context);
+    }
+    const std::string& name() const noexcept { return m_state->name; }
+    /// Compile now without loading; see RawModule::compile.
+    std::shared_ptr<const Program> compile() const;
+
+private:
+    friend class RawModule;
+    struct Loaded {
+        CUcontext context;
+        Function function;
+    };
+    struct State {
+        std::shared_ptr<RawModule::State> module;
+        std::string name;
+        std::atomic<const Loaded*> last{nullptr};
+        std::mutex mutex;
+        std::vector<std::unique_ptr<Loaded>> loaded; // one per context, never shrinks
+    };
+    RawKernel(std::shared_ptr<RawModule::State> module, std::string name);
+    const Function& load(CUcontext context) const;
+
+    std::shared_ptr<State> m_state;
+};
+
+} // namespace kiln

@@ -1,0 +1,128 @@
+#include "kiln/raw_kernel.hpp"
+
+#include "kiln/device.hpp"
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <utility>
+
+namespace kiln {
+
+struct RawModule::State {
+    std::string source;
+    CompileOptions options;
+    std::optional<std::string> image; // set for modules read from a file
+    std::string description;
+    std::mutex mutex;
+    std::vector<std::shared_ptr<const Module>> modules; // one per context
+
+    std::shared_ptr<const Program> compile_for(const std::string& arch) {
+        CompileOptions resolved = options;
+        if (resolved.arch.empty()) resolved.arch = arch;
+        return Compiler::global().compile(source, resolved);
+    }
+
+    std::shared_ptr<const Module> module_in(CUcontext context) {
+        std::lock_guard<std::mutex> lock(mutex);
+        for (const auto& m : modules)
+            if (m->context() == context) return m;
+        std::shared_ptr<const Module> loaded;
+        if (image) {
+            loaded = Module::load(*image, description);
+        } else {
+            CompileOptions resolved = options;
+            if (resolved.arch.empty()) resolved.arch = Device::current().arch();
+            loaded = shared_module(Compiler::global().compile(source, resolved), resolved);
+        }
+        modules.push_back(loaded);
+        return loaded;
+    }
+
+    // Modules built from the same program share one CUmodule per context, however many
+    // RawModule objects ask for it.
+    static std::shared_ptr<const Module> shared_module(std::shared_ptr<const Program> program,
+                                                       const CompileOptions& options) {
+        static std::mutex registry_mutex;
+        static std::map<std::pair<cache::Key, CUcontext>, std::weak_ptr<const Module>> registry;
+        CUcontext context = detail::current_context();
+        std::lock_guard<std::mutex> lock(registry_mutex);
+        auto& slot = registry[{program->key(), context}];
+        if (auto existing = slot.lock()) return existing;
+        auto loaded = Module::load(std::move(program), options);
+        slot = loaded;
+        return loaded;
+    }
+};
+
+RawModule::RawModule(std::string source, CompileOptions options,
+                     std::vector<std::string> name_expressions)
+    : m_state(std::make_shared<State>()) {
+    m_state->source = std::move(source);
+    m_state->options = std::move(options);
+    auto& names = m_state->options.name_expressions;
+    names.insert(names.end(), name_expressions.begin(), name_expressions.end());
+    m_state->description = "a RawModule";
+}
+
+RawModule RawModule::from_file(const std::string& path) {
+    auto state = std::make_shared<State>();
+    // Read and check now so a bad path fails at construction, not at the first launch.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ArgumentError("cannot open module file '" + path + "'");
+    std::string image(std::istreambuf_iterator<char>(in), {});
+    const bool elf = image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0;
+    const bool fatbin = image.size() >= 4 && static_cast<unsigned char>(image[0]) == 0x50 &&
+                        static_cast<unsigned char>(image[3]) == 0xBA;
+    const bool ptx = image.find(".version") != std::string::npos &&
+                     image.find(".target") != std::string::npos;
+    if (!elf && !fatbin && !ptx)
+        throw ArgumentError("'" + path + "' is not a cubin, fatbin or PTX file");
+    state->image = std::move(image);
+    state->description = "'" + path + "'";
+    return RawModule(std::move(state));
+}
+
+RawKernel RawModule::get_function(const std::string& name) const { return RawKernel(m_state, name); }
+
+std::shared_ptr<const Program> RawModule::compile() const {
+    if (m_state->image) return nullptr;
+    const std::string arch =
+        m_state->options.arch.empty() ? Device::current().arch() : m_state->options.arch;
+    return m_state->compile_for(arch);
+}
+
+std::shared_ptr<const Module> RawModule::module() const {
+    return m_state->module_in(detail::current_context());
+}
+
+RawKernel::RawKernel(std::shared_ptr<RawModule::State> module, std::string name)
+    : m_state(std::make_shared<State>()) {
+    m_state->module = std::move(module);
+    m_state->name = std::move(name);
+}
+
+RawKernel::RawKernel(std::string source, std::string name, CompileOptions options)
+    : RawKernel(RawModule(std::move(source), std::move(options)).m_state, std::move(name)) {}
+
+std::shared_ptr<const Program> RawKernel::compile() const {
+    return RawModule(m_state->module).compile();
+}
+
+const Function& RawKernel::load(CUcontext context) const {
+    if (!context) context = detail::current_context();
+    std::lock_guard<std::mutex> lock(m_state->mutex);
+    for (const auto& l : m_state->loaded)
+        if (l->context == context) {
+            m_state->last.store(l.get(), std::memory_order_release);
+            return l->function;
+        }
+    auto module = m_state->module->module_in(context);
+    auto loaded = std::make_unique<Loaded>(Loaded{context, module->function(m_state->name)});
+    m_state->loaded.push_back(std::move(loaded));
+    m_state->last.store(m_state->loaded.back().get(), std::memory_order_release);
+    return m_state->loaded.back()->function;
+}
+
+} // namespace kiln

@@ -1,0 +1,323 @@
+#include "kiln/compiler.hpp"
+
+#include "kiln/cache/store.hpp"
+#include "kiln/device.hpp"
+#include "kiln/env.hpp"
+#include "kiln/error.hpp"
+#include "kiln/log.hpp"
+#include "nvrtc_version.hpp"
+
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cctype>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln {
+
+namespace {
+
+// Bumped whenever the meaning of a key's fields changes, so old entries simply miss.
+constexpr std::uint64_t kKeySchema = 1;
+
+[[noreturn]] void throw_nvrtc(nvrtcResult result, const char* call) {
+    throw Error(std::string("NVRTC call failed: ") + call + " returned " +
+                nvrtcGetErrorString(result));
+}
+
+#define KILN_NVRTC(call)                                                                           \
+    do {                                                                                           \
+        const nvrtcResult kiln_nvrtc_result_ = (call);                                             \
+        if (kiln_nvrtc_result_ != NVRTC_SUCCESS) throw_nvrtc(kiln_nvrtc_result_, #call);           \
+    } while (0)
+
+struct ProgramDeleter {
+    void operator()(nvrtcProgram program) const noexcept { nvrtcDestroyProgram(&program); }
+};
+using ProgramHandle = std::unique_ptr<_nvrtcProgram, ProgramDeleter>;
+
+bool starts_with(std::string_view text, std::string_view prefix) {
+    return text.substr(0, prefix.size()) == prefix;
+}
+
+bool is_arch_option(std::string_view option) {
+    return starts_with(option, "-arch") || starts_with(option, "--gpu-architecture") ||
+           starts_with(option, "--gpu_architecture");
+}
+
+// Everything that decides the cubin, resolved once per compile() call.
+struct Request {
+    std::string source;
+    std::string arch;
+    std::vector<std::string> options; // final NVRTC options, defaults first
+    std::vector<Header> headers;      // sorted by name
+    std::vector<std::string> name_expressions;
+    cache::Key key;
+};
+
+Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
+    Request r;
+    r.source = std::string(source);
+    r.arch = normalize_arch(in.arch.empty() ? Device::current().arch() : in.arch);
+    const bool lineinfo = in.lineinfo.value_or(env::get_flag("KILN_LINEINFO", true));
+    const bool user_std = std::any_of(in.options.begin(), in.options.end(), [](const auto& o) {
+        return starts_with(o, "-std") || starts_with(o, "--std");
+    });
+    r.options.push_back("-arch=" + r.arch);
+    if (lineinfo) r.options.push_back("-lineinfo");
+    if (!user_std) r.options.push_back("-std=c++17");
+    for (const auto& option : in.options) {
+        if (is_arch_option(option))
+            throw ArgumentError("option '" + option +
+                                "': give the architecture as CompileOptions::arch (CLI: --arch), "
+                                "not as an NVRTC option");
+        if (option.empty()) throw ArgumentError("an empty NVRTC option was given");
+        r.options.push_back(option);
+    }
+    r.headers = in.headers;
+    std::sort(r.headers.begin(), r.headers.end(),
+              [](const Header& a, const Header& b) { return a.name < b.name; });
+    for (std::size_t i = 1; i < r.headers.size(); ++i)
+        if (r.headers[i].name == r.headers[i - 1].name)
+            throw ArgumentError("header '" + r.headers[i].name + "' was given twice");
+    r.name_expressions = in.name_expressions;
+    std::sort(r.name_expressions.begin(), r.name_expressions.end());
+    r.name_expressions.erase(std::unique(r.name_expressions.begin(), r.name_expressions.end()),
+                             r.name_expressions.end());
+
+    // DESIGN.md's key: no paths, no times, no program name.
+    cache::KeyBuilder key;
+    key.add("schema", kKeySchema);
+    key.add("entry-format", std::uint64_t{cache::kEntryFormatVersion});
+    key.add("nvrtc", nvrtc);
+    key.add("arch", r.arch);
+    key.add("output", "cubin");
+    key.add("options", std::uint64_t{r.options.size()});
+    for (const auto& option : r.options) key.add("option", option);
+    key.add("source", r.source);
+    key.add("headers", std::uint64_t{r.headers.size()});
+    for (const auto& header : r.headers) key.add("header-name", header.name).add("header", header.source);
+    key.add("name-expressions", std::uint64_t{r.name_expressions.size()});
+    for (const auto& name : r.name_expressions) key.add("name-expression", name);
+    r.key = key.finish();
+    return r;
+}
+
+struct NvrtcOutput {
+    std::string cubin, log;
+    std::vector<std::pair<std::string, std::string>> lowered_names;
+};
+
+NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name) {
+    std::vector<const char*> header_sources, header_names;
+    for (const auto& h : r.headers) {
+        header_sources.push_back(h.source.c_str());
+        header_names.push_back(h.name.c_str());
+    }
+    nvrtcProgram raw = nullptr;
+    KILN_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), program_name.c_str(),
+                                  static_cast<int>(r.headers.size()), header_sources.data(),
+                                  header_names.data()));
+    ProgramHandle program(raw);
+    for (const auto& name : r.name_expressions)
+        KILN_NVRTC(nvrtcAddNameExpression(raw, name.c_str()));
+
+    std::vector<const char*> options;
+    for (const auto& option : r.options) options.push_back(option.c_str());
+    const nvrtcResult result =
+        nvrtcCompileProgram(raw, static_cast<int>(options.size()), options.data());
+
+    NvrtcOutput out;
+    std::size_t log_size = 0;
+    if (nvrtcGetProgramLogSize(raw, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        out.log.resize(log_size);
+        nvrtcGetProgramLog(raw, out.log.data());
+        out.log.resize(log_size - 1); // drop the terminating NUL
+    }
+    if (result != NVRTC_SUCCESS) {
+        std::string summary = result == NVRTC_ERROR_INVALID_OPTION
+                                  ? "NVRTC rejected an option (see the log for which)"
+                                  : std::string("NVRTC could not compile ") + program_name + " (" +
+                                        nvrtcGetErrorString(result) + ")";
+        if (env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false))
+            logger().error("{}\n{}\n{}", summary, out.log, number_lines(r.source));
+        throw CompileError(summary, out.log, r.options, r.source);
+    }
+    std::size_t cubin_size = 0;
+    KILN_NVRTC(nvrtcGetCUBINSize(raw, &cubin_size));
+    out.cubin.resize(cubin_size);
+    KILN_NVRTC(nvrtcGetCUBIN(raw, out.cubin.data()));
+    for (const auto& name : r.name_expressions) {
+        const char* lowered = nullptr;
+        KILN_NVRTC(nvrtcGetLoweredName(raw, name.c_str(), &lowered));
+        out.lowered_names.emplace_back(name, lowered);
+    }
+    return out;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
+} // namespace
+
+std::optional<std::string> Program::lowered_name(std::string_view name_expression) const {
+    for (const auto& [name, lowered] : m_lowered_names)
+        if (name == name_expression) return lowered;
+    return std::nullopt;
+}
+
+struct Compiler::Impl {
+    cache::Store* store;
+    std::mutex mutex;
+    std::unordered_map<cache::Key, std::shared_future<std::shared_ptr<const Program>>,
+                       cache::KeyHash>
+        programs;
+
+    bool disk_usable() const { return store && !store->config().disabled; }
+
+    const std::string& nvrtc() const {
+        return detail::nvrtc_full_version(disk_usable() ? store->config().dir
+                                                        : std::filesystem::path{});
+    }
+
+    std::shared_ptr<const Program> produce(const Request& r, bool use_disk) {
+        const auto start = std::chrono::steady_clock::now();
+        auto program = std::make_shared<Program>();
+        program->m_key = r.key;
+        program->m_arch = r.arch;
+        program->m_source = r.source;
+        program->m_options = r.options;
+        const bool disk = use_disk && disk_usable();
+        const bool save_source = disk && store->config().save_source;
+
+        if (disk) {
+            if (auto entry = store->load(r.key)) {
+                program->m_cubin = std::move(entry->payload);
+                program->m_log = std::move(entry->log);
+                program->m_lowered_names = std::move(entry->lowered_names);
+                program->m_origin = ProgramOrigin::disk_cache;
+                if (save_source) program->m_source_path = store->save_source(r.key, r.source);
+                program->m_ms = ms_since(start);
+                return program;
+            }
+        }
+        // The program name is the path where the source is (or would be) saved, so the cubin's
+        // line table names a real file for Nsight Compute. It is not part of the key.
+        std::string name = "kiln_" + r.key.hex() + ".cu";
+        if (disk_usable()) name = store->source_path(r.key).string();
+        if (save_source) program->m_source_path = store->save_source(r.key, r.source);
+
+        NvrtcOutput out = run_nvrtc(r, name);
+        program->m_cubin = std::move(out.cubin);
+        program->m_log = std::move(out.log);
+        program->m_lowered_names = std::move(out.lowered_names);
+        program->m_ms = ms_since(start);
+        if (!out.log.empty()) logger().debug("NVRTC log for {}:\n{}", name, program->m_log);
+        if (disk) {
+            cache::Entry entry;
+            entry.key = r.key;
+            entry.kind = cache::PayloadKind::cubin;
+            entry.payload = program->m_cubin;
+            entry.lowered_names = program->m_lowered_names;
+            entry.nvrtc_version = nvrtc();
+            entry.arch = r.arch;
+            entry.compile_ms = program->m_ms;
+            entry.log = program->m_log;
+            store->store(entry);
+        }
+        return program;
+    }
+
+    std::shared_ptr<const Program> get(const Request& r, bool use_disk) {
+        std::promise<std::shared_ptr<const Program>> promise;
+        std::shared_future<std::shared_ptr<const Program>> future;
+        bool owner = false;
+        {
+            std::lock_guard<std::mutex> lock(mutex);
+            auto found = programs.find(r.key);
+            if (found != programs.end()) {
+                future = found->second;
+            } else {
+                future = promise.get_future().share();
+                programs.emplace(r.key, future);
+                owner = true;
+            }
+        }
+        if (!owner) return future.get(); // another thread compiles it (or has): wait for it
+        try {
+            auto program = produce(r, use_disk);
+            promise.set_value(program);
+            return program;
+        } catch (...) {
+            promise.set_exception(std::current_exception());
+            std::lock_guard<std::mutex> lock(mutex);
+            programs.erase(r.key); // a later call retries (and reports the error again)
+            throw;
+        }
+    }
+};
+
+Compiler::Compiler(cache::Store* store) : m_impl(std::make_unique<Impl>()) {
+    m_impl->store = store;
+}
+
+Compiler::~Compiler() = default;
+
+Compiler& Compiler::global() {
+    static Compiler* instance = new Compiler(&cache::Store::global()); // outlives static users
+    return *instance;
+}
+
+cache::Store* Compiler::store() const noexcept { return m_impl->store; }
+
+cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {
+    return resolve(source, options, m_impl->nvrtc()).key;
+}
+
+std::shared_ptr<const Program> Compiler::compile(std::string_view source,
+                                                 const CompileOptions& options) {
+    return m_impl->get(resolve(source, options, m_impl->nvrtc()), options.use_disk_cache);
+}
+
+std::shared_ptr<const Program> Compiler::recompile(const Program& program,
+                                                   const CompileOptions& options) {
+    logger().warn("the driver rejected the cached cubin {}; removing it and recompiling",
+                  program.key().hex());
+    if (m_impl->disk_usable()) m_impl->store->invalidate(program.key());
+    {
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        m_impl->programs.erase(program.key());
+    }
+    return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()), false);
+}
+
+std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options) {
+    return Compiler::global().compile(source, options);
+}
+
+std::string normalize_arch(std::string_view arch) {
+    std::string_view digits = arch;
+    for (std::string_view prefix : {"sm_", "compute_"})
+        if (starts_with(digits, prefix)) digits.remove_prefix(prefix.size());
+    std::string suffix;
+    if (!digits.empty() && (digits.back() == 'a' || digits.back() == 'f')) {
+        suffix = digits.back();
+        digits.remove_suffix(1);
+    }
+    const bool ok = digits.size() >= 2 && digits.size() <= 3 &&
+                    std::all_of(digits.begin(), digits.end(),
+                                [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (!ok)
+        throw ArgumentError("'" + std::string(arch) +
+                            "' is not a GPU architecture: use a form like sm_90, sm_90a or 80");
+    return "sm_" + std::string(digits) + suffix;
+}
+
+const std::string& nvrtc_version() { return detail::nvrtc_full_version({}); }
+
+} // namespace kiln

@@ -1,0 +1,136 @@
+#pragma once
+/// @file
+/// NVRTC compilation to cubins, through the in-memory and on-disk caches.
+
+#include "kiln/cache/key.hpp"
+
+#include <filesystem>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+namespace cache {
+class Store;
+}
+
+/// A header handed to NVRTC in memory: `#include "name"` in the source finds it.
+struct Header {
+    std::string name;
+    std::string source;
+};
+
+/// What to compile for. Defaults follow DESIGN.md: an explicit -arch, -lineinfo, -std=c++17.
+/// A braced list of strings is a list of NVRTC options: `RawKernel(src, "k", {"-DN=4"})`.
+struct CompileOptions {
+    CompileOptions() = default;
+    CompileOptions(std::initializer_list<std::string> nvrtc_options) // NOLINT: implicit by design
+        : options(nvrtc_options) {}
+    /// Options for the architecture @p target, e.g. "sm_90".
+    static CompileOptions for_arch(std::string target) {
+        CompileOptions o;
+        o.arch = std::move(target);
+        return o;
+    }
+
+    /// Target, e.g. "sm_90" or "sm_90a" (also accepted: "90", "compute_90"). Empty: the current
+    /// device's; without a device it must be given.
+    std::string arch;
+    /// Extra NVRTC options, passed in order after Kiln's defaults (e.g. "-DN=4", "--use_fast_math").
+    /// A user "-std=..." replaces the default; "-arch" here is an error (use `arch`).
+    std::vector<std::string> options;
+    /// C++ names whose lowered (mangled) names are wanted, e.g. "my_kernel<float, 4>".
+    std::vector<std::string> name_expressions;
+    std::vector<Header> headers;
+    /// -lineinfo; unset means KILN_LINEINFO (default on).
+    std::optional<bool> lineinfo;
+    /// false: skip the disk cache for this compile (memory de-duplication still applies).
+    bool use_disk_cache = true;
+};
+
+/// How a Program reached this process.
+enum class ProgramOrigin { compiled, disk_cache };
+
+/// A compiled program: an immutable cubin plus what NVRTC said about it. Shared by every kernel
+/// and module built from the same source, options and architecture.
+class Program {
+public:
+    const cache::Key& key() const noexcept { return m_key; }
+    const std::string& cubin() const noexcept { return m_cubin; }
+    const std::string& log() const noexcept { return m_log; }
+    const std::string& arch() const noexcept { return m_arch; }
+    const std::string& source() const noexcept { return m_source; }
+    ProgramOrigin origin() const noexcept { return m_origin; }
+    /// Time to compile, or to load from disk, in milliseconds.
+    double milliseconds() const noexcept { return m_ms; }
+    /// The options NVRTC was given, Kiln's defaults included.
+    const std::vector<std::string>& options() const noexcept { return m_options; }
+    const std::vector<std::pair<std::string, std::string>>& lowered_names() const noexcept {
+        return m_lowered_names;
+    }
+    /// The lowered name of a name expression given at compile time; nullopt when not one.
+    std::optional<std::string> lowered_name(std::string_view name_expression) const;
+    /// The saved `.cu` beside the cache entry (KILN_CACHE_SAVE_SOURCE=1), if any.
+    const std::optional<std::filesystem::path>& source_path() const noexcept {
+        return m_source_path;
+    }
+
+private:
+    friend class Compiler;
+    cache::Key m_key;
+    std::string m_cubin, m_log, m_arch, m_source;
+    std::vector<std::string> m_options;
+    std::vector<std::pair<std::string, std::string>> m_lowered_names;
+    ProgramOrigin m_origin = ProgramOrigin::compiled;
+    double m_ms = 0;
+    std::optional<std::filesystem::path> m_source_path;
+};
+
+/// Compiles CUDA source with NVRTC. Each distinct (source, options, headers, name expressions,
+/// architecture, NVRTC version) compiles once per Compiler, also when threads ask at once; results
+/// go to and come from the disk cache. Thread-safe.
+class Compiler {
+public:
+    /// Use @p store for the disk cache (nullptr: memory only). The store must outlive the Compiler.
+    explicit Compiler(cache::Store* store);
+    ~Compiler();
+    Compiler(const Compiler&) = delete;
+    Compiler& operator=(const Compiler&) = delete;
+
+    /// The process-wide compiler over cache::Store::global().
+    static Compiler& global();
+
+    /// Compile, or find the program in memory or on disk.
+    /// @throws CompileError (NVRTC rejected the source or an option), NoDeviceError (no arch given
+    /// and no device), ArgumentError (bad options).
+    std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options);
+
+    /// The key compile() would use, without compiling. Same exceptions as compile().
+    cache::Key key_for(std::string_view source, const CompileOptions& options);
+
+    /// The driver rejected @p program's cubin: forget it in memory, remove it from disk, and
+    /// compile it afresh (bypassing the disk cache).
+    std::shared_ptr<const Program> recompile(const Program& program, const CompileOptions& options);
+
+    cache::Store* store() const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+/// Compiler::global().compile(source, options).
+std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options = {});
+
+/// Normalize an architecture name to "sm_XY[a|f]". @throws ArgumentError for anything else.
+std::string normalize_arch(std::string_view arch);
+
+/// The full NVRTC version, e.g. "13.0.88".
+const std::string& nvrtc_version();
+
+} // namespace kiln

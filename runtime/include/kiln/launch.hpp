@@ -1,0 +1,75 @@
+#pragma once
+/// @file
+/// Launch geometry and argument packing. Packing builds two arrays on the stack: the addresses of
+/// the arguments and their sizes (a compile-time constant); nothing is allocated per launch.
+
+#include "kiln/memory.hpp"
+#include "kiln/stream.hpp"
+
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace kiln {
+
+/// Grid or block dimensions.
+struct Dim3 {
+    unsigned x = 1, y = 1, z = 1;
+    constexpr Dim3() = default;
+    constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {} // NOLINT
+};
+
+/// Where and how to launch.
+struct LaunchConfig {
+    Dim3 grid;
+    Dim3 block;
+    /// Dynamic shared memory in bytes. Over 48 KiB, the kernel's maximum is raised as needed.
+    std::size_t shared_memory = 0;
+    StreamRef stream;
+    /// Launch cooperatively (grid-wide synchronization); the grid must fit on the device at once.
+    bool cooperative = false;
+};
+
+namespace detail {
+
+// How an argument is passed: trivially copyable values by value, DeviceBuffers as their pointer.
+template <class T> const T& kernel_argument(const T& value) noexcept {
+    static_assert(std::is_trivially_copyable_v<T>,
+                  "kernel arguments must be trivially copyable (pointers, scalars, plain structs) "
+                  "or kiln::DeviceBuffer");
+    return value;
+}
+inline CUdeviceptr kernel_argument(const DeviceBuffer& buffer) noexcept { return buffer.get(); }
+
+template <class T> using kernel_argument_t = std::decay_t<decltype(kernel_argument(std::declval<const T&>()))>;
+
+/// The arguments of one launch, held (by reference where possible) until the launch is queued.
+template <class... Args> class PackedArguments {
+public:
+    explicit PackedArguments(const Args&... args) noexcept
+        : m_values(kernel_argument(args)...)
+        , m_pointers(pointers(std::index_sequence_for<Args...>{})) {}
+    PackedArguments(const PackedArguments&) = delete;
+    PackedArguments& operator=(const PackedArguments&) = delete;
+
+    void** pointers() noexcept { return m_pointers.data(); }
+    static constexpr std::size_t count() noexcept { return sizeof...(Args); }
+    static const std::size_t* sizes() noexcept { return kSizes.data(); }
+
+private:
+    template <std::size_t... I> std::array<void*, sizeof...(Args) + 1> pointers(std::index_sequence<I...>) noexcept {
+        // +1 keeps the array non-empty for kernels without parameters.
+        return {const_cast<void*>(static_cast<const void*>(&std::get<I>(m_values)))..., nullptr};
+    }
+    static constexpr std::array<std::size_t, sizeof...(Args) + 1> kSizes{
+        sizeof(kernel_argument_t<Args>)..., 0};
+
+    std::tuple<decltype(kernel_argument(std::declval<const Args&>()))...> m_values;
+    std::array<void*, sizeof...(Args) + 1> m_pointers;
+};
+
+} // namespace detail
+
+} // namespace kiln

@@ -1,0 +1,101 @@
+#pragma once
+/// @file
+/// Loaded modules and their kernels.
+
+#include "kiln/compiler.hpp"
+#include "kiln/launch.hpp"
+
+#include <cuda.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+class Module;
+
+/// A kernel in a loaded module. Cheap to copy; keeps its module alive.
+class Function {
+public:
+    Function() = default;
+
+    CUfunction handle() const noexcept { return m_state ? m_state->function : nullptr; }
+    const std::string& name() const;
+    /// Number of kernel parameters and their sizes in bytes, as the driver reports them.
+    std::size_t parameter_count() const;
+    const std::vector<std::size_t>& parameter_sizes() const;
+    int max_threads_per_block() const;
+    /// Blocks of @p block_threads threads (with @p shared_memory dynamic bytes) that fit on one
+    /// multiprocessor at once.
+    int max_active_blocks_per_multiprocessor(int block_threads, std::size_t shared_memory = 0) const;
+
+    /// Launch with arguments packed from values: device pointers, scalars of any width, plain
+    /// structs (by value), DeviceBuffers (as their pointer). Sizes must match the kernel's
+    /// parameters exactly. @throws ArgumentError for a bad geometry or arguments, CudaError.
+    template <class... Args> void launch(const LaunchConfig& config, const Args&... args) const {
+        detail::PackedArguments<Args...> packed(args...);
+        launch_packed(config, packed.pointers(), packed.sizes(), packed.count());
+    }
+
+    /// Launch with arguments already packed: @p args[i] points at argument i, of @p sizes[i] bytes.
+    void launch_packed(const LaunchConfig& config, void** args, const std::size_t* sizes,
+                       std::size_t count) const;
+
+private:
+    friend class Module;
+    struct State {
+        std::shared_ptr<const Module> module; // keeps the CUmodule loaded
+        CUfunction function = nullptr;
+        std::string name;
+        std::vector<std::size_t> parameter_sizes;
+        int max_threads_per_block = 0;
+        int max_block[3] = {};
+        int max_grid[3] = {};
+        int max_shared_optin = 0;
+        int multiprocessors = 0;
+        mutable std::atomic<std::size_t> shared_limit{48 * 1024};
+    };
+    explicit Function(std::shared_ptr<const State> state) : m_state(std::move(state)) {}
+    void check_launch(const LaunchConfig& config, const std::size_t* sizes, std::size_t count) const;
+    void raise_shared_limit(std::size_t bytes) const;
+
+    std::shared_ptr<const State> m_state;
+};
+
+/// A module loaded in the current context. Move-only owner of a CUmodule; share it through
+/// std::shared_ptr (Functions keep it alive).
+class Module : public std::enable_shared_from_this<Module> {
+public:
+    /// Load a cubin, PTX or fatbin image into the current context.
+    /// @throws ArgumentError (not a module image), CudaError, NoDeviceError.
+    static std::shared_ptr<const Module> load(std::string image, std::string description);
+    /// Load a compiled program, recompiling once if the driver rejects a cubin from the disk cache.
+    static std::shared_ptr<const Module> load(std::shared_ptr<const Program> program,
+                                              const CompileOptions& options,
+                                              Compiler& compiler = Compiler::global());
+    /// Load a .cubin, .ptx or .fatbin file. @throws ArgumentError if it is missing or not one.
+    static std::shared_ptr<const Module> load_file(const std::string& path);
+    ~Module();
+
+    CUmodule handle() const noexcept { return m_module; }
+    CUcontext context() const noexcept { return m_context; }
+    /// The program it came from, when compiled by Kiln.
+    const std::shared_ptr<const Program>& program() const noexcept { return m_program; }
+    /// The kernel named @p name: a plain name, or a name expression given at compile time.
+    /// @throws ArgumentError naming the kernels the module has.
+    Function function(const std::string& name) const;
+    /// Names of the kernels in the module.
+    std::vector<std::string> kernel_names() const;
+
+private:
+    Module(CUmodule module, CUcontext context, std::string description)
+        : m_module(module), m_context(context), m_description(std::move(description)) {}
+    CUmodule m_module;
+    CUcontext m_context;
+    std::string m_description;
+    std::shared_ptr<const Program> m_program;
+};
+
+} // namespace kiln

@@ -1,0 +1,163 @@
+#include "kiln/module.hpp"
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/device.hpp"
+#include "kiln/log.hpp"
+
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+namespace kiln {
+
+namespace {
+
+bool is_elf(const std::string& image) { return image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0; }
+
+bool is_fatbin(const std::string& image) {
+    // Fatbin images start with the magic 0xBA55ED50 (little-endian).
+    return image.size() >= 4 && static_cast<unsigned char>(image[0]) == 0x50 &&
+           static_cast<unsigned char>(image[1]) == 0xED &&
+           static_cast<unsigned char>(image[2]) == 0x55 &&
+           static_cast<unsigned char>(image[3]) == 0xBA;
+}
+
+bool is_ptx(const std::string& image) {
+    return image.find(".version") != std::string::npos && image.find(".target") != std::string::npos &&
+           image.find('\0') == std::string::npos;
+}
+
+bool rejected_image(CUresult result) {
+    return result == CUDA_ERROR_INVALID_IMAGE || result == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+           result == CUDA_ERROR_INVALID_PTX || result == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ||
+           result == CUDA_ERROR_INVALID_SOURCE || result == CUDA_ERROR_JIT_COMPILER_NOT_FOUND;
+}
+
+// Load an image; returns the driver's result instead of throwing so callers can retry.
+CUresult try_load(const std::string& image, CUmodule* module, std::string* error_log) {
+    char log[4096] = {};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void* values[] = {log, reinterpret_cast<void*>(sizeof log)};
+    const CUresult result =
+        detail::driver().cuModuleLoadDataEx(module, image.c_str(), 2, options, values);
+    if (error_log) *error_log = log;
+    return result;
+}
+
+} // namespace
+
+std::shared_ptr<const Module> Module::load(std::string image, std::string description) {
+    if (!is_elf(image) && !is_fatbin(image) && !is_ptx(image))
+        throw ArgumentError(description + " is not a cubin, fatbin or PTX image");
+    CUcontext context = detail::current_context();
+    CUmodule module = nullptr;
+    std::string log;
+    const CUresult result = try_load(image, &module, &log);
+    if (result != CUDA_SUCCESS) {
+        if (rejected_image(result))
+            throw ArgumentError("the driver rejected " + description +
+                                (log.empty() ? std::string() : ": " + log) +
+                                " (is it built for this GPU's architecture?)");
+        detail::throw_cuda_error(result, "cuModuleLoadDataEx(module, image)", __FILE__, __LINE__);
+    }
+    return std::shared_ptr<const Module>(new Module(module, context, std::move(description)));
+}
+
+std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> program,
+                                           const CompileOptions& options, Compiler& compiler) {
+    CUcontext context = detail::current_context();
+    CUmodule module = nullptr;
+    std::string log;
+    CUresult result = try_load(program->cubin(), &module, &log);
+    if (result != CUDA_SUCCESS && rejected_image(result) &&
+        program->origin() == ProgramOrigin::disk_cache) {
+        // DESIGN.md: a cached cubin the driver rejects is a damaged entry, not a user error.
+        program = compiler.recompile(*program, options);
+        result = try_load(program->cubin(), &module, &log);
+    }
+    if (result != CUDA_SUCCESS) {
+        if (rejected_image(result))
+            throw ArgumentError("the driver rejected the cubin compiled for " + program->arch() +
+                                (log.empty() ? std::string() : ": " + log) +
+                                ": does the architecture match this GPU (" +
+                                Device::current().arch() + ")?");
+        detail::throw_cuda_error(result, "cuModuleLoadDataEx(module, cubin)", __FILE__, __LINE__);
+    }
+    auto loaded = std::shared_ptr<Module>(new Module(module, context, "program " + program->key().hex()));
+    loaded->m_program = std::move(program);
+    return loaded;
+}
+
+std::shared_ptr<const Module> Module::load_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw ArgumentError("cannot open module file '" + path + "'");
+    std::string image(std::istreambuf_iterator<char>(in), {});
+    if (image.empty()) throw ArgumentError("module file '" + path + "' is empty");
+    return load(std::move(image), "'" + path + "'");
+}
+
+Module::~Module() {
+    if (m_module) detail::driver().cuModuleUnload(m_module); // never throws from a destructor
+}
+
+std::vector<std::string> Module::kernel_names() const {
+    unsigned count = 0;
+    KILN_CU(cuModuleGetFunctionCount(&count, m_module));
+    std::vector<CUfunction> functions(count);
+    if (count) KILN_CU(cuModuleEnumerateFunctions(functions.data(), count, m_module));
+    std::vector<std::string> names;
+    for (CUfunction f : functions) {
+        const char* name = nullptr;
+        KILN_CU(cuFuncGetName(&name, f));
+        names.emplace_back(name ? name : "?");
+    }
+    return names;
+}
+
+Function Module::function(const std::string& name) const {
+    std::string lowered = name;
+    if (m_program)
+        if (auto found = m_program->lowered_name(name)) lowered = *found;
+    CUfunction function = nullptr;
+    const CUresult result = detail::driver().cuModuleGetFunction(&function, m_module, lowered.c_str());
+    if (result == CUDA_ERROR_NOT_FOUND) {
+        std::ostringstream message;
+        message << "no kernel named '" << name << "' in " << m_description << "; it has:";
+        for (const auto& k : kernel_names()) message << ' ' << k;
+        message << ". Mark kernels extern \"C\", or pass templates and overloads as name "
+                   "expressions";
+        throw ArgumentError(message.str());
+    }
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "cuModuleGetFunction(function, module, name)", __FILE__,
+                                 __LINE__);
+
+    auto state = std::make_shared<Function::State>();
+    state->module = shared_from_this();
+    state->function = function;
+    state->name = name;
+    for (unsigned i = 0;; ++i) {
+        std::size_t offset = 0, size = 0;
+        if (detail::driver().cuFuncGetParamInfo(function, i, &offset, &size) != CUDA_SUCCESS) break;
+        state->parameter_sizes.push_back(size);
+    }
+    KILN_CU(cuFuncGetAttribute(&state->max_threads_per_block,
+                               CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function));
+    CUdevice device = 0;
+    KILN_CU(cuCtxGetDevice(&device));
+    const CUdevice_attribute dims[] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    for (int i = 0; i < 3; ++i) {
+        KILN_CU(cuDeviceGetAttribute(&state->max_block[i], dims[i], device));
+        KILN_CU(cuDeviceGetAttribute(&state->max_grid[i], dims[i + 3], device));
+    }
+    KILN_CU(cuDeviceGetAttribute(&state->max_shared_optin,
+                                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
+    KILN_CU(cuDeviceGetAttribute(&state->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                 device));
+    return Function(std::move(state));
+}
+
+} // namespace kiln

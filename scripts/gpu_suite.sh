@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Build Kiln and run everything that needs a GPU, in one call on the GPU machine:
+#   device run (carry .deps): bash scripts/gpu_suite.sh
+# Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
+# Steps: configure + build (tests, benches) -> the whole CTest suite -> demo -> launch bench ->
+# CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo bench cupy") to save time.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/gpu-out}
+mkdir -p "$out"
+steps=${KILN_GPU_STEPS:-build test demo bench cupy}
+has() { [[ " $steps " == *" $1 "* ]]; }
+status=0
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+bash scripts/unpack_device_deps.sh
+
+if has build; then
+    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH=ON >"$out/configure.log" 2>&1 \
+        || { tail -30 "$out/configure.log"; exit 1; }
+    cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
+    echo "build: ok"
+fi
+if has test; then
+    (cd build-gpu && ctest -j8 --output-on-failure --timeout 300) >"$out/ctest.log" 2>&1 || status=1
+    grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Not Run" "$out/ctest.log" | tail -25
+    (cd build-gpu && ctest -L gpu -N | tail -1)
+fi
+if has demo; then
+    export KILN_CACHE_DIR=$(mktemp -d)
+    ./build-gpu/tools/kiln demo 2>&1 | tee "$out/demo.log" || status=1
+    ./build-gpu/tools/kiln demo 2>&1 | tee -a "$out/demo.log" | grep compile || status=1
+fi
+if has bench; then
+    ./build-gpu/bench/bench_launch --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/bench_launch.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_launch.txt" | grep -E "median|Run on" || status=1
+fi
+if has cupy; then
+    python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1
+fi
+exit $status

@@ -1,0 +1,7 @@
+// Runs the README's examples that need no GPU (extracted at configure time).
+
+#include <gtest/gtest.h>
+
+void readme_compile_offline();
+
+TEST(Readme, CompileOfflineSnippetRuns) { readme_compile_offline(); }

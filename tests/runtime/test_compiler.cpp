@@ -1,0 +1,160 @@
+#include "compiler_fixture.hpp"
+
+#include "kiln/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+using kiln::test::CompilerTest;
+using kiln::test::kAddSource;
+
+namespace {
+bool is_elf(const std::string& bytes) { return bytes.rfind("\x7f" "ELF", 0) == 0; }
+} // namespace
+
+TEST_F(CompilerTest, CompilesACubinForANamedArchitectureWithoutADevice) {
+    auto program = m_compiler->compile(kAddSource, for_arch("sm_90"));
+    EXPECT_TRUE(is_elf(program->cubin()));
+    EXPECT_EQ(program->arch(), "sm_90");
+    EXPECT_EQ(program->origin(), kiln::ProgramOrigin::compiled);
+    const auto& options = program->options();
+    EXPECT_EQ(options.at(0), "-arch=sm_90");
+    EXPECT_NE(std::find(options.begin(), options.end(), "-lineinfo"), options.end());
+    EXPECT_NE(std::find(options.begin(), options.end(), "-std=c++17"), options.end());
+}
+
+TEST_F(CompilerTest, ASecondCompileIsTheSameProgramFromMemory) {
+    auto first = m_compiler->compile(kAddSource, for_arch());
+    auto second = m_compiler->compile(kAddSource, for_arch());
+    EXPECT_EQ(first.get(), second.get());
+}
+
+TEST_F(CompilerTest, ThreadsAskingAtOnceCompileOnce) {
+    std::vector<std::shared_ptr<const kiln::Program>> results(8);
+    std::vector<std::thread> threads;
+    for (std::size_t t = 0; t < results.size(); ++t)
+        threads.emplace_back([&, t] { results[t] = m_compiler->compile(kAddSource, for_arch()); });
+    for (auto& thread : threads) thread.join();
+    for (const auto& result : results) EXPECT_EQ(result.get(), results[0].get());
+    EXPECT_EQ(m_store->stats().stores, 1u) << "one compile, so one entry written";
+}
+
+TEST_F(CompilerTest, AFreshProcessGetsTheProgramFromDisk) {
+    auto compiled = m_compiler->compile(kAddSource, for_arch());
+    restart();
+    auto loaded = m_compiler->compile(kAddSource, for_arch());
+    EXPECT_EQ(loaded->origin(), kiln::ProgramOrigin::disk_cache);
+    EXPECT_EQ(loaded->cubin(), compiled->cubin());
+    EXPECT_EQ(loaded->key(), compiled->key());
+}
+
+TEST_F(CompilerTest, DiskCacheCanBeSkippedPerCompile) {
+    auto options = for_arch();
+    options.use_disk_cache = false;
+    m_compiler->compile(kAddSource, options);
+    EXPECT_EQ(m_store->stats().stores, 0u);
+}
+
+TEST_F(CompilerTest, ACompileErrorCarriesTheLogOptionsAndNumberedSource) {
+    const std::string source = "extern \"C\" __global__ void k() {\n    undeclared = 1;\n}\n";
+    try {
+        m_compiler->compile(source, for_arch());
+        FAIL() << "compiled a program with an undeclared identifier";
+    } catch (const kiln::CompileError& e) {
+        EXPECT_NE(e.log().find("undeclared"), std::string::npos) << e.log();
+        EXPECT_EQ(e.source(), source);
+        EXPECT_NE(e.numbered_source().find("2 |     undeclared = 1;"), std::string::npos);
+        EXPECT_EQ(e.options().at(0), "-arch=sm_90");
+        EXPECT_NE(std::string(e.what()).find("2 |     undeclared = 1;"), std::string::npos);
+    }
+}
+
+TEST_F(CompilerTest, AFailedCompileIsRetriedNotRemembered) {
+    EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
+    EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
+    EXPECT_EQ(m_store->stats().stores, 0u);
+}
+
+TEST_F(CompilerTest, AnOptionNvrtcRejectsIsACompileErrorNamingIt) {
+    auto options = for_arch();
+    options.options = {"--no-such-option"};
+    try {
+        m_compiler->compile(kAddSource, options);
+        FAIL() << "NVRTC accepted --no-such-option";
+    } catch (const kiln::CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("rejected an option"), std::string::npos);
+        EXPECT_NE(e.log().find("no-such-option"), std::string::npos) << e.log();
+    }
+}
+
+TEST_F(CompilerTest, ArchitectureGivenAsAnOptionIsRejectedWithAFix) {
+    auto options = for_arch();
+    options.options = {"-arch=sm_80"};
+    EXPECT_THROW(m_compiler->compile(kAddSource, options), kiln::ArgumentError);
+}
+
+TEST_F(CompilerTest, UserOptionsReachNvrtc) {
+    const char* source = "#ifndef N\n#error N is not defined\n#endif\n"
+                         "extern \"C\" __global__ void k(int* p) { *p = N; }\n";
+    EXPECT_THROW(m_compiler->compile(source, for_arch()), kiln::CompileError);
+    auto options = for_arch();
+    options.options = {"-DN=4"};
+    EXPECT_NO_THROW(m_compiler->compile(source, options));
+}
+
+TEST_F(CompilerTest, AUserStdReplacesTheDefault) {
+    auto options = for_arch();
+    options.options = {"-std=c++20"};
+    auto program = m_compiler->compile(
+        "template <class T> concept Small = sizeof(T) < 8;\n"
+        "extern \"C\" __global__ void k(int* p) { *p = Small<int>; }\n",
+        options);
+    const auto& o = program->options();
+    EXPECT_EQ(std::count(o.begin(), o.end(), "-std=c++17"), 0);
+}
+
+TEST_F(CompilerTest, NameExpressionsGiveLoweredNames) {
+    auto options = for_arch();
+    options.name_expressions = {"scale<float>", "scale<double>"};
+    auto program = m_compiler->compile(
+        "template <class T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }\n", options);
+    auto f = program->lowered_name("scale<float>");
+    auto d = program->lowered_name("scale<double>");
+    ASSERT_TRUE(f && d);
+    EXPECT_EQ(f->rfind("_Z", 0), 0u) << *f;
+    EXPECT_NE(*f, *d);
+    EXPECT_FALSE(program->lowered_name("scale<int>"));
+    restart();
+    auto cached = m_compiler->compile(
+        "template <class T> __global__ void scale(T* x, T a) { x[threadIdx.x] *= a; }\n", options);
+    EXPECT_EQ(cached->origin(), kiln::ProgramOrigin::disk_cache);
+    EXPECT_EQ(cached->lowered_name("scale<float>"), f) << "lowered names survive the disk cache";
+}
+
+TEST_F(CompilerTest, InMemoryHeadersAreFound) {
+    auto options = for_arch();
+    options.headers = {{"my/helpers.cuh", "__device__ inline float twice(float v) { return 2 * v; }\n"}};
+    EXPECT_NO_THROW(m_compiler->compile("#include \"my/helpers.cuh\"\n"
+                                        "extern \"C\" __global__ void k(float* p) { *p = twice(*p); }\n",
+                                        options));
+}
+
+TEST_F(CompilerTest, NoArchitectureAndNoDeviceIsANoDeviceError) {
+    if (kiln::Device::available()) GTEST_SKIP() << "a GPU is present: its architecture is used";
+    EXPECT_THROW(m_compiler->compile(kAddSource, {}), kiln::NoDeviceError);
+}
+
+TEST(NormalizeArch, AcceptsTheUsualSpellings) {
+    EXPECT_EQ(kiln::normalize_arch("sm_90"), "sm_90");
+    EXPECT_EQ(kiln::normalize_arch("90"), "sm_90");
+    EXPECT_EQ(kiln::normalize_arch("compute_80"), "sm_80");
+    EXPECT_EQ(kiln::normalize_arch("sm_90a"), "sm_90a");
+    EXPECT_EQ(kiln::normalize_arch("sm_100f"), "sm_100f");
+}
+
+TEST(NormalizeArch, RejectsAnythingElse) {
+    for (const char* bad : {"", "sm_", "sm_9", "gfx90a", "sm_90;rm -rf", "sm_1000"})
+        EXPECT_THROW(kiln::normalize_arch(bad), kiln::ArgumentError) << bad;
+}

@@ -1,0 +1,98 @@
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+using kiln::test::run_command;
+
+namespace {
+
+class CompileCli : public ::testing::Test {
+protected:
+    kiln::test::TempDir m_dir;
+    std::string kiln(const std::string& args) const {
+        return "KILN_CACHE_DIR='" + (m_dir / "cache").string() + "' " KILN_TOOL_PATH " " + args;
+    }
+    std::string write(const std::string& name, const std::string& text) const {
+        kiln::test::write_file(m_dir / name, text);
+        return (m_dir / name).string();
+    }
+};
+
+constexpr const char* kKernel =
+    "extern \"C\" __global__ void k(float* p) {\n#ifdef TWICE\n    *p *= 2;\n#endif\n    *p += 1;\n}\n";
+
+} // namespace
+
+TEST_F(CompileCli, MissThenHitOnOneLineEach) {
+    const auto file = write("k.cu", kKernel);
+    auto first = run_command(kiln("compile " + file + " --arch sm_90"));
+    ASSERT_EQ(first.status, 0) << first.err;
+    EXPECT_EQ(first.out.rfind("miss ", 0), 0u) << first.out;
+    auto second = run_command(kiln("compile " + file + " --arch sm_90"));
+    ASSERT_EQ(second.status, 0) << second.err;
+    EXPECT_EQ(second.out.rfind("hit ", 0), 0u) << second.out;
+    // Same key on both lines: "hit|miss KEY MS ms".
+    EXPECT_EQ(first.out.substr(5, 32), second.out.substr(4, 32));
+    EXPECT_NE(second.out.find(" ms"), std::string::npos);
+}
+
+TEST_F(CompileCli, JsonHasKeyCacheMillisecondsAndCubinSize) {
+    const auto file = write("k.cu", kKernel);
+    auto result = run_command(kiln("compile " + file + " --arch sm_90 --json -- -DTWICE"));
+    ASSERT_EQ(result.status, 0) << result.err;
+    auto j = nlohmann::json::parse(result.out);
+    EXPECT_EQ(j.at("key").get<std::string>().size(), 32u);
+    EXPECT_EQ(j.at("cache"), "miss");
+    EXPECT_GT(j.at("ms").get<double>(), 0.0);
+    EXPECT_GT(j.at("cubin_bytes").get<std::size_t>(), 0u);
+    const auto options = j.at("options").get<std::vector<std::string>>();
+    EXPECT_NE(std::find(options.begin(), options.end(), "-DTWICE"), options.end());
+}
+
+TEST_F(CompileCli, NameExpressionsArePrintedWithTheirLoweredNames) {
+    const auto file = write("t.cu", "template <int N> __global__ void fill(int* p) { *p = N; }\n");
+    auto result = run_command(kiln("compile " + file + " --arch sm_80 --name-expr 'fill<3>'"));
+    ASSERT_EQ(result.status, 0) << result.err;
+    EXPECT_NE(result.out.find("fill<3> -> _Z"), std::string::npos) << result.out;
+}
+
+TEST_F(CompileCli, WritesTheCubinWhenAsked) {
+    const auto file = write("k.cu", kKernel);
+    const auto cubin = (m_dir / "k.cubin").string();
+    auto result = run_command(kiln("compile " + file + " --arch sm_90 -o " + cubin));
+    ASSERT_EQ(result.status, 0) << result.err;
+    EXPECT_EQ(kiln::test::read_file(cubin).rfind("\x7f" "ELF", 0), 0u);
+}
+
+TEST_F(CompileCli, ACompileErrorExitsOneWithTheNumberedSourceAndLog) {
+    const auto file = write("bad.cu", "extern \"C\" __global__ void k() {\n    nope();\n}\n");
+    auto result = run_command(kiln("compile " + file + " --arch sm_90"));
+    EXPECT_EQ(result.status, 1);
+    EXPECT_TRUE(result.out.empty()) << result.out;
+    EXPECT_NE(result.err.find("2 |     nope();"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("identifier \"nope\" is undefined"), std::string::npos) << result.err;
+}
+
+TEST_F(CompileCli, BadInputIsAOneLineErrorNotACrash) {
+    auto missing = run_command(kiln("compile /nonexistent.cu --arch sm_90"));
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_NE(missing.err.find("cannot read"), std::string::npos) << missing.err;
+    const auto file = write("k.cu", kKernel);
+    auto arch = run_command(kiln("compile " + file + " --arch banana"));
+    EXPECT_EQ(arch.status, 1);
+    EXPECT_NE(arch.err.find("not a GPU architecture"), std::string::npos) << arch.err;
+    auto option = run_command(kiln("compile " + file + " --arch sm_90 -- --bogus-flag"));
+    EXPECT_EQ(option.status, 1);
+    EXPECT_NE(option.err.find("rejected an option"), std::string::npos) << option.err;
+}
+
+TEST_F(CompileCli, HelpAndVersion) {
+    auto help = run_command(KILN_TOOL_PATH " --help");
+    EXPECT_EQ(help.status, 0);
+    EXPECT_NE(help.out.find("compile"), std::string::npos);
+    auto version = run_command(KILN_TOOL_PATH " --version");
+    EXPECT_EQ(version.status, 0);
+    EXPECT_NE(version.out.find("kiln 0."), std::string::npos) << version.out;
+}

@@ -1,0 +1,17 @@
+#pragma once
+// Each `kiln` subcommand registers itself on the CLI11 app; main.cpp only wires them together.
+
+#include <CLI/CLI.hpp>
+
+namespace kiln::tools {
+
+/// `kiln compile FILE.cu --arch sm_90 [--name-expr E]... [--json] [-o OUT] [-- NVRTC options]`
+void add_compile_command(CLI::App& app);
+/// `kiln demo`: compile, cache and (with a GPU) run and time the seed examples.
+void add_demo_command(CLI::App& app);
+/// `kiln cache dir|stats|ls|verify|prune|clear|show`
+void add_cache_commands(CLI::App& app);
+/// `kiln export FILE`, `kiln import FILE`
+void add_transfer_commands(CLI::App& app);
+
+} // namespace kiln::tools

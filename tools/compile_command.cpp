@@ -1,0 +1,90 @@
+// `kiln compile`: compile a .cu file for a named architecture, without a GPU, through the cache.
+
+#include "commands.hpp"
+
+#include "kiln/compiler.hpp"
+#include "kiln/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+namespace kiln::tools {
+
+namespace {
+
+struct CompileArgs {
+    std::string file;
+    std::string arch;
+    std::vector<std::string> name_expressions;
+    std::vector<std::string> nvrtc_options;
+    std::string output;
+    bool json = false;
+};
+
+void run_compile(const CompileArgs& args) {
+    std::ifstream in(args.file, std::ios::binary);
+    if (!in) throw ArgumentError("cannot read '" + args.file + "'");
+    const std::string source(std::istreambuf_iterator<char>(in), {});
+
+    CompileOptions options;
+    options.arch = args.arch;
+    options.options = args.nvrtc_options;
+    options.name_expressions = args.name_expressions;
+
+    const auto start = std::chrono::steady_clock::now();
+    auto program = compile(source, options);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const bool hit = program->origin() == ProgramOrigin::disk_cache;
+
+    if (!args.output.empty()) {
+        std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
+        out.write(program->cubin().data(), static_cast<std::streamsize>(program->cubin().size()));
+        if (!out) throw Error("cannot write the cubin to '" + args.output + "'");
+    }
+    if (args.json) {
+        nlohmann::json j;
+        j["key"] = program->key().hex();
+        j["cache"] = hit ? "hit" : "miss";
+        j["ms"] = ms;
+        j["cubin_bytes"] = program->cubin().size();
+        j["arch"] = program->arch();
+        j["nvrtc"] = nvrtc_version();
+        j["options"] = program->options();
+        nlohmann::json lowered = nlohmann::json::object();
+        for (const auto& [name, mangled] : program->lowered_names()) lowered[name] = mangled;
+        j["lowered_names"] = lowered;
+        j["log"] = program->log();
+        if (program->source_path()) j["source_path"] = program->source_path()->string();
+        std::cout << j.dump() << '\n';
+    } else {
+        std::printf("%s %s %.2f ms\n", hit ? "hit" : "miss", program->key().hex().c_str(), ms);
+        for (const auto& [name, mangled] : program->lowered_names())
+            std::printf("  %s -> %s\n", name.c_str(), mangled.c_str());
+    }
+}
+
+} // namespace
+
+void add_compile_command(CLI::App& app) {
+    auto args = std::make_shared<CompileArgs>();
+    auto* cmd = app.add_subcommand(
+        "compile", "Compile a CUDA file with NVRTC through the cache (no GPU needed).\n"
+                   "Prints `hit|miss KEY MS ms`. NVRTC options follow `--`.");
+    cmd->add_option("file", args->file, "CUDA source file")->required();
+    cmd->add_option("--arch", args->arch, "target architecture, e.g. sm_90 (default: this GPU's)");
+    cmd->add_option("--name-expr", args->name_expressions,
+                    "a name expression to lower, e.g. 'scale<float>' (repeatable)");
+    cmd->add_option("-o,--output", args->output, "also write the cubin to this file");
+    cmd->add_flag("--json", args->json, "print a JSON object instead of one line");
+    cmd->add_option("nvrtc_options", args->nvrtc_options, "NVRTC options, after `--`");
+    cmd->callback([args] { run_compile(*args); });
+}
+
+} // namespace kiln::tools

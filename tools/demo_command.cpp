@@ -1,0 +1,99 @@
+// `kiln demo`: Kiln's main job end to end. Compiles the seed examples through the cache, and
+// where a GPU is present runs them, checks the results and times them.
+
+#include "commands.hpp"
+
+#include "kiln/kiln.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+namespace kiln::tools {
+
+namespace {
+
+constexpr const char* kMyAddSource = R"(
+extern "C" __global__ void my_add(const float* x, const float* y, float* z, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = x[i] + y[i];
+}
+)";
+
+double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
+void run_my_add(const std::string& arch) {
+    std::printf("== my_add (RawKernel) ==\n");
+    RawKernel my_add(kMyAddSource, "my_add", CompileOptions::for_arch(arch));
+    auto program = my_add.compile();
+    std::printf("  compile: %-4s %s  %.2f ms  (%zu-byte cubin for %s)\n",
+                program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
+                program->key().hex().c_str(), program->milliseconds(), program->cubin().size(),
+                program->arch().c_str());
+
+    std::string reason;
+    if (!Device::available(&reason)) {
+        std::printf("  run: skipped, no GPU (%s)\n", reason.c_str());
+        return;
+    }
+    const int n = 1 << 24;
+    std::vector<float> x(n), y(n), z(n, std::nanf(""));
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (int i = 0; i < n; ++i) x[i] = dist(rng), y[i] = dist(rng);
+    Stream stream;
+    DeviceBuffer dx(n * sizeof(float), stream), dy(n * sizeof(float), stream),
+        dz(n * sizeof(float), stream);
+    dx.copy_from_host(x.data(), dx.size());
+    dy.copy_from_host(y.data(), dy.size());
+    dz.fill_bytes(0xff); // poison: an unwritten element fails the check
+    const LaunchConfig config{Dim3((n + 255) / 256), Dim3(256), 0, stream};
+    my_add(config, dx, dy, dz, n);
+    dz.copy_to_host(z.data(), dz.size());
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) wrong += z[i] != x[i] + y[i];
+    std::printf("  run: %d elements on %s, %s\n", n, Device::current().name().c_str(),
+                wrong ? "WRONG RESULTS" : "results match the host");
+    if (wrong) throw Error("my_add produced " + std::to_string(wrong) + " wrong elements");
+
+    Event start(true), stop(true);
+    std::vector<double> gpu_ms, host_us;
+    for (int rep = 0; rep < 50; ++rep) {
+        start.record(stream);
+        const auto t0 = std::chrono::steady_clock::now();
+        my_add(config, dx, dy, dz, n);
+        const auto t1 = std::chrono::steady_clock::now();
+        stop.record(stream);
+        stop.synchronize();
+        gpu_ms.push_back(elapsed_ms(start, stop));
+        host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    }
+    const double ms = median(gpu_ms);
+    std::printf("  time: %.3f ms on the GPU (%.0f GB/s), %.2f us host time per launch "
+                "(medians of 50)\n",
+                ms, 3.0 * n * sizeof(float) / (ms * 1e6), median(host_us));
+}
+
+} // namespace
+
+void add_demo_command(CLI::App& app) {
+    auto arch = std::make_shared<std::string>();
+    auto* cmd = app.add_subcommand("demo", "Compile, cache and (with a GPU) run and time the "
+                                           "seed kernels");
+    cmd->add_option("--arch", *arch,
+                    "architecture to compile for without a GPU (default: the GPU's, else sm_90)");
+    cmd->callback([arch] {
+        std::string target = *arch;
+        if (target.empty()) target = Device::available() ? Device::current().arch() : "sm_90";
+        std::printf("kiln demo: NVRTC %s, target %s\n", nvrtc_version().c_str(), target.c_str());
+        run_my_add(target);
+    });
+}
+
+} // namespace kiln::tools
