@@ -45,7 +45,8 @@ Fixture* fixture(benchmark::State& state) {
 template <class Launch> void run(benchmark::State& state, Fixture& f, Launch&& launch) {
     for (auto _ : state) {
         const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < kBatch; ++i) launch();
+        for (int i = 0; i < kBatch; ++i)
+            launch();
         const auto stop = std::chrono::steady_clock::now();
         f.stream.synchronize();
         state.SetIterationTime(std::chrono::duration<double>(stop - start).count() / kBatch);

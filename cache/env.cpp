@@ -46,12 +46,18 @@ std::uint64_t parse_size(const std::string& text, const std::string& what) {
     if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
     if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back(); // "GiB" reads as "G"
     int shift = 0;
-    if (suffix.empty()) shift = 0;
-    else if (suffix == "K") shift = 10;
-    else if (suffix == "M") shift = 20;
-    else if (suffix == "G") shift = 30;
-    else if (suffix == "T") shift = 40;
-    else return fail();
+    if (suffix.empty())
+        shift = 0;
+    else if (suffix == "K")
+        shift = 10;
+    else if (suffix == "M")
+        shift = 20;
+    else if (suffix == "G")
+        shift = 30;
+    else if (suffix == "T")
+        shift = 40;
+    else
+        return fail();
     if (shift && number > (UINT64_MAX >> shift)) return fail();
     return number << shift;
 }

@@ -9,8 +9,8 @@ namespace {
 std::string cuda_message(const std::string& call, int code, const std::string& name,
                          const std::string& description, const char* file, int line) {
     std::ostringstream out;
-    out << "CUDA call failed: " << call << " returned " << name << " (" << code << "): "
-        << description;
+    out << "CUDA call failed: " << call << " returned " << name << " (" << code
+        << "): " << description;
     if (file) out << " [" << file << ":" << line << "]";
     return out.str();
 }
@@ -19,7 +19,8 @@ std::string compile_message(const std::string& summary, const std::string& log,
                             const std::vector<std::string>& options, const std::string& source) {
     std::ostringstream out;
     out << summary << "\n--- NVRTC log ---\n" << log << "\n--- options ---\n";
-    for (const auto& option : options) out << ' ' << option;
+    for (const auto& option : options)
+        out << ' ' << option;
     out << "\n--- source ---\n" << number_lines(source);
     return out.str();
 }
@@ -39,11 +40,14 @@ CompileError::CompileError(std::string summary, std::string log, std::vector<std
     , m_options(std::move(options))
     , m_source(std::move(source)) {}
 
-std::string CompileError::numbered_source() const { return number_lines(m_source); }
+std::string CompileError::numbered_source() const {
+    return number_lines(m_source);
+}
 
 std::string number_lines(const std::string& source) {
     std::size_t lines = 1;
-    for (char c : source) lines += (c == '\n');
+    for (char c : source)
+        lines += (c == '\n');
     const int width = static_cast<int>(std::to_string(lines).size());
     std::ostringstream out;
     std::size_t number = 1, start = 0;

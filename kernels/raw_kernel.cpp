@@ -72,11 +72,13 @@ RawModule RawModule::from_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ArgumentError("cannot open module file '" + path + "'");
     std::string image(std::istreambuf_iterator<char>(in), {});
-    const bool elf = image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0;
+    const bool elf = image.size() >= 4 && image.compare(0, 4,
+                                                        "\x7f"
+                                                        "ELF") == 0;
     const bool fatbin = image.size() >= 4 && static_cast<unsigned char>(image[0]) == 0x50 &&
                         static_cast<unsigned char>(image[3]) == 0xBA;
-    const bool ptx = image.find(".version") != std::string::npos &&
-                     image.find(".target") != std::string::npos;
+    const bool ptx =
+        image.find(".version") != std::string::npos && image.find(".target") != std::string::npos;
     if (!elf && !fatbin && !ptx)
         throw ArgumentError("'" + path + "' is not a cubin, fatbin or PTX file");
     state->image = std::move(image);
@@ -84,7 +86,9 @@ RawModule RawModule::from_file(const std::string& path) {
     return RawModule(std::move(state));
 }
 
-RawKernel RawModule::get_function(const std::string& name) const { return RawKernel(m_state, name); }
+RawKernel RawModule::get_function(const std::string& name) const {
+    return RawKernel(m_state, name);
+}
 
 std::shared_ptr<const Program> RawModule::compile() const {
     if (m_state->image) return nullptr;

@@ -10,8 +10,8 @@
 #include <nvrtc.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <future>
 #include <mutex>
 #include <unordered_map>
@@ -96,12 +96,15 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     key.add("arch", r.arch);
     key.add("output", "cubin");
     key.add("options", std::uint64_t{r.options.size()});
-    for (const auto& option : r.options) key.add("option", option);
+    for (const auto& option : r.options)
+        key.add("option", option);
     key.add("source", r.source);
     key.add("headers", std::uint64_t{r.headers.size()});
-    for (const auto& header : r.headers) key.add("header-name", header.name).add("header", header.source);
+    for (const auto& header : r.headers)
+        key.add("header-name", header.name).add("header", header.source);
     key.add("name-expressions", std::uint64_t{r.name_expressions.size()});
-    for (const auto& name : r.name_expressions) key.add("name-expression", name);
+    for (const auto& name : r.name_expressions)
+        key.add("name-expression", name);
     r.key = key.finish();
     return r;
 }
@@ -126,7 +129,8 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name) {
         KILN_NVRTC(nvrtcAddNameExpression(raw, name.c_str()));
 
     std::vector<const char*> options;
-    for (const auto& option : r.options) options.push_back(option.c_str());
+    for (const auto& option : r.options)
+        options.push_back(option.c_str());
     const nvrtcResult result =
         nvrtcCompileProgram(raw, static_cast<int>(options.size()), options.data());
 
@@ -262,7 +266,8 @@ struct Compiler::Impl {
     }
 };
 
-Compiler::Compiler(cache::Store* store) : m_impl(std::make_unique<Impl>()) {
+Compiler::Compiler(cache::Store* store)
+    : m_impl(std::make_unique<Impl>()) {
     m_impl->store = store;
 }
 
@@ -273,7 +278,9 @@ Compiler& Compiler::global() {
     return *instance;
 }
 
-cache::Store* Compiler::store() const noexcept { return m_impl->store; }
+cache::Store* Compiler::store() const noexcept {
+    return m_impl->store;
+}
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {
     return resolve(source, options, m_impl->nvrtc()).key;
@@ -318,6 +325,8 @@ std::string normalize_arch(std::string_view arch) {
     return "sm_" + std::string(digits) + suffix;
 }
 
-const std::string& nvrtc_version() { return detail::nvrtc_full_version({}); }
+const std::string& nvrtc_version() {
+    return detail::nvrtc_full_version({});
+}
 
 } // namespace kiln

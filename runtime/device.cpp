@@ -25,11 +25,13 @@ CUcontext retain_primary(CUdevice device, int ordinal) {
 
 } // namespace
 
-Device::Device(int ordinal) : m_ordinal(ordinal), m_device(0) {
+Device::Device(int ordinal)
+    : m_ordinal(ordinal)
+    , m_device(0) {
     const int n = count();
     if (ordinal < 0 || ordinal >= n || ordinal >= kMaxDevices)
-        throw ArgumentError("device ordinal " + std::to_string(ordinal) + " is out of range: " +
-                            std::to_string(n) + " device(s) visible");
+        throw ArgumentError("device ordinal " + std::to_string(ordinal) +
+                            " is out of range: " + std::to_string(n) + " device(s) visible");
     KILN_CU(cuDeviceGet(&m_device, ordinal));
 }
 
@@ -48,7 +50,9 @@ int Device::count() {
     return n;
 }
 
-bool Device::available(std::string* reason) { return detail::driver_available(reason); }
+bool Device::available(std::string* reason) {
+    return detail::driver_available(reason);
+}
 
 std::string Device::name() const {
     char buffer[256] = {};

@@ -46,7 +46,8 @@ LoadResult load() {
         if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=            \
                 CUDA_SUCCESS ||                                                                    \
             !fn) {                                                                                 \
-            result.failure = "the CUDA driver in " + library + " lacks " #name                     \
+            result.failure = "the CUDA driver in " + library +                                     \
+                             " lacks " #name                                                       \
                              ": update the NVIDIA driver (Kiln needs CUDA 12.4 or newer)";         \
             return result;                                                                         \
         }                                                                                          \

@@ -5,9 +5,13 @@
 
 namespace kiln {
 
-void EventRef::record(StreamRef stream) const { KILN_CU(cuEventRecord(m_event, stream.get())); }
+void EventRef::record(StreamRef stream) const {
+    KILN_CU(cuEventRecord(m_event, stream.get()));
+}
 
-void EventRef::synchronize() const { KILN_CU(cuEventSynchronize(m_event)); }
+void EventRef::synchronize() const {
+    KILN_CU(cuEventSynchronize(m_event));
+}
 
 bool EventRef::ready() const {
     const CUresult result = detail::driver().cuEventQuery(m_event);

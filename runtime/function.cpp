@@ -20,12 +20,21 @@ std::string dims(Dim3 d) {
 
 } // namespace
 
-const std::string& Function::name() const { return m_state->name; }
-std::size_t Function::parameter_count() const { return m_state->parameter_sizes.size(); }
-const std::vector<std::size_t>& Function::parameter_sizes() const { return m_state->parameter_sizes; }
-int Function::max_threads_per_block() const { return m_state->max_threads_per_block; }
+const std::string& Function::name() const {
+    return m_state->name;
+}
+std::size_t Function::parameter_count() const {
+    return m_state->parameter_sizes.size();
+}
+const std::vector<std::size_t>& Function::parameter_sizes() const {
+    return m_state->parameter_sizes;
+}
+int Function::max_threads_per_block() const {
+    return m_state->max_threads_per_block;
+}
 
-int Function::max_active_blocks_per_multiprocessor(int block_threads, std::size_t shared_memory) const {
+int Function::max_active_blocks_per_multiprocessor(int block_threads,
+                                                   std::size_t shared_memory) const {
     int blocks = 0;
     KILN_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, m_state->function, block_threads,
                                                         shared_memory));
@@ -34,7 +43,8 @@ int Function::max_active_blocks_per_multiprocessor(int block_threads, std::size_
 
 // Every check is an integer comparison against values read when the kernel was loaded, so a
 // correct launch pays a few nanoseconds for never being a silent wrong launch.
-void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes, std::size_t count) const {
+void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,
+                            std::size_t count) const {
     const State& s = *m_state;
     if (count != s.parameter_sizes.size())
         bad_launch(s.name, "it takes " + std::to_string(s.parameter_sizes.size()) +
@@ -46,37 +56,48 @@ void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes, std
                                    std::to_string(s.parameter_sizes[i]) +
                                    " bytes: pass a value of the parameter's exact type");
     const Dim3 b = c.block, g = c.grid;
-    if (b.x == 0 || b.y == 0 || b.z == 0) bad_launch(s.name, "block " + dims(b) + " has a zero dimension");
-    if (g.x == 0 || g.y == 0 || g.z == 0) bad_launch(s.name, "grid " + dims(g) + " has a zero dimension");
-    if (b.x > unsigned(s.max_block[0]) || b.y > unsigned(s.max_block[1]) || b.z > unsigned(s.max_block[2]))
+    if (b.x == 0 || b.y == 0 || b.z == 0)
+        bad_launch(s.name, "block " + dims(b) + " has a zero dimension");
+    if (g.x == 0 || g.y == 0 || g.z == 0)
+        bad_launch(s.name, "grid " + dims(g) + " has a zero dimension");
+    if (b.x > unsigned(s.max_block[0]) || b.y > unsigned(s.max_block[1]) ||
+        b.z > unsigned(s.max_block[2]))
         bad_launch(s.name, "block " + dims(b) + " exceeds the device's limits (" +
-                               std::to_string(s.max_block[0]) + ", " + std::to_string(s.max_block[1]) +
-                               ", " + std::to_string(s.max_block[2]) + ")");
+                               std::to_string(s.max_block[0]) + ", " +
+                               std::to_string(s.max_block[1]) + ", " +
+                               std::to_string(s.max_block[2]) + ")");
     const unsigned long long threads = 1ull * b.x * b.y * b.z;
     if (threads > static_cast<unsigned long long>(s.max_threads_per_block))
         bad_launch(s.name, "block " + dims(b) + " has " + std::to_string(threads) +
                                " threads; this kernel allows at most " +
                                std::to_string(s.max_threads_per_block));
-    if (g.x > unsigned(s.max_grid[0]) || g.y > unsigned(s.max_grid[1]) || g.z > unsigned(s.max_grid[2]))
+    if (g.x > unsigned(s.max_grid[0]) || g.y > unsigned(s.max_grid[1]) ||
+        g.z > unsigned(s.max_grid[2]))
         bad_launch(s.name, "grid " + dims(g) + " exceeds the device's limits (" +
-                               std::to_string(s.max_grid[0]) + ", " + std::to_string(s.max_grid[1]) +
-                               ", " + std::to_string(s.max_grid[2]) + ")");
+                               std::to_string(s.max_grid[0]) + ", " +
+                               std::to_string(s.max_grid[1]) + ", " +
+                               std::to_string(s.max_grid[2]) + ")");
     if (c.shared_memory > s.shared_limit.load(std::memory_order_relaxed))
         raise_shared_limit(c.shared_memory);
     if (c.cooperative) {
-        const int per_sm = max_active_blocks_per_multiprocessor(static_cast<int>(threads), c.shared_memory);
+        const int per_sm =
+            max_active_blocks_per_multiprocessor(static_cast<int>(threads), c.shared_memory);
         const unsigned long long fit = 1ull * per_sm * s.multiprocessors;
         if (1ull * g.x * g.y * g.z > fit)
-            bad_launch(s.name, "a cooperative grid " + dims(g) + " must fit on the device at once: "
-                               "at most " + std::to_string(fit) + " blocks of this size");
+            bad_launch(s.name, "a cooperative grid " + dims(g) +
+                                   " must fit on the device at once: "
+                                   "at most " +
+                                   std::to_string(fit) + " blocks of this size");
     }
 }
 
 void Function::raise_shared_limit(std::size_t bytes) const {
     const State& s = *m_state;
     if (bytes > static_cast<std::size_t>(s.max_shared_optin))
-        bad_launch(s.name, std::to_string(bytes) + " bytes of dynamic shared memory asked for; the "
-                           "device allows at most " + std::to_string(s.max_shared_optin));
+        bad_launch(s.name, std::to_string(bytes) +
+                               " bytes of dynamic shared memory asked for; the "
+                               "device allows at most " +
+                               std::to_string(s.max_shared_optin));
     KILN_CU(cuFuncSetAttribute(s.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                static_cast<int>(bytes)));
     // Only ever raised: a concurrent smaller request must not lower what another launch needs.
@@ -92,14 +113,15 @@ void Function::launch_packed(const LaunchConfig& c, void** args, const std::size
     const detail::Driver& d = detail::driver();
     const CUresult result =
         c.cooperative
-            ? d.cuLaunchCooperativeKernel(m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
-                                          c.block.y, c.block.z, static_cast<unsigned>(c.shared_memory),
-                                          c.stream.get(), args)
-            : d.cuLaunchKernel(m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
-                               c.block.z, static_cast<unsigned>(c.shared_memory), c.stream.get(),
-                               args, nullptr);
+            ? d.cuLaunchCooperativeKernel(
+                  m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
+                  static_cast<unsigned>(c.shared_memory), c.stream.get(), args)
+            : d.cuLaunchKernel(m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
+                               c.block.y, c.block.z, static_cast<unsigned>(c.shared_memory),
+                               c.stream.get(), args, nullptr);
     if (result != CUDA_SUCCESS)
-        detail::throw_cuda_error(result, c.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
+        detail::throw_cuda_error(result,
+                                 c.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                                  __FILE__, __LINE__);
 }
 

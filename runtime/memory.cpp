@@ -34,7 +34,8 @@ CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream
     return pointer;
 }
 
-void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t, StreamRef stream) noexcept {
+void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t,
+                                        StreamRef stream) noexcept {
     detail::driver().cuMemFreeAsync(pointer, stream.get());
 }
 
@@ -45,10 +46,12 @@ std::shared_ptr<Allocator> default_allocator() {
 
 void set_default_allocator(std::shared_ptr<Allocator> allocator) {
     std::lock_guard<std::mutex> lock(g_allocator_mutex);
-    allocator_slot() = allocator ? std::move(allocator) : std::make_shared<StreamOrderedAllocator>();
+    allocator_slot() =
+        allocator ? std::move(allocator) : std::make_shared<StreamOrderedAllocator>();
 }
 
-DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream, std::shared_ptr<Allocator> allocator)
+DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
+                           std::shared_ptr<Allocator> allocator)
     : m_bytes(bytes)
     , m_stream(stream)
     , m_allocator(std::move(allocator)) {
@@ -56,7 +59,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream, std::shared_ptr<
     if (bytes) m_pointer = m_allocator->allocate(bytes, stream);
 }
 
-DeviceBuffer::~DeviceBuffer() { release(); }
+DeviceBuffer::~DeviceBuffer() {
+    release();
+}
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : m_pointer(std::exchange(other.m_pointer, 0))

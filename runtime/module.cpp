@@ -12,7 +12,11 @@ namespace kiln {
 
 namespace {
 
-bool is_elf(const std::string& image) { return image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0; }
+bool is_elf(const std::string& image) {
+    return image.size() >= 4 && image.compare(0, 4,
+                                              "\x7f"
+                                              "ELF") == 0;
+}
 
 bool is_fatbin(const std::string& image) {
     // Fatbin images start with the magic 0xBA55ED50 (little-endian).
@@ -23,8 +27,8 @@ bool is_fatbin(const std::string& image) {
 }
 
 bool is_ptx(const std::string& image) {
-    return image.find(".version") != std::string::npos && image.find(".target") != std::string::npos &&
-           image.find('\0') == std::string::npos;
+    return image.find(".version") != std::string::npos &&
+           image.find(".target") != std::string::npos && image.find('\0') == std::string::npos;
 }
 
 bool rejected_image(CUresult result) {
@@ -83,7 +87,8 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
                                 Device::current().arch() + ")?");
         detail::throw_cuda_error(result, "cuModuleLoadDataEx(module, cubin)", __FILE__, __LINE__);
     }
-    auto loaded = std::shared_ptr<Module>(new Module(module, context, "program " + program->key().hex()));
+    auto loaded =
+        std::shared_ptr<Module>(new Module(module, context, "program " + program->key().hex()));
     loaded->m_program = std::move(program);
     return loaded;
 }
@@ -119,11 +124,13 @@ Function Module::function(const std::string& name) const {
     if (m_program)
         if (auto found = m_program->lowered_name(name)) lowered = *found;
     CUfunction function = nullptr;
-    const CUresult result = detail::driver().cuModuleGetFunction(&function, m_module, lowered.c_str());
+    const CUresult result =
+        detail::driver().cuModuleGetFunction(&function, m_module, lowered.c_str());
     if (result == CUDA_ERROR_NOT_FOUND) {
         std::ostringstream message;
         message << "no kernel named '" << name << "' in " << m_description << "; it has:";
-        for (const auto& k : kernel_names()) message << ' ' << k;
+        for (const auto& k : kernel_names())
+            message << ' ' << k;
         message << ". Mark kernels extern \"C\", or pass templates and overloads as name "
                    "expressions";
         throw ArgumentError(message.str());

@@ -5,7 +5,9 @@
 
 namespace kiln {
 
-void StreamRef::synchronize() const { KILN_CU(cuStreamSynchronize(m_stream)); }
+void StreamRef::synchronize() const {
+    KILN_CU(cuStreamSynchronize(m_stream));
+}
 
 bool StreamRef::ready() const {
     const CUresult result = detail::driver().cuStreamQuery(m_stream);

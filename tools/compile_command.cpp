@@ -58,7 +58,8 @@ void run_compile(const CompileArgs& args) {
         j["nvrtc"] = nvrtc_version();
         j["options"] = program->options();
         nlohmann::json lowered = nlohmann::json::object();
-        for (const auto& [name, mangled] : program->lowered_names()) lowered[name] = mangled;
+        for (const auto& [name, mangled] : program->lowered_names())
+            lowered[name] = mangled;
         j["lowered_names"] = lowered;
         j["log"] = program->log();
         if (program->source_path()) j["source_path"] = program->source_path()->string();

@@ -46,7 +46,8 @@ void run_my_add(const std::string& arch) {
     std::vector<float> x(n), y(n), z(n, std::nanf(""));
     std::mt19937 rng(std::random_device{}());
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    for (int i = 0; i < n; ++i) x[i] = dist(rng), y[i] = dist(rng);
+    for (int i = 0; i < n; ++i)
+        x[i] = dist(rng), y[i] = dist(rng);
     Stream stream;
     DeviceBuffer dx(n * sizeof(float), stream), dy(n * sizeof(float), stream),
         dz(n * sizeof(float), stream);
@@ -57,7 +58,8 @@ void run_my_add(const std::string& arch) {
     my_add(config, dx, dy, dz, n);
     dz.copy_to_host(z.data(), dz.size());
     int wrong = 0;
-    for (int i = 0; i < n; ++i) wrong += z[i] != x[i] + y[i];
+    for (int i = 0; i < n; ++i)
+        wrong += z[i] != x[i] + y[i];
     std::printf("  run: %d elements on %s, %s\n", n, Device::current().name().c_str(),
                 wrong ? "WRONG RESULTS" : "results match the host");
     if (wrong) throw Error("my_add produced " + std::to_string(wrong) + " wrong elements");

@@ -27,7 +27,8 @@ std::mt19937& rng() {
 std::vector<float> random_floats(std::size_t n) {
     std::uniform_real_distribution<float> dist(-10.f, 10.f);
     std::vector<float> v(n);
-    for (auto& x : v) x = dist(rng());
+    for (auto& x : v)
+        x = dist(rng());
     return v;
 }
 
@@ -67,7 +68,8 @@ TEST(RawKernel, LaunchesWithPointersAndScalars) {
     kiln::RawKernel saxpy(kSaxpy, "saxpy");
     saxpy({(n + 255) / 256}, {256}, 2.5f, dx.data<float>(), dy.data<float>(), out.data<float>(), n);
     auto result = download<float>(out);
-    for (int i = 0; i < n; ++i) ASSERT_EQ(result[i], 2.5f * x[i] + y[i]) << i;
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], 2.5f * x[i] + y[i]) << i;
 }
 
 TEST(RawKernel, AcceptsDeviceBuffersAsPointers) {
@@ -79,7 +81,8 @@ TEST(RawKernel, AcceptsDeviceBuffersAsPointers) {
     kiln::RawKernel saxpy(kSaxpy, "saxpy");
     saxpy({n / 128}, {128}, -1.0f, dx, dy, out, n);
     auto result = download<float>(out);
-    for (int i = 0; i < n; ++i) ASSERT_EQ(result[i], -x[i] + y[i]);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], -x[i] + y[i]);
 }
 
 namespace {
@@ -109,10 +112,10 @@ extern "C" __global__ void scalars(signed char i8, unsigned char u8, short i16, 
     auto ints = poisoned(11 * sizeof(long long));
     auto reals = poisoned(6 * sizeof(double));
     const Params p{0.125, -7, {1.5f, -2.5f, 3.25f}, -3};
-    kernel({1}, {1}, std::int8_t{-1}, std::uint8_t{255}, std::int16_t{-32768},
-           std::uint16_t{65535}, std::int32_t{INT32_MIN}, std::uint32_t{4294967295u},
-           std::int64_t{INT64_MIN}, std::uint64_t{(1ull << 63) - 1}, 1.5f, 1e300, true, p,
-           ints.data<long long>(), reals.data<double>());
+    kernel({1}, {1}, std::int8_t{-1}, std::uint8_t{255}, std::int16_t{-32768}, std::uint16_t{65535},
+           std::int32_t{INT32_MIN}, std::uint32_t{4294967295u}, std::int64_t{INT64_MIN},
+           std::uint64_t{(1ull << 63) - 1}, 1.5f, 1e300, true, p, ints.data<long long>(),
+           reals.data<double>());
     auto i = download<long long>(ints);
     auto r = download<double>(reals);
     EXPECT_EQ(i[0], -1);
@@ -142,14 +145,16 @@ TEST(RawKernel, RefusesTheWrongNumberOrSizeOfArguments) {
         saxpy({1}, {32}, 1.0f, p, p, p);
         FAIL() << "launched with 4 of 5 arguments";
     } catch (const kiln::ArgumentError& e) {
-        EXPECT_NE(std::string(e.what()).find("takes 5 argument(s), 4 were given"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("takes 5 argument(s), 4 were given"),
+                  std::string::npos)
             << e.what();
     }
     try {
         saxpy({1}, {32}, 1.0, p, p, p, 5); // a double where a float is taken
         FAIL() << "launched a double into a float parameter";
     } catch (const kiln::ArgumentError& e) {
-        EXPECT_NE(std::string(e.what()).find("argument 0 is 8 bytes"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("argument 0 is 8 bytes"), std::string::npos)
+            << e.what();
     }
 }
 
@@ -198,7 +203,8 @@ extern "C" __global__ void reverse(const float* in, float* out, int per_thread) 
     reverse(config, din, out, per_thread);
     auto result = download<float>(out);
     for (int b = 0; b < blocks; ++b)
-        for (int i = 0; i < n; ++i) ASSERT_EQ(result[b * n + i], in[b * n + n - 1 - i]);
+        for (int i = 0; i < n; ++i)
+            ASSERT_EQ(result[b * n + i], in[b * n + n - 1 - i]);
 
     config.shared_memory = 100u << 20; // far beyond any device
     EXPECT_THROW(reverse(config, din, out, per_thread), kiln::ArgumentError);
@@ -219,7 +225,8 @@ TEST(RawKernel, RunsOnOwnedStreamsAndOnStreamsTheApplicationMade) {
               out, n);
         std::vector<float> result(n);
         out.copy_to_host(result.data(), out.size(), stream);
-        for (int i = 0; i < n; ++i) ASSERT_EQ(result[i], 3.0f * x[i] + y[i]);
+        for (int i = 0; i < n; ++i)
+            ASSERT_EQ(result[i], 3.0f * x[i] + y[i]);
     }
     KILN_CU(cuStreamDestroy(foreign));
 }
@@ -234,14 +241,17 @@ TEST(RawKernel, EventsOrderWorkAcrossStreams) {
     auto mid = poisoned(n * sizeof(float), producer);
     auto out = poisoned(n * sizeof(float), producer);
     producer.synchronize();
-    saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, producer}, 2.0f, dx, dy, mid, n);
+    saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, producer}, 2.0f, dx, dy, mid,
+          n);
     kiln::Event done;
     done.record(producer);
     done.ref().wait_on(consumer);
-    saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, consumer}, 1.0f, mid, dy, out, n);
+    saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, consumer}, 1.0f, mid, dy, out,
+          n);
     std::vector<float> result(n);
     out.copy_to_host(result.data(), out.size(), consumer);
-    for (int i = 0; i < n; ++i) ASSERT_EQ(result[i], (2.0f * x[i] + y[i]) + y[i]);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], (2.0f * x[i] + y[i]) + y[i]);
 }
 
 TEST(RawKernel, CooperativeLaunchSynchronizesTheGrid) {
@@ -269,7 +279,8 @@ extern "C" __global__ void grid_sum(int* slots, int* sums) {
     kiln::LaunchConfig config{kiln::Dim3(blocks), kiln::Dim3(128)};
     config.cooperative = true;
     grid_sum(config, slots, sums);
-    for (int s : download<int>(sums)) ASSERT_EQ(s, blocks * (blocks + 1) / 2);
+    for (int s : download<int>(sums))
+        ASSERT_EQ(s, blocks * (blocks + 1) / 2);
 
     config.grid = kiln::Dim3(blocks * 1000); // cannot all be resident at once
     EXPECT_THROW(grid_sum(config, slots, sums), kiln::ArgumentError);
@@ -289,7 +300,8 @@ template <class T, int K> __global__ void scale(T* x, int n) {
     auto dx = upload(x);
     module.get_function("scale<float, 3>")({4}, {256}, dx, n);
     std::vector<int> xi(n);
-    for (int i = 0; i < n; ++i) xi[i] = static_cast<int>(rng()() % 1000) - 500;
+    for (int i = 0; i < n; ++i)
+        xi[i] = static_cast<int>(rng()() % 1000) - 500;
     kiln::DeviceBuffer di(n * sizeof(int));
     di.copy_from_host(xi.data(), di.size());
     module.get_function("scale<int, 5>")({4}, {256}, di, n);
@@ -329,7 +341,8 @@ TEST(RawModule, LoadsCubinAndPtxFiles) {
     kiln::RawModule::from_file((dir / "saxpy.cubin").string())
         .get_function("saxpy")({2}, {256}, 0.5f, dx, dy, out, n);
     auto result = download<float>(out);
-    for (int i = 0; i < n; ++i) ASSERT_EQ(result[i], 0.5f * x[i] + y[i]);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], 0.5f * x[i] + y[i]);
 
     auto seven = poisoned(sizeof(int));
     kiln::RawModule::from_file((dir / "saxpy.ptx").string()).get_function("fill7")({1}, {1}, seven);
@@ -348,16 +361,20 @@ TEST(RawKernel, ThreadsLaunchingTheSameKernelShareOneCompile) {
             kiln::Stream stream;
             std::mt19937 local(t);
             std::vector<float> x(n), y(n);
-            for (int i = 0; i < n; ++i) x[i] = float(local() % 100), y[i] = float(local() % 100);
+            for (int i = 0; i < n; ++i)
+                x[i] = float(local() % 100), y[i] = float(local() % 100);
             auto dx = upload(x, stream), dy = upload(y, stream);
             auto out = poisoned(n * sizeof(float), stream);
             for (int rep = 0; rep < 20; ++rep)
-                saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, stream}, 2.0f,
-                      dx, dy, out, n);
+                saxpy(kiln::LaunchConfig{kiln::Dim3(n / 256), kiln::Dim3(256), 0, stream}, 2.0f, dx,
+                      dy, out, n);
             std::vector<float> result(n);
             out.copy_to_host(result.data(), out.size(), stream);
-            for (int i = 0; i < n; ++i) failures[t] += result[i] != 2.0f * x[i] + y[i];
+            for (int i = 0; i < n; ++i)
+                failures[t] += result[i] != 2.0f * x[i] + y[i];
         });
-    for (auto& thread : threads) thread.join();
-    for (int t = 0; t < 8; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+    for (auto& thread : threads)
+        thread.join();
+    for (int t = 0; t < 8; ++t)
+        EXPECT_EQ(failures[t], 0) << "thread " << t;
 }

@@ -4,4 +4,6 @@
 
 void readme_compile_offline();
 
-TEST(Readme, CompileOfflineSnippetRuns) { readme_compile_offline(); }
+TEST(Readme, CompileOfflineSnippetRuns) {
+    readme_compile_offline();
+}

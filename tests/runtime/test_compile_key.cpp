@@ -34,14 +34,20 @@ TEST_F(CompilerTest, ChangingAnyFieldChangesTheKey) {
             {"option value", [](std::string&, CompileOptions& o) { o.options = {"-DA=2"}; }},
             {"extra option", [](std::string&, CompileOptions& o) { o.options.push_back("-G"); }},
             {"option order",
-             [](std::string&, CompileOptions& o) { o.options = {"-DB=1", "-DA=1"}; }},
+             [](std::string&, CompileOptions& o) {
+                 o.options = {"-DB=1", "-DA=1"};
+             }},
             {"lineinfo off", [](std::string&, CompileOptions& o) { o.lineinfo = false; }},
             {"header content", [](std::string&, CompileOptions& o) { o.headers[0].source += " "; }},
             {"header name", [](std::string&, CompileOptions& o) { o.headers[0].name = "g.cuh"; }},
-            {"extra header", [](std::string&, CompileOptions& o) { o.headers.push_back({"x", ""}); }},
+            {"extra header",
+             [](std::string&, CompileOptions& o) {
+                 o.headers.push_back({"x", ""});
+             }},
             {"name expression",
              [](std::string&, CompileOptions& o) { o.name_expressions = {"add2"}; }},
-            {"no name expression", [](std::string&, CompileOptions& o) { o.name_expressions = {}; }},
+            {"no name expression",
+             [](std::string&, CompileOptions& o) { o.name_expressions = {}; }},
         };
     std::set<std::string> keys{reference.hex()};
     for (const auto& [what, change] : changes) {

@@ -11,7 +11,11 @@ using kiln::test::CompilerTest;
 using kiln::test::kAddSource;
 
 namespace {
-bool is_elf(const std::string& bytes) { return bytes.rfind("\x7f" "ELF", 0) == 0; }
+bool is_elf(const std::string& bytes) {
+    return bytes.rfind("\x7f"
+                       "ELF",
+                       0) == 0;
+}
 } // namespace
 
 TEST_F(CompilerTest, CompilesACubinForANamedArchitectureWithoutADevice) {
@@ -36,8 +40,10 @@ TEST_F(CompilerTest, ThreadsAskingAtOnceCompileOnce) {
     std::vector<std::thread> threads;
     for (std::size_t t = 0; t < results.size(); ++t)
         threads.emplace_back([&, t] { results[t] = m_compiler->compile(kAddSource, for_arch()); });
-    for (auto& thread : threads) thread.join();
-    for (const auto& result : results) EXPECT_EQ(result.get(), results[0].get());
+    for (auto& thread : threads)
+        thread.join();
+    for (const auto& result : results)
+        EXPECT_EQ(result.get(), results[0].get());
     EXPECT_EQ(m_store->stats().stores, 1u) << "one compile, so one entry written";
 }
 
@@ -107,10 +113,10 @@ TEST_F(CompilerTest, UserOptionsReachNvrtc) {
 TEST_F(CompilerTest, AUserStdReplacesTheDefault) {
     auto options = for_arch();
     options.options = {"-std=c++20"};
-    auto program = m_compiler->compile(
-        "template <class T> concept Small = sizeof(T) < 8;\n"
-        "extern \"C\" __global__ void k(int* p) { *p = Small<int>; }\n",
-        options);
+    auto program =
+        m_compiler->compile("template <class T> concept Small = sizeof(T) < 8;\n"
+                            "extern \"C\" __global__ void k(int* p) { *p = Small<int>; }\n",
+                            options);
     const auto& o = program->options();
     EXPECT_EQ(std::count(o.begin(), o.end(), "-std=c++17"), 0);
 }
@@ -135,10 +141,12 @@ TEST_F(CompilerTest, NameExpressionsGiveLoweredNames) {
 
 TEST_F(CompilerTest, InMemoryHeadersAreFound) {
     auto options = for_arch();
-    options.headers = {{"my/helpers.cuh", "__device__ inline float twice(float v) { return 2 * v; }\n"}};
-    EXPECT_NO_THROW(m_compiler->compile("#include \"my/helpers.cuh\"\n"
-                                        "extern \"C\" __global__ void k(float* p) { *p = twice(*p); }\n",
-                                        options));
+    options.headers = {
+        {"my/helpers.cuh", "__device__ inline float twice(float v) { return 2 * v; }\n"}};
+    EXPECT_NO_THROW(
+        m_compiler->compile("#include \"my/helpers.cuh\"\n"
+                            "extern \"C\" __global__ void k(float* p) { *p = twice(*p); }\n",
+                            options));
 }
 
 TEST_F(CompilerTest, NoArchitectureAndNoDeviceIsANoDeviceError) {

@@ -43,7 +43,8 @@ TEST(DeviceBuffer, FillsBytesAndRejectsOverruns) {
     buffer.fill_bytes(0xab);
     std::vector<unsigned char> out(64);
     buffer.copy_to_host(out.data(), out.size());
-    for (unsigned char c : out) EXPECT_EQ(c, 0xab);
+    for (unsigned char c : out)
+        EXPECT_EQ(c, 0xab);
     EXPECT_THROW(buffer.copy_to_host(out.data(), 65), kiln::ArgumentError);
 }
 
@@ -60,7 +61,7 @@ TEST(DeviceBuffer, MovesLeaveTheSourceEmpty) {
 namespace {
 // Counts what passes through, forwarding to the stream-ordered allocator.
 class CountingAllocator : public kiln::Allocator {
-public:
+  public:
     std::atomic<int> allocations{0}, deallocations{0};
     CUdeviceptr allocate(std::size_t bytes, kiln::StreamRef stream) override {
         ++allocations;
@@ -71,7 +72,7 @@ public:
         m_inner.deallocate(p, bytes, stream);
     }
 
-private:
+  private:
     kiln::StreamOrderedAllocator m_inner;
 };
 } // namespace

@@ -9,7 +9,10 @@ namespace {
 
 struct ScopedEnv {
     const char* name;
-    ScopedEnv(const char* n, const char* value) : name(n) { setenv(n, value, 1); }
+    ScopedEnv(const char* n, const char* value)
+        : name(n) {
+        setenv(n, value, 1);
+    }
     ~ScopedEnv() { unsetenv(name); }
 };
 

@@ -4,7 +4,8 @@
 
 TEST(NumberLines, NumbersEachLineRightAligned) {
     std::string source;
-    for (int i = 1; i <= 10; ++i) source += "line" + std::to_string(i) + "\n";
+    for (int i = 1; i <= 10; ++i)
+        source += "line" + std::to_string(i) + "\n";
     const std::string numbered = kiln::number_lines(source);
     EXPECT_NE(numbered.find(" 1 | line1\n"), std::string::npos);
     EXPECT_NE(numbered.find("10 | line10\n"), std::string::npos);

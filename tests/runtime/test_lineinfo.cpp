@@ -21,7 +21,8 @@ std::string line_table(const std::string& cubin, const std::filesystem::path& di
     std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(command.c_str(), "r"), pclose);
     std::string out;
     char buffer[4096];
-    while (pipe && fgets(buffer, sizeof buffer, pipe.get())) out += buffer;
+    while (pipe && fgets(buffer, sizeof buffer, pipe.get()))
+        out += buffer;
     return out;
 }
 

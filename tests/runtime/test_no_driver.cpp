@@ -40,7 +40,10 @@ TEST(NoDriver, CompilingForANamedArchitectureWorks) {
                            kiln::CompileOptions::for_arch("sm_80"));
     auto program = kernel.compile();
     ASSERT_TRUE(program);
-    EXPECT_EQ(program->cubin().rfind("\x7f" "ELF", 0), 0u);
+    EXPECT_EQ(program->cubin().rfind("\x7f"
+                                     "ELF",
+                                     0),
+              0u);
 }
 
 TEST(NoDriver, LaunchingIsANoDeviceError) {

@@ -3,6 +3,7 @@
 
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
+#include "kiln/device.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ inline cache::Config config_in(const std::filesystem::path& dir, bool save_sourc
 }
 
 class CompilerTest : public ::testing::Test {
-protected:
+  protected:
     TempDir m_dir;
     std::unique_ptr<cache::Store> m_store = std::make_unique<cache::Store>(config_in(m_dir.path()));
     std::unique_ptr<Compiler> m_compiler = std::make_unique<Compiler>(m_store.get());
@@ -37,7 +38,8 @@ protected:
     }
 };
 
-constexpr const char* kAddSource = R"(extern "C" __global__ void add(const float* x, float* y, int n) {
+constexpr const char* kAddSource =
+    R"(extern "C" __global__ void add(const float* x, float* y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] += x[i];
 }

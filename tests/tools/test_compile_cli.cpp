@@ -9,7 +9,7 @@ using kiln::test::run_command;
 namespace {
 
 class CompileCli : public ::testing::Test {
-protected:
+  protected:
     kiln::test::TempDir m_dir;
     std::string kiln(const std::string& args) const {
         return "KILN_CACHE_DIR='" + (m_dir / "cache").string() + "' " KILN_TOOL_PATH " " + args;
@@ -20,8 +20,8 @@ protected:
     }
 };
 
-constexpr const char* kKernel =
-    "extern \"C\" __global__ void k(float* p) {\n#ifdef TWICE\n    *p *= 2;\n#endif\n    *p += 1;\n}\n";
+constexpr const char* kKernel = "extern \"C\" __global__ void k(float* p) {\n#ifdef TWICE\n    *p "
+                                "*= 2;\n#endif\n    *p += 1;\n}\n";
 
 } // namespace
 
@@ -63,7 +63,10 @@ TEST_F(CompileCli, WritesTheCubinWhenAsked) {
     const auto cubin = (m_dir / "k.cubin").string();
     auto result = run_command(kiln("compile " + file + " --arch sm_90 -o " + cubin));
     ASSERT_EQ(result.status, 0) << result.err;
-    EXPECT_EQ(kiln::test::read_file(cubin).rfind("\x7f" "ELF", 0), 0u);
+    EXPECT_EQ(kiln::test::read_file(cubin).rfind("\x7f"
+                                                 "ELF",
+                                                 0),
+              0u);
 }
 
 TEST_F(CompileCli, ACompileErrorExitsOneWithTheNumberedSourceAndLog) {

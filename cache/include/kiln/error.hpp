@@ -11,26 +11,26 @@ namespace kiln {
 
 /// Base of every exception Kiln throws.
 class Error : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 /// An environment variable or option value that cannot be parsed; the message names it.
 class ConfigError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// A CUDA driver call failed. Carries the call text, the code, its name and description.
 class CudaError : public Error {
-public:
+  public:
     CudaError(std::string call, int code, std::string code_name, std::string description,
               const char* file, int line);
     const std::string& call() const noexcept { return m_call; }
     int code() const noexcept { return m_code; }
     const std::string& code_name() const noexcept { return m_code_name; }
 
-private:
+  private:
     std::string m_call;
     int m_code;
     std::string m_code_name;
@@ -38,13 +38,13 @@ private:
 
 /// No usable CUDA driver or device: the message names what is missing. Compiling still works.
 class NoDeviceError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// NVRTC rejected a program. Carries the log, the options and the numbered source.
 class CompileError : public Error {
-public:
+  public:
     CompileError(std::string summary, std::string log, std::vector<std::string> options,
                  std::string source);
     const std::string& log() const noexcept { return m_log; }
@@ -53,7 +53,7 @@ public:
     /// The source with 1-based line numbers, as printed in what().
     std::string numbered_source() const;
 
-private:
+  private:
     std::string m_log;
     std::vector<std::string> m_options;
     std::string m_source;
@@ -62,19 +62,19 @@ private:
 /// A launch or call that cannot be made as asked: wrong argument count or size, block or grid out
 /// of the device's limits, an unknown kernel name, a file that is not a module.
 class ArgumentError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// A parameter spec that does not parse; the message shows the spec with a caret at the fault.
 class SpecError : public Error {
-public:
+  public:
     using Error::Error;
 };
 
 /// Shapes that do not fit together (broadcasting, outputs of the wrong shape).
 class ShapeError : public Error {
-public:
+  public:
     using Error::Error;
 };
 

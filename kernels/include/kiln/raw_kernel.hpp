@@ -29,7 +29,7 @@ class RawKernel;
 /// architecture, through the in-memory and disk caches; loads once per context. Cheap to copy:
 /// copies share the compiled and loaded state. Thread-safe.
 class RawModule {
-public:
+  public:
     /// @p options: NVRTC options as a braced list (`{"-DN=4"}`) or full CompileOptions
     /// (architecture, headers, lineinfo, disk cache). @p name_expressions: C++ names (templates,
     /// overloads) to look kernels up by, e.g. "scale<float>"; added to the options' own.
@@ -49,16 +49,17 @@ public:
 
     struct State;
 
-private:
+  private:
     friend class RawKernel;
-    explicit RawModule(std::shared_ptr<State> state) : m_state(std::move(state)) {}
+    explicit RawModule(std::shared_ptr<State> state)
+        : m_state(std::move(state)) {}
     std::shared_ptr<State> m_state;
 };
 
 /// One kernel of a RawModule. Launching costs a context check, the argument checks and a
 /// cuLaunchKernel: no strings, hashing or allocation. Cheap to copy; thread-safe.
 class RawKernel {
-public:
+  public:
     /// Compile @p source (lazily) and launch its kernel @p name. @p options: NVRTC options as a
     /// braced list (`{"-DN=4"}`) or full CompileOptions.
     RawKernel(std::string source, std::string name, CompileOptions options = {});
@@ -69,7 +70,8 @@ public:
         function().launch(LaunchConfig{grid, block}, args...);
     }
     /// Launch with a full configuration (stream, dynamic shared memory, cooperative).
-    template <class... Args> void operator()(const LaunchConfig& config, const Args&... args) const {
+    template <class... Args>
+    void operator()(const LaunchConfig& config, const Args&... args) const {
         function().launch(config, args...);
     }
 
@@ -85,7 +87,7 @@ public:
     /// Compile now without loading; see RawModule::compile.
     std::shared_ptr<const Program> compile() const;
 
-private:
+  private:
     friend class RawModule;
     struct Loaded {
         CUcontext context;

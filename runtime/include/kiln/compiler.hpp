@@ -41,8 +41,9 @@ struct CompileOptions {
     /// Target, e.g. "sm_90" or "sm_90a" (also accepted: "90", "compute_90"). Empty: the current
     /// device's; without a device it must be given.
     std::string arch;
-    /// Extra NVRTC options, passed in order after Kiln's defaults (e.g. "-DN=4", "--use_fast_math").
-    /// A user "-std=..." replaces the default; "-arch" here is an error (use `arch`).
+    /// Extra NVRTC options, passed in order after Kiln's defaults (e.g. "-DN=4",
+    /// "--use_fast_math"). A user "-std=..." replaces the default; "-arch" here is an error (use
+    /// `arch`).
     std::vector<std::string> options;
     /// C++ names whose lowered (mangled) names are wanted, e.g. "my_kernel<float, 4>".
     std::vector<std::string> name_expressions;
@@ -59,7 +60,7 @@ enum class ProgramOrigin { compiled, disk_cache };
 /// A compiled program: an immutable cubin plus what NVRTC said about it. Shared by every kernel
 /// and module built from the same source, options and architecture.
 class Program {
-public:
+  public:
     const cache::Key& key() const noexcept { return m_key; }
     const std::string& cubin() const noexcept { return m_cubin; }
     const std::string& log() const noexcept { return m_log; }
@@ -80,7 +81,7 @@ public:
         return m_source_path;
     }
 
-private:
+  private:
     friend class Compiler;
     cache::Key m_key;
     std::string m_cubin, m_log, m_arch, m_source;
@@ -95,7 +96,7 @@ private:
 /// architecture, NVRTC version) compiles once per Compiler, also when threads ask at once; results
 /// go to and come from the disk cache. Thread-safe.
 class Compiler {
-public:
+  public:
     /// Use @p store for the disk cache (nullptr: memory only). The store must outlive the Compiler.
     explicit Compiler(cache::Store* store);
     ~Compiler();
@@ -119,7 +120,7 @@ public:
 
     cache::Store* store() const noexcept;
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

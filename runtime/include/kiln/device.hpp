@@ -11,7 +11,7 @@ namespace kiln {
 /// A CUDA device. Kiln works in the device's primary context, the one the CUDA runtime (and so
 /// CuPy, PyTorch...) uses, so pointers and streams pass freely between them and Kiln.
 class Device {
-public:
+  public:
     /// Device @p ordinal (as CUDA_VISIBLE_DEVICES numbers them). @throws NoDeviceError, CudaError.
     explicit Device(int ordinal);
 
@@ -39,7 +39,7 @@ public:
     /// Wait for all work on this device (its primary context).
     void synchronize() const;
 
-private:
+  private:
     int m_ordinal;
     CUdevice m_device;
 };

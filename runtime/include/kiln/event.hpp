@@ -12,8 +12,9 @@ namespace kiln {
 
 /// A non-owning view of an event.
 class EventRef {
-public:
-    constexpr EventRef(CUevent event) noexcept : m_event(event) {} // NOLINT: implicit by design
+  public:
+    constexpr EventRef(CUevent event) noexcept
+        : m_event(event) {} // NOLINT: implicit by design
     constexpr CUevent get() const noexcept { return m_event; }
 
     /// Record on @p stream. @throws CudaError.
@@ -25,13 +26,13 @@ public:
     /// Make @p stream wait for this event's recorded work.
     void wait_on(StreamRef stream) const;
 
-private:
+  private:
     CUevent m_event;
 };
 
 /// An owned event. Timing is off unless asked for, since timing events cost more to record.
 class Event {
-public:
+  public:
     /// @throws NoDeviceError, CudaError.
     explicit Event(bool timing = false, bool blocking_sync = false);
     Event(Event&&) noexcept = default;
@@ -43,7 +44,7 @@ public:
     void record(StreamRef stream = {}) const { ref().record(stream); }
     void synchronize() const { ref().synchronize(); }
 
-private:
+  private:
     struct Deleter {
         void operator()(CUevent event) const noexcept;
     };

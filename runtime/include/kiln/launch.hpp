@@ -18,7 +18,10 @@ namespace kiln {
 struct Dim3 {
     unsigned x = 1, y = 1, z = 1;
     constexpr Dim3() = default;
-    constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {} // NOLINT
+    constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1)
+        : x(x_)
+        , y(y_)
+        , z(z_) {} // NOLINT
 };
 
 /// Where and how to launch.
@@ -41,13 +44,16 @@ template <class T> const T& kernel_argument(const T& value) noexcept {
                   "or kiln::DeviceBuffer");
     return value;
 }
-inline CUdeviceptr kernel_argument(const DeviceBuffer& buffer) noexcept { return buffer.get(); }
+inline CUdeviceptr kernel_argument(const DeviceBuffer& buffer) noexcept {
+    return buffer.get();
+}
 
-template <class T> using kernel_argument_t = std::decay_t<decltype(kernel_argument(std::declval<const T&>()))>;
+template <class T>
+using kernel_argument_t = std::decay_t<decltype(kernel_argument(std::declval<const T&>()))>;
 
 /// The arguments of one launch, held (by reference where possible) until the launch is queued.
 template <class... Args> class PackedArguments {
-public:
+  public:
     explicit PackedArguments(const Args&... args) noexcept
         : m_values(kernel_argument(args)...)
         , m_pointers(pointers(std::index_sequence_for<Args...>{})) {}
@@ -58,8 +64,9 @@ public:
     static constexpr std::size_t count() noexcept { return sizeof...(Args); }
     static const std::size_t* sizes() noexcept { return kSizes.data(); }
 
-private:
-    template <std::size_t... I> std::array<void*, sizeof...(Args) + 1> pointers(std::index_sequence<I...>) noexcept {
+  private:
+    template <std::size_t... I>
+    std::array<void*, sizeof...(Args) + 1> pointers(std::index_sequence<I...>) noexcept {
         // +1 keeps the array non-empty for kernels without parameters.
         return {const_cast<void*>(static_cast<const void*>(&std::get<I>(m_values)))..., nullptr};
     }

@@ -15,7 +15,7 @@ namespace kiln {
 /// (cuMemAllocAsync on the device's default memory pool). Applications can plug in their own,
 /// for example one forwarding to their framework's caching allocator.
 class Allocator {
-public:
+  public:
     virtual ~Allocator() = default;
     /// @p bytes of device memory usable in stream order on @p stream. @throws on failure.
     virtual CUdeviceptr allocate(std::size_t bytes, StreamRef stream) = 0;
@@ -25,7 +25,7 @@ public:
 
 /// The driver's stream-ordered allocator.
 class StreamOrderedAllocator final : public Allocator {
-public:
+  public:
     CUdeviceptr allocate(std::size_t bytes, StreamRef stream) override;
     void deallocate(CUdeviceptr pointer, std::size_t bytes, StreamRef stream) noexcept override;
 };
@@ -41,7 +41,7 @@ void set_default_allocator(std::shared_ptr<Allocator> allocator);
 /// queued on that stream before then may still use it; work on other streams must be ordered
 /// before the destruction (for example with an event) by the caller.
 class DeviceBuffer {
-public:
+  public:
     DeviceBuffer() = default;
     /// @throws NoDeviceError, CudaError (out of memory included).
     explicit DeviceBuffer(std::size_t bytes, StreamRef stream = {},
@@ -71,7 +71,7 @@ public:
     /// Set every byte to @p value, queued on the buffer's stream.
     void fill_bytes(unsigned char value) const;
 
-private:
+  private:
     void release() noexcept;
 
     CUdeviceptr m_pointer = 0;

@@ -18,7 +18,7 @@ class Module;
 
 /// A kernel in a loaded module. Cheap to copy; keeps its module alive.
 class Function {
-public:
+  public:
     Function() = default;
 
     CUfunction handle() const noexcept { return m_state ? m_state->function : nullptr; }
@@ -29,7 +29,8 @@ public:
     int max_threads_per_block() const;
     /// Blocks of @p block_threads threads (with @p shared_memory dynamic bytes) that fit on one
     /// multiprocessor at once.
-    int max_active_blocks_per_multiprocessor(int block_threads, std::size_t shared_memory = 0) const;
+    int max_active_blocks_per_multiprocessor(int block_threads,
+                                             std::size_t shared_memory = 0) const;
 
     /// Launch with arguments packed from values: device pointers, scalars of any width, plain
     /// structs (by value), DeviceBuffers (as their pointer). Sizes must match the kernel's
@@ -43,7 +44,7 @@ public:
     void launch_packed(const LaunchConfig& config, void** args, const std::size_t* sizes,
                        std::size_t count) const;
 
-private:
+  private:
     friend class Module;
     struct State {
         std::shared_ptr<const Module> module; // keeps the CUmodule loaded
@@ -57,8 +58,10 @@ private:
         int multiprocessors = 0;
         mutable std::atomic<std::size_t> shared_limit{48 * 1024};
     };
-    explicit Function(std::shared_ptr<const State> state) : m_state(std::move(state)) {}
-    void check_launch(const LaunchConfig& config, const std::size_t* sizes, std::size_t count) const;
+    explicit Function(std::shared_ptr<const State> state)
+        : m_state(std::move(state)) {}
+    void check_launch(const LaunchConfig& config, const std::size_t* sizes,
+                      std::size_t count) const;
     void raise_shared_limit(std::size_t bytes) const;
 
     std::shared_ptr<const State> m_state;
@@ -67,7 +70,7 @@ private:
 /// A module loaded in the current context. Move-only owner of a CUmodule; share it through
 /// std::shared_ptr (Functions keep it alive).
 class Module : public std::enable_shared_from_this<Module> {
-public:
+  public:
     /// Load a cubin, PTX or fatbin image into the current context.
     /// @throws ArgumentError (not a module image), CudaError, NoDeviceError.
     static std::shared_ptr<const Module> load(std::string image, std::string description);
@@ -89,9 +92,11 @@ public:
     /// Names of the kernels in the module.
     std::vector<std::string> kernel_names() const;
 
-private:
+  private:
     Module(CUmodule module, CUcontext context, std::string description)
-        : m_module(module), m_context(context), m_description(std::move(description)) {}
+        : m_module(module)
+        , m_context(context)
+        , m_description(std::move(description)) {}
     CUmodule m_module;
     CUcontext m_context;
     std::string m_description;

@@ -12,9 +12,10 @@ namespace kiln {
 /// type), so streams made by the application, CuPy or PyTorch pass straight in. The default
 /// StreamRef is the legacy default stream (0), as in CuPy.
 class StreamRef {
-public:
+  public:
     constexpr StreamRef() noexcept = default;
-    constexpr StreamRef(CUstream stream) noexcept : m_stream(stream) {} // NOLINT: implicit by design
+    constexpr StreamRef(CUstream stream) noexcept
+        : m_stream(stream) {} // NOLINT: implicit by design
 
     constexpr CUstream get() const noexcept { return m_stream; }
     /// Block the host until all work queued on the stream is done. @throws CudaError.
@@ -25,14 +26,14 @@ public:
     friend bool operator==(StreamRef a, StreamRef b) noexcept { return a.m_stream == b.m_stream; }
     friend bool operator!=(StreamRef a, StreamRef b) noexcept { return a.m_stream != b.m_stream; }
 
-private:
+  private:
     CUstream m_stream = nullptr;
 };
 
 /// An owned stream, destroyed with the object (after its queued work completes, as the driver
 /// does). Non-blocking with respect to the legacy default stream unless asked otherwise.
 class Stream {
-public:
+  public:
     /// Create a stream in the current context. @throws NoDeviceError, CudaError.
     explicit Stream(bool non_blocking = true);
     Stream(Stream&&) noexcept = default;
@@ -43,7 +44,7 @@ public:
     operator StreamRef() const noexcept { return ref(); } // NOLINT: implicit by design
     void synchronize() const { ref().synchronize(); }
 
-private:
+  private:
     struct Deleter {
         void operator()(CUstream stream) const noexcept;
     };

@@ -3,16 +3,25 @@
 /// The on-disk cache: sharded directory of self-contained entries, atomic publish, verified
 /// reads, LRU size bound, statistics shared across processes. It never throws for a cache
 /// failure: a broken directory degrades to "no cache" with one warning.
+///
+/// Layout: `<dir>/<ab>/<key>.kiln` (the entry; `ab` = the key's first two hex digits),
+/// `<dir>/<ab>/<key>.cu` (its source, when saved) and `<dir>/<ab>/stats` (that shard's counters).
+/// Directories are created 0700 and files 0600; with Config::shared (KILN_CACHE_SHARED=1) they
+/// are 2770 and 0660, whatever the umask, so a team sharing a group can share one cache (the
+/// setgid bit keeps new files in the directory's group).
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace kiln::cache {
 
@@ -21,16 +30,51 @@ struct Config {
     bool disabled = false;      ///< KILN_CACHE_DISABLE: memory only
     bool readonly = false;      ///< KILN_CACHE_READONLY: serve hits, never write
     bool save_source = false;   ///< KILN_CACHE_SAVE_SOURCE: keep <key>.cu beside each entry
-    bool shared = false;        ///< KILN_CACHE_SHARED: group-writable team cache (0770 / 0660)
-    std::uint64_t max_size = std::uint64_t{2} << 30; ///< KILN_CACHE_MAX_SIZE
+    bool shared = false;        ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
+    /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
+    std::uint64_t max_size = std::uint64_t{2} << 30;
 
     /// From the environment (DESIGN.md's table). @throws kiln::ConfigError for unparsable values.
     static Config from_environment();
 };
 
+/// Counters summed over every process that used the directory. A damaged entry counts as a
+/// miss and as damaged; `entries` and `bytes` come from a fresh count of the directory.
 struct Stats {
     std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
     std::uint64_t entries = 0, bytes = 0;
+};
+
+/// One entry as `kiln cache ls` shows it.
+struct EntryInfo {
+    Key key;
+    std::uint64_t size = 0;          ///< bytes on disk: the entry plus its saved source
+    std::chrono::system_clock::time_point mtime; ///< last store or hit
+    std::string arch;
+    std::string nvrtc_version;
+    std::size_t kernel_count = 0;    ///< name expressions with a lowered name
+    std::uint64_t payload_size = 0;
+    bool has_source = false;
+};
+
+/// What verify() found.
+struct VerifyResult {
+    std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
+    /// Each damaged file and why.
+    std::vector<std::pair<std::filesystem::path, std::string>> problems;
+};
+
+/// What prune() or clear() removed.
+struct PruneResult {
+    std::uint64_t entries = 0;    ///< entries (with their sources) removed
+    std::uint64_t bytes = 0;      ///< bytes freed
+    std::uint64_t temporaries = 0; ///< left-over temporaries of killed writers removed
+};
+
+/// What export_to() wrote or import_from() published.
+struct TransferResult {
+    std::uint64_t entries = 0, sources = 0, bytes = 0;
+    std::uint64_t skipped = 0; ///< damaged entries left out of an export
 };
 
 class Store {
@@ -61,7 +105,38 @@ public:
     Stats stats();
 
     /// Process-wide default store from the environment, created on first use.
+    /// @throws kiln::ConfigError (on first use) when a KILN_CACHE_* variable does not parse.
     static Store& global();
+
+    /// @name Maintenance (the `kiln cache` commands)
+    /// These work on Config::dir even when the store is disabled or read-only, since a user asks
+    /// for them explicitly; they may take seconds on a large cache. They never throw for a
+    /// damaged cache, only where noted.
+    /// @{
+
+    /// Every entry whose header verifies, in no particular order. Reads headers, not payloads.
+    std::vector<EntryInfo> list();
+    /// Read and verify every entry; with @p fix remove the damaged ones (counted as damaged).
+    VerifyResult verify(bool fix);
+    /// Remove entries last used before now - @p max_age (when given), then the least recently
+    /// used until the cache holds at most @p max_size bytes; also stale temporaries.
+    PruneResult prune(std::uint64_t max_size,
+                      std::optional<std::chrono::seconds> max_age = std::nullopt);
+    /// Remove every entry, source and temporary. Statistics counters are kept.
+    PruneResult clear();
+    /// The verified entry as stored, without counting a hit or touching its time; nullopt with
+    /// the reason in @p why (when given) if it is missing or damaged.
+    std::optional<Entry> peek(const Key& key, std::string* why = nullptr);
+    /// The saved source of @p key, if there is one.
+    std::optional<std::string> read_source(const Key& key);
+    /// Write every verified entry and its source to one archive file (format in archive.cpp).
+    /// @throws kiln::Error when @p file cannot be written.
+    TransferResult export_to(const std::filesystem::path& file);
+    /// Publish the entries of an archive, each decoded and verified first.
+    /// @throws kiln::Error when @p file cannot be read, is not an archive, or is damaged (entries
+    /// before the damage are kept: each was verified).
+    TransferResult import_from(const std::filesystem::path& file);
+    /// @}
 
 private:
     struct Impl;
