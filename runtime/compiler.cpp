@@ -5,6 +5,7 @@
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
+#include "kiln/detail/cuda_include.hpp"
 #include "nvrtc_version.hpp"
 
 #include <nvrtc.h>
@@ -55,6 +56,7 @@ struct Request {
     std::vector<std::string> options; // final NVRTC options, defaults first
     std::vector<Header> headers;      // sorted by name
     std::vector<std::string> name_expressions;
+    bool cuda_headers = false;
     cache::Key key;
 };
 
@@ -83,6 +85,7 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     for (std::size_t i = 1; i < r.headers.size(); ++i)
         if (r.headers[i].name == r.headers[i - 1].name)
             throw ArgumentError("header '" + r.headers[i].name + "' was given twice");
+    r.cuda_headers = in.cuda_headers;
     r.name_expressions = in.name_expressions;
     std::sort(r.name_expressions.begin(), r.name_expressions.end());
     r.name_expressions.erase(std::unique(r.name_expressions.begin(), r.name_expressions.end()),
@@ -102,6 +105,7 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     key.add("headers", std::uint64_t{r.headers.size()});
     for (const auto& header : r.headers)
         key.add("header-name", header.name).add("header", header.source);
+    key.add("cuda-headers", std::uint64_t{r.cuda_headers});
     key.add("name-expressions", std::uint64_t{r.name_expressions.size()});
     for (const auto& name : r.name_expressions)
         key.add("name-expression", name);
@@ -131,6 +135,8 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name) {
     std::vector<const char*> options;
     for (const auto& option : r.options)
         options.push_back(option.c_str());
+    const std::string include = "-I" + detail::cuda_include_dir();
+    if (r.cuda_headers) options.push_back(include.c_str());
     const nvrtcResult result =
         nvrtcCompileProgram(raw, static_cast<int>(options.size()), options.data());
 
