@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln {
@@ -58,8 +59,8 @@ struct Slice {
     }
 };
 struct Index {
-    Index(std::int64_t position) : is_position(true), position(position) {} // NOLINT
-    Index(Slice slice) : slice(slice) {}                                   // NOLINT
+    Index(std::int64_t at) : is_position(true), position(at) {} // NOLINT
+    Index(Slice range) : slice(range) {} // NOLINT
     bool is_position = false;
     std::int64_t position = 0;
     Slice slice;
@@ -134,13 +135,37 @@ Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept;
 
 /// The broadcast of several shapes (NumPy rules). @throws ShapeError naming the shapes.
 Dims broadcast_shapes(std::initializer_list<Dims> shapes);
+/// The broadcast of @p count shapes at @p shapes; allocates nothing unless it throws.
+Dims broadcast_shapes(const Dims* shapes, std::size_t count);
 
 // Creation. Owning arrays allocate from default_allocator() in stream order on @p stream.
 Array empty(Dims shape, DType dtype, StreamRef stream = {});
 Array zeros(Dims shape, DType dtype, StreamRef stream = {});
-/// Every element @p value, converted to @p dtype.
+/// Every element @p value, converted to @p dtype as cast_scalar() does (integers wrap:
+/// `full({3}, -1, DType::uint8)` is 255s). Integer values, float16 and bfloat16 take the template
+/// overload below and stay exact (`full({3}, INT64_MAX, DType::int64)`); complex values the
+/// std::complex one. Fills with cuMemsetD8/D16/D32Async where the bit pattern allows.
+/// @throws ArgumentError for NaN, infinity or values beyond 64-bit integers into integer dtypes.
 Array full(Dims shape, double value, DType dtype, StreamRef stream = {});
-/// start, start + step, ... below stop (NumPy's arange). @throws ArgumentError for step 0.
+Array full(Dims shape, std::complex<double> value, DType dtype, StreamRef stream = {});
+
+namespace detail {
+/// An array of @p shape with every element the itemsize(dtype) bytes at @p element.
+Array full_bytes(Dims shape, DType dtype, const void* element, StreamRef stream);
+} // namespace detail
+
+template <class T, std::enable_if_t<std::is_integral_v<T> || std::is_same_v<T, float16> ||
+                                        std::is_same_v<T, bfloat16>,
+                                    int> = 0>
+Array full(Dims shape, T value, DType dtype, StreamRef stream = {}) {
+    unsigned char element[16];
+    cast_scalar(value, dtype, element);
+    return detail::full_bytes(shape, dtype, element, stream);
+}
+/// start, start + step, ... below stop (NumPy's arange): ceil((stop - start) / step) elements,
+/// element i computed as start + i * step in double precision and converted to @p dtype as
+/// cast_scalar() does. @throws ArgumentError for step 0, non-finite arguments, or integer
+/// values beyond 64 bits.
 Array arange(double start, double stop, double step, DType dtype, StreamRef stream = {});
 /// A C-contiguous copy of host data.
 Array from_host_bytes(const void* data, Dims shape, DType dtype, StreamRef stream = {});

@@ -1,0 +1,25 @@
+# kiln_embed_headers(OUTPUT BASE_DIR FILES...): write a .cpp defining
+# kiln::detail::device_headers() with each file's path (relative to BASE_DIR) and content.
+function(kiln_embed_headers output base_dir)
+    set(body "")
+    foreach(file IN LISTS ARGN)
+        set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+        file(READ ${file} content)
+        file(RELATIVE_PATH name ${base_dir} ${file})
+        string(APPEND body "        {\"${name}\", R\"KILN_EMBED(${content})KILN_EMBED\"},\n")
+    endforeach()
+    file(CONFIGURE OUTPUT ${output} CONTENT
+"// Generated from kernels/device/ by cmake/KilnEmbed.cmake: do not edit.
+#include \"device_headers.hpp\"
+
+namespace kiln::detail {
+
+const std::vector<Header>& device_headers() {
+    static const std::vector<Header> headers = {
+${body}    };
+    return headers;
+}
+
+} // namespace kiln::detail
+" @ONLY)
+endfunction()

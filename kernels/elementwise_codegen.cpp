@@ -1,0 +1,438 @@
+#include "elementwise_codegen.hpp"
+
+#include "kiln/error.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <sstream>
+
+namespace kiln::detail {
+
+namespace {
+
+constexpr int kTile = 32;    // tiled layout: 32 x 32 elements per tile
+constexpr int kTileRows = 8; // threads per tile column (block is 32 x 8)
+
+std::string vec_type(DType d, int vec) {
+    return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
+}
+
+bool needs_half(const Plan& plan) {
+    for (int k = 0; k < plan.count; ++k)
+        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
+            return true;
+    return false;
+}
+
+// Emits the kernel body; one instance per generate_elementwise() call.
+class Emitter {
+  public:
+    Emitter(const ElementwiseDefinition& def, const Plan& plan)
+        : m_def(def)
+        , m_plan(plan) {}
+
+    std::string source(const Bindings& bindings) {
+        const char* index = m_plan.index64 ? "long long" : "int";
+        m_out << "#include \"kiln/elementwise.cuh\"\n";
+        if (needs_half(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+        m_out << "#include \"kiln/complex.cuh\"\n";
+        m_out << "typedef " << index << " kiln_index_t;\n";
+        for (std::size_t c = 0; c < bindings.size(); ++c)
+            if (bindings[c])
+                m_out << "typedef " << cuda_type(*bindings[c]) << ' ' << static_cast<char>(c)
+                      << ";\n";
+        if (!m_def.preamble.empty()) m_out << m_def.preamble << '\n';
+        emit_params();
+        m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
+              << m_def.name << "(const kiln_params _p) {\n";
+        m_out << "    const kiln::Indexer<kiln_index_t> _ind{_p._n};\n";
+        m_out << "    const kiln_index_t _n = _p._n;\n";
+        for (int k = 0; k < m_plan.count; ++k) {
+            const auto& op = m_plan.operands[k];
+            const auto& name = param(k).name;
+            if (op.kind == OperandKind::scalar)
+                m_out << "    " << type(k) << ' ' << name << " = _p." << name << ";\n";
+            else if (op.kind == OperandKind::raw)
+                m_out << "    const " << raw_type(k) << "& " << name << " = _p." << name << ";\n";
+        }
+        if (!m_def.loop_prep.empty()) m_out << "    " << m_def.loop_prep << '\n';
+        switch (m_plan.layout) {
+        case Layout::flat:
+            emit_flat();
+            break;
+        case Layout::strided:
+            emit_strided();
+            break;
+        case Layout::rows:
+            emit_rows();
+            break;
+        case Layout::tiled:
+            emit_tiled();
+            break;
+        }
+        if (!m_def.after_loop.empty()) m_out << "    " << m_def.after_loop << '\n';
+        m_out << "}\n";
+        return m_out.str();
+    }
+
+  private:
+    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
+    bool is_output(int k) const { return static_cast<std::size_t>(k) >= m_def.input_count; }
+    bool is_array(int k) const { return m_plan.operands[k].kind == OperandKind::array; }
+    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
+    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
+    std::string stride(int k, int d) const {
+        return "_p._st_" + param(k).name + "[" + std::to_string(d) + "]";
+    }
+    int block_threads() const {
+        return m_plan.layout == Layout::tiled ? kTile * kTileRows : m_plan.block;
+    }
+    std::string raw_type(int k) const {
+        const auto& op = m_plan.operands[k];
+        return "kiln::Raw<" + type(k) + ", kiln_index_t, " + std::to_string(op.raw_ndim) + ", " +
+               (op.raw_contiguous ? "true" : "false") + ">";
+    }
+    bool loads(int k) const { return !is_output(k) || m_plan.load_outputs; }
+
+    void emit_params() {
+        const int nd = m_plan.ndim;
+        m_out << "struct kiln_params {\n";
+        for (int k = 0; k < m_plan.count; ++k) {
+            const auto& name = param(k).name;
+            switch (m_plan.operands[k].kind) {
+            case OperandKind::array:
+                m_out << "    " << type(k) << "* _raw_" << name << ";\n";
+                if (m_plan.layout != Layout::flat)
+                    m_out << "    kiln_index_t _st_" << name << '[' << nd << "];\n";
+                break;
+            case OperandKind::raw:
+                m_out << "    " << raw_type(k) << ' ' << name << ";\n";
+                break;
+            case OperandKind::scalar:
+                m_out << "    " << type(k) << ' ' << name << ";\n";
+                break;
+            }
+        }
+        m_out << "    kiln_index_t _n;\n";
+        if (m_plan.layout != Layout::flat) m_out << "    kiln_index_t _shape[" << nd << "];\n";
+        m_out << "};\n";
+    }
+
+    // `const T x = <expr>;` for inputs, `T& z = <expr>;` for outputs.
+    void bind(int k, const std::string& expr, const char* indent) {
+        if (is_output(k))
+            m_out << indent << type(k) << "& " << param(k).name << " = " << expr << ";\n";
+        else
+            m_out << indent << "const " << type(k) << ' ' << param(k).name << " = " << expr
+                  << ";\n";
+    }
+
+    void operation(const char* indent) { m_out << indent << m_def.operation << ";\n"; }
+
+    // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
+    void emit_vector_body(const std::string& first_index, const char* indent) {
+        const int vec = m_plan.vec;
+        m_out << indent << "#pragma unroll\n";
+        m_out << indent << "for (int _k = 0; _k < " << vec << "; ++_k) {\n";
+        const std::string inner = std::string(indent) + "    ";
+        m_out << inner << "const kiln_index_t i = " << first_index << " + _k;\n";
+        for (int k = 0; k < m_plan.count; ++k) {
+            if (!is_array(k)) continue;
+            if (m_plan.operands[k].inner_broadcast)
+                bind(k, "_s_" + param(k).name, inner.c_str());
+            else
+                bind(k, "_v_" + param(k).name + ".v[_k]", inner.c_str());
+        }
+        operation(inner.c_str());
+        m_out << indent << "}\n";
+    }
+
+    // Loads of each array operand's vector at element offset `base` (a multiple of vec).
+    void emit_vector_loads(const std::string& base, const char* indent) {
+        for (int k = 0; k < m_plan.count; ++k) {
+            if (!is_array(k) || m_plan.operands[k].inner_broadcast) continue;
+            const std::string vt = vec_type(m_plan.operands[k].dtype, m_plan.vec);
+            m_out << indent << vt << " _v_" << param(k).name;
+            if (loads(k))
+                m_out << " = *reinterpret_cast<const " << vt << "*>(" << ptr(k) << " + " << base
+                      << ")";
+            m_out << ";\n";
+        }
+    }
+
+    void emit_vector_stores(const std::string& base, const char* indent) {
+        for (int k = 0; k < m_plan.count; ++k) {
+            if (!is_array(k) || !is_output(k)) continue;
+            const std::string vt = vec_type(m_plan.operands[k].dtype, m_plan.vec);
+            m_out << indent << "*reinterpret_cast<" << vt << "*>(" << ptr(k) << " + " << base
+                  << ") = _v_" << param(k).name << ";\n";
+        }
+    }
+
+    void emit_flat() {
+        const std::string start = "(kiln_index_t)blockIdx.x * blockDim.x + threadIdx.x";
+        const std::string step = "(kiln_index_t)gridDim.x * blockDim.x";
+        std::string tail_start = "0";
+        if (m_plan.vec > 1) {
+            const std::string v = std::to_string(m_plan.vec);
+            m_out << "    const kiln_index_t _nv = _n / " << v << ";\n";
+            m_out << "    for (kiln_index_t _j = " << start << "; _j < _nv; _j += " << step
+                  << ") {\n";
+            emit_vector_loads("_j * " + v, "        ");
+            emit_vector_body("_j * " + v, "        ");
+            emit_vector_stores("_j * " + v, "        ");
+            m_out << "    }\n";
+            tail_start = "_nv * " + v;
+        }
+        m_out << "    for (kiln_index_t i = " << tail_start << " + " << start
+              << "; i < _n; i += " << step << ") {\n";
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k)) bind(k, ptr(k) + "[i]", "        ");
+        operation("        ");
+        m_out << "    }\n";
+    }
+
+    // Offsets of every array operand for the linear index in `index` over dims [0, last].
+    void emit_unravel(const std::string& index, int last, const char* indent) {
+        m_out << indent << "kiln_index_t _r = " << index << ";\n";
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k)) m_out << indent << "kiln_index_t _o_" << param(k).name << " = 0;\n";
+        for (int d = last; d >= 1; --d) {
+            m_out << indent << "{ const kiln_index_t _c = _r % _p._shape[" << d
+                  << "]; _r /= _p._shape[" << d << "];";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k))
+                    m_out << " _o_" << param(k).name << " += _c * " << stride(k, d) << ';';
+            m_out << " }\n";
+        }
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k))
+                m_out << indent << "_o_" << param(k).name << " += _r * " << stride(k, 0) << ";\n";
+    }
+
+    void emit_strided() {
+        m_out
+            << "    for (kiln_index_t i = (kiln_index_t)blockIdx.x * blockDim.x + threadIdx.x; i < "
+               "_n; i += (kiln_index_t)gridDim.x * blockDim.x) {\n";
+        emit_unravel("i", m_plan.ndim - 1, "        ");
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k)) bind(k, ptr(k) + "[_o_" + param(k).name + "]", "        ");
+        operation("        ");
+        m_out << "    }\n";
+    }
+
+    void emit_rows() {
+        const int nd = m_plan.ndim;
+        const std::string v = std::to_string(m_plan.vec);
+        m_out << "    const kiln_index_t _inner = _p._shape[" << nd - 1 << "];\n";
+        m_out << "    const kiln_index_t _rows = _n / _inner;\n";
+        m_out << "    for (kiln_index_t _row = blockIdx.y; _row < _rows; _row += gridDim.y) {\n";
+        emit_unravel("_row", nd - 2, "        ");
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k) && m_plan.operands[k].inner_broadcast)
+                m_out << "        const " << type(k) << " _s_" << param(k).name << " = " << ptr(k)
+                      << "[_o_" << param(k).name << "];\n";
+        m_out << "        for (kiln_index_t _j = (kiln_index_t)blockIdx.x * blockDim.x + "
+                 "threadIdx.x; _j < _inner / "
+              << v << "; _j += (kiln_index_t)gridDim.x * blockDim.x) {\n";
+        if (m_plan.vec > 1) {
+            // Inner strides are 1 (or 0, broadcast): element j of the row is at _o_x + j.
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k) && !m_plan.operands[k].inner_broadcast) {
+                    const std::string vt = vec_type(m_plan.operands[k].dtype, m_plan.vec);
+                    m_out << "            " << vt << " _v_" << param(k).name;
+                    if (loads(k))
+                        m_out << " = *reinterpret_cast<const " << vt << "*>(" << ptr(k) << " + _o_"
+                              << param(k).name << " + _j * " << v << ")";
+                    m_out << ";\n";
+                }
+            emit_vector_body("_row * _inner + _j * " + v, "            ");
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k) && is_output(k)) {
+                    const std::string vt = vec_type(m_plan.operands[k].dtype, m_plan.vec);
+                    m_out << "            *reinterpret_cast<" << vt << "*>(" << ptr(k) << " + _o_"
+                          << param(k).name << " + _j * " << v << ") = _v_" << param(k).name
+                          << ";\n";
+                }
+        } else {
+            m_out << "            const kiln_index_t i = _row * _inner + _j;\n";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k))
+                    bind(k,
+                         m_plan.operands[k].inner_broadcast
+                             ? "_s_" + param(k).name
+                             : ptr(k) + "[_o_" + param(k).name + " + _j * " + stride(k, nd - 1) +
+                                   "]",
+                         "            ");
+            operation("            ");
+        }
+        m_out << "        }\n    }\n";
+    }
+
+    void emit_tiled() {
+        const std::string t = std::to_string(kTile);
+        bool staged_output = false;
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k) && m_plan.operands[k].transposed) {
+                m_out << "    __shared__ " << type(k) << " _t_" << param(k).name << '[' << t << "]["
+                      << kTile + 1 << "];\n";
+                staged_output = staged_output || is_output(k);
+            }
+        m_out << "    const kiln_index_t _R = _p._shape[0], _C = _p._shape[1];\n";
+        m_out << "    const kiln_index_t _tiles = (_R + " << kTile - 1 << ") / " << t << ";\n";
+        m_out << "    for (kiln_index_t _by = blockIdx.y; _by < _tiles; _by += gridDim.y) {\n";
+        m_out << "        const kiln_index_t _r0 = _by * " << t
+              << ", _c0 = (kiln_index_t)blockIdx.x * " << t << ";\n";
+        // Stage operands that are contiguous along axis 0: read them down the columns, where
+        // consecutive threads touch consecutive addresses.
+        bool staged_input = false;
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k) && m_plan.operands[k].transposed && loads(k)) {
+                staged_input = true;
+                m_out << "        for (int _q = threadIdx.y; _q < " << t << "; _q += " << kTileRows
+                      << ") {\n";
+                m_out << "            const kiln_index_t _r = _r0 + threadIdx.x, _c = _c0 + _q;\n";
+                m_out << "            if (_r < _R && _c < _C) _t_" << param(k).name
+                      << "[_q][threadIdx.x] = " << ptr(k) << "[_r * " << stride(k, 0) << " + _c * "
+                      << stride(k, 1) << "];\n";
+                m_out << "        }\n";
+            }
+        if (staged_input) m_out << "        __syncthreads();\n";
+        m_out << "        for (int _q = threadIdx.y; _q < " << t << "; _q += " << kTileRows
+              << ") {\n";
+        m_out << "            const kiln_index_t _r = _r0 + _q, _c = _c0 + threadIdx.x;\n";
+        m_out << "            if (_r < _R && _c < _C) {\n";
+        m_out << "                const kiln_index_t i = _r * _C + _c;\n";
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array(k))
+                bind(k,
+                     m_plan.operands[k].transposed
+                         ? "_t_" + param(k).name + "[threadIdx.x][_q]"
+                         : ptr(k) + "[_r * " + stride(k, 0) + " + _c * " + stride(k, 1) + "]",
+                     "                ");
+        operation("                ");
+        m_out << "            }\n        }\n";
+        if (staged_output) {
+            m_out << "        __syncthreads();\n";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k) && is_output(k) && m_plan.operands[k].transposed) {
+                    m_out << "        for (int _q = threadIdx.y; _q < " << t
+                          << "; _q += " << kTileRows << ") {\n";
+                    m_out << "            const kiln_index_t _r = _r0 + threadIdx.x, _c = _c0 + "
+                             "_q;\n";
+                    m_out << "            if (_r < _R && _c < _C) " << ptr(k) << "[_r * "
+                          << stride(k, 0) << " + _c * " << stride(k, 1) << "] = _t_"
+                          << param(k).name << "[_q][threadIdx.x];\n";
+                    m_out << "        }\n";
+                }
+        }
+        if (staged_input || staged_output) m_out << "        __syncthreads();\n";
+        m_out << "    }\n";
+    }
+
+    const ElementwiseDefinition& m_def;
+    const Plan& m_plan;
+    std::ostringstream m_out;
+};
+
+// C++ tokens, enough to tell identifiers, `=` from `==`, and statement structure apart.
+std::vector<std::string> tokenize(const std::string& code) {
+    std::vector<std::string> tokens;
+    std::size_t p = 0;
+    while (p < code.size()) {
+        const char c = code[p];
+        if (std::isspace(static_cast<unsigned char>(c))) {
+            ++p;
+        } else if (c == '/' && p + 1 < code.size() && (code[p + 1] == '/' || code[p + 1] == '*')) {
+            const bool line = code[p + 1] == '/';
+            const std::size_t end = code.find(line ? "\n" : "*/", p + 2);
+            p = end == std::string::npos ? code.size() : end + (line ? 1 : 2);
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            std::size_t q = p;
+            while (q < code.size() &&
+                   (std::isalnum(static_cast<unsigned char>(code[q])) || code[q] == '_'))
+                ++q;
+            tokens.push_back(code.substr(p, q - p));
+            p = q;
+        } else if (c == '"' || c == '\'') {
+            std::size_t q = p + 1;
+            while (q < code.size() && code[q] != c)
+                q += code[q] == '\\' ? 2 : 1;
+            tokens.push_back(code.substr(p, q + 1 - p));
+            p = q + 1;
+        } else {
+            // Two-character operators that contain '=' must not read as an assignment.
+            static const char* kPairs[] = {
+                "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
+                "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
+            std::string token(1, c);
+            for (const char* pair : kPairs)
+                if (code.compare(p, 2, pair) == 0) token = pair;
+            tokens.push_back(token);
+            p += token.size();
+        }
+    }
+    return tokens;
+}
+
+} // namespace
+
+std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
+                                 const Bindings& bindings) {
+    return Emitter(def, plan).source(bindings);
+}
+
+bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
+    static const char* kControl[] = {"if",     "else", "for",    "while", "do",
+                                     "switch", "goto", "return", "break", "continue",
+                                     "{",      "}",    "?",      "case"};
+    const auto tokens = tokenize(operation);
+    bool statement_start = true;
+    for (std::size_t t = 0; t < tokens.size(); ++t) {
+        const std::string& token = tokens[t];
+        for (const char* control : kControl)
+            if (token == control) return false;
+        const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
+        if (is_output) {
+            const bool assigned = statement_start && t + 1 < tokens.size() && tokens[t + 1] == "=";
+            if (!assigned) return false;
+        }
+        statement_start = token == ";";
+    }
+    // Every output must be assigned at least once, or its elements would be left unwritten.
+    for (const auto& output : outputs)
+        if (std::find(tokens.begin(), tokens.end(), output) == tokens.end()) return false;
+    return true;
+}
+
+std::size_t device_alignment(DType dtype) noexcept {
+    switch (dtype) {
+    case DType::complex64:
+        return 8;
+    case DType::complex128:
+        return 16;
+    default:
+        return itemsize(dtype);
+    }
+}
+
+void ParamWriter::put(const void* data, std::size_t size, std::size_t alignment) {
+    const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
+    if (offset + size > kCapacity)
+        throw ArgumentError("too many kernel arguments: their total exceeds " +
+                            std::to_string(kCapacity) + " bytes");
+    std::memset(m_buffer + m_size, 0, offset - m_size);
+    if (size) std::memcpy(m_buffer + offset, data, size);
+    m_size = offset + size;
+    m_alignment = std::max(m_alignment, alignment);
+}
+
+std::size_t ParamWriter::finish() {
+    const std::size_t size = (m_size + m_alignment - 1) / m_alignment * m_alignment;
+    std::memset(m_buffer + m_size, 0, size - m_size);
+    m_size = size;
+    return size;
+}
+
+} // namespace kiln::detail
