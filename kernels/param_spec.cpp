@@ -9,8 +9,9 @@ namespace kiln {
 
 namespace {
 
-// Names the generated code uses itself; a parameter may not shadow them.
-const std::set<std::string> kReserved = {"i", "_ind", "_p", "_n", "raw", "kiln"};
+// Names the generated code uses itself (it prefixes its own with '_'); parameters may not
+// shadow them.
+const std::set<std::string> kReserved = {"i", "raw", "kiln", "kiln_index_t", "kiln_params"};
 
 [[noreturn]] void fail(const std::string& spec, std::size_t at, const std::string& what) {
     std::string caret(at, ' ');
@@ -94,7 +95,7 @@ std::vector<ParamSpec> parse_param_specs(const std::string& spec) {
                          "placeholder such as T)");
             }
         }
-        if (kReserved.count(name.text) || name.text.rfind("_raw_", 0) == 0)
+        if (kReserved.count(name.text) || name.text[0] == '_')
             fail(spec, name.at, "'" + name.text + "' is reserved by the generated code");
         if (!names.insert(name.text).second)
             fail(spec, name.at, "'" + name.text + "' is declared twice");

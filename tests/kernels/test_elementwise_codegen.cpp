@@ -1,0 +1,300 @@
+// ElementwiseKernel without a GPU: binding, layouts and generated source, compiled by NVRTC.
+// Arrays are described with Array::wrap over made-up, aligned addresses: nothing is launched.
+
+#include "device_headers.hpp"
+#include "elementwise_codegen.hpp"
+#include "temp_dir.hpp"
+
+#include "kiln/cache/store.hpp"
+#include "kiln/kiln.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using kiln::Array;
+using kiln::DType;
+using kiln::ElementwiseKernel;
+
+namespace {
+
+constexpr CUdeviceptr kBase = CUdeviceptr{1} << 32;
+
+Array fake(kiln::Dims shape, DType dtype = DType::float32, CUdeviceptr offset = 0) {
+    static CUdeviceptr next = kBase;
+    next += CUdeviceptr{1} << 28; // far apart, 256-byte aligned
+    return Array::wrap(next + offset, shape, dtype);
+}
+
+std::string source(const ElementwiseKernel& k, std::initializer_list<kiln::Arg> args,
+                   const kiln::CallOptions& options = {}) {
+    return k.source_for(args.begin(), args.size(), options);
+}
+
+// Compiles like the kernel would, for sm_90, in a private cache.
+class ElementwiseCodegen : public ::testing::Test {
+  protected:
+    kiln::test::TempDir m_dir;
+    kiln::cache::Store m_store{[&] {
+        kiln::cache::Config c;
+        c.dir = m_dir.path();
+        return c;
+    }()};
+    kiln::Compiler m_compiler{&m_store};
+
+    void compiles(const std::string& src) {
+        kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
+        options.headers = kiln::detail::device_headers();
+        options.cuda_headers = true;
+        try {
+            m_compiler.compile(src, options);
+        } catch (const kiln::CompileError& e) {
+            FAIL() << e.what();
+        }
+    }
+};
+
+template <class E> std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+} // namespace
+
+TEST_F(ElementwiseCodegen, ContiguousOperandsGetAFlatVectorizedLoop) {
+    ElementwiseKernel k("T x, T y, T b", "T z", "z = x * y + b", "fma3");
+    Array x = fake({1 << 20}), y = fake({1 << 20});
+    const std::string src = source(k, {x, y, 2.0f});
+    EXPECT_NE(src.find("kiln::Vec<float, 4>"), std::string::npos) << src;
+    EXPECT_NE(src.find("typedef float T;"), std::string::npos);
+    EXPECT_EQ(src.find("_st_x"), std::string::npos) << "a flat loop needs no strides";
+    // z is only assigned, so the vector store does not read it first.
+    EXPECT_EQ(src.find("= *reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
+              std::string::npos)
+        << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, AnOutputThatIsReadIsLoaded) {
+    ElementwiseKernel k("T x", "T z", "z += x", "accumulate");
+    Array x = fake({4096}), z = fake({4096});
+    const std::string src = source(k, {x, z});
+    EXPECT_NE(src.find("*reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
+              std::string::npos)
+        << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, MisalignedOperandsFallBackToScalarAccess) {
+    ElementwiseKernel k("T x", "T z", "z = x", "copy");
+    Array x = fake({4096}, DType::float32, 4); // 4-byte aligned only
+    const std::string src = source(k, {x});
+    EXPECT_EQ(src.find("kiln::Vec<"), std::string::npos) << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, ABroadcastRowUsesTheRowsLayout) {
+    ElementwiseKernel k("T x, T b", "T z", "z = x + b", "add_row");
+    Array x = fake({512, 1024}), b = fake({1024});
+    const std::string src = source(k, {x, b});
+    EXPECT_NE(src.find("_row"), std::string::npos) << src;
+    EXPECT_NE(src.find("kiln::Vec<float, 4>"), std::string::npos) << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, ABroadcastColumnIsReadOncePerRow) {
+    ElementwiseKernel k("T x, T c", "T z", "z = x * c", "scale_rows");
+    Array x = fake({512, 1024}), c = fake({512, 1});
+    const std::string src = source(k, {x, c});
+    EXPECT_NE(src.find("_s_c"), std::string::npos) << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, ATransposedOperandIsStagedThroughSharedMemory) {
+    ElementwiseKernel k("T x, T y", "T z", "z = x + y", "add_t");
+    Array x = fake({1024, 1024}).transpose(), y = fake({1024, 1024});
+    const std::string src = source(k, {x, y});
+    EXPECT_NE(src.find("__shared__ float _t_x[32][33]"), std::string::npos) << src;
+    EXPECT_EQ(src.find("_t_y"), std::string::npos) << "y is read directly";
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, SlicedOperandsUseTheStridedLayout) {
+    ElementwiseKernel k("T x", "T z", "z = x * 2", "twice");
+    Array x = fake({4096}).slice({kiln::Slice::range(0, 4096, 3)});
+    const std::string src = source(k, {x});
+    EXPECT_NE(src.find("_st_x[1]"), std::string::npos) << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, ContiguousDimensionsCollapse) {
+    ElementwiseKernel k("T x", "T z", "z = x", "copy3d");
+    const std::string collapsed = source(k, {fake({8, 16, 32})});
+    EXPECT_EQ(collapsed.find("_st_x"), std::string::npos) << "3-D contiguous is one flat loop";
+    ElementwiseKernel kept("T x", "T z", "z = x", "copy3d", [] {
+        kiln::ElementwiseOptions o;
+        o.reduce_dims = false;
+        return o;
+    }());
+    EXPECT_NE(source(kept, {fake({8, 16, 32})}).find("_st_x[3]"), std::string::npos);
+}
+
+TEST_F(ElementwiseCodegen, EveryDtypeCompiles) {
+    ElementwiseKernel k("T x, T y", "T z", "z = x * y + x", "muladd");
+    for (int d = 0; d < kiln::kDTypeCount; ++d) {
+        const auto dtype = static_cast<DType>(d);
+        const std::string src = source(k, {fake({1000}, dtype), fake({1000}, dtype)});
+        SCOPED_TRACE(kiln::name(dtype));
+        compiles(src);
+    }
+}
+
+TEST_F(ElementwiseCodegen, RawParametersIndexTheirOwnShape) {
+    ElementwiseKernel k("raw T x", "T y", "y = x[_ind.size() - i - 1]", "reverse");
+    Array x = fake({4096}), y = fake({4096});
+    const std::string src = source(k, {x, y});
+    EXPECT_NE(src.find("kiln::Raw<float, kiln_index_t, 1, true>"), std::string::npos) << src;
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, PreambleLoopPrepAndAfterLoopAreEmitted) {
+    kiln::ElementwiseOptions o;
+    o.preamble = "__device__ float square(float v) { return v * v; }";
+    o.loop_prep = "const float k = 3;";
+    o.after_loop = "(void)k;";
+    ElementwiseKernel kern("float32 x", "float32 y", "y = square(x) * k", "sq", o);
+    const std::string src = source(kern, {fake({100})});
+    EXPECT_LT(src.find("square(float v)"), src.find("__global__"));
+    EXPECT_NE(src.find("const float k = 3;"), std::string::npos);
+    compiles(src);
+}
+
+TEST_F(ElementwiseCodegen, ABodyThatDoesNotCompileShowsTheNumberedSource) {
+    ElementwiseKernel k("T x", "T z", "z = undefined_function(x)", "broken");
+    const std::string src = source(k, {fake({100})});
+    kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
+    options.headers = kiln::detail::device_headers();
+    options.cuda_headers = true;
+    try {
+        m_compiler.compile(src, options);
+        FAIL() << "compiled an undefined function";
+    } catch (const kiln::CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("undefined_function"), std::string::npos);
+        EXPECT_NE(e.numbered_source().find("| "), std::string::npos);
+    }
+}
+
+TEST(ElementwiseBinding, PlaceholdersBoundToDifferentDtypesAreAnError) {
+    ElementwiseKernel k("T x, T y", "T z", "z = x + y", "add");
+    const std::string message = error_of<kiln::ArgumentError>([&] {
+        source(k, {fake({10}), fake({10}, DType::float64)});
+    });
+    EXPECT_NE(message.find("placeholder T is bound to float32"), std::string::npos) << message;
+}
+
+TEST(ElementwiseBinding, AFixedTypeMustMatchTheArray) {
+    ElementwiseKernel k("float32 x", "float32 z", "z = x", "copy");
+    EXPECT_THROW(source(k, {fake({10}, DType::int32)}), kiln::ArgumentError);
+}
+
+TEST(ElementwiseBinding, OutputsBindPlaceholdersBeforeInputs) {
+    ElementwiseKernel k("T x", "U z", "z = x", "convert");
+    const std::string src = source(k, {fake({10}, DType::int16), fake({10}, DType::float64)});
+    EXPECT_NE(src.find("typedef short T;"), std::string::npos) << src;
+    EXPECT_NE(src.find("typedef double U;"), std::string::npos) << src;
+    EXPECT_THROW(source(k, {fake({10}, DType::int16)}), kiln::ArgumentError)
+        << "U is bound by nothing without the output";
+}
+
+TEST(ElementwiseBinding, ScalarsTakeTheTypeTheArraysBound) {
+    ElementwiseKernel k("T x, T s", "T z", "z = x + s", "add_scalar");
+    const std::string src = source(k, {fake({10}, DType::float64), 1});
+    EXPECT_NE(src.find("typedef double T;"), std::string::npos) << src;
+    EXPECT_NE(src.find("double s;"), std::string::npos) << src;
+}
+
+TEST(ElementwiseBinding, TheWrongNumberOfArgumentsIsAnError) {
+    ElementwiseKernel k("T x, T y", "T z", "z = x + y", "add");
+    const std::string message = error_of<kiln::ArgumentError>([&] { source(k, {fake({10})}); });
+    EXPECT_NE(message.find("takes 2 input(s)"), std::string::npos) << message;
+}
+
+TEST(ElementwiseBinding, ShapesThatDoNotBroadcastAreAShapeError) {
+    ElementwiseKernel k("T x, T y", "T z", "z = x + y", "add");
+    EXPECT_THROW(source(k, {fake({3, 4}), fake({5})}), kiln::ShapeError);
+}
+
+TEST(ElementwiseBinding, AnOutputOfTheWrongShapeIsAShapeError) {
+    ElementwiseKernel k("T x", "T z", "z = x", "copy");
+    EXPECT_THROW(source(k, {fake({3, 4}), fake({4, 3})}), kiln::ShapeError);
+}
+
+TEST(ElementwiseBinding, SizeNeedsEveryArrayRaw) {
+    ElementwiseKernel raw("raw T x", "raw T z", "z[i] = x[i]", "copy_raw");
+    kiln::CallOptions options;
+    options.size = 10;
+    EXPECT_NO_THROW(source(raw, {fake({10}), fake({10})}, options));
+    ElementwiseKernel mixed("T x", "raw T z", "z[i] = x", "copy_mixed");
+    EXPECT_THROW(source(mixed, {fake({10}), fake({10})}, options), kiln::ArgumentError);
+    EXPECT_THROW(source(raw, {fake({10}), fake({10})}), kiln::ArgumentError)
+        << "no loop size without size= when every array is raw";
+}
+
+TEST(ElementwiseBinding, BlockSizeZeroIsAnError) {
+    ElementwiseKernel k("T x", "T z", "z = x", "copy");
+    kiln::CallOptions options;
+    options.block_size = 0;
+    EXPECT_THROW(source(k, {fake({10})}, options), kiln::ArgumentError);
+    options.block_size = 1025;
+    EXPECT_THROW(source(k, {fake({10})}, options), kiln::ArgumentError);
+}
+
+TEST(ElementwiseBinding, AnOutputThatIsABroadcastViewIsRefused) {
+    ElementwiseKernel k("T x", "T z", "z = x", "copy");
+    Array z = fake({4}).broadcast_to({3, 4});
+    EXPECT_THROW(source(k, {fake({3, 4}), z}), kiln::ArgumentError);
+}
+
+TEST(ElementwiseSpec, ABadKernelNameOrSpecIsASpecError) {
+    EXPECT_THROW(ElementwiseKernel("T x", "T z", "z = x", "not a name"), kiln::SpecError);
+    EXPECT_THROW(ElementwiseKernel("T x,", "T z", "z = x", "k"), kiln::SpecError);
+    EXPECT_THROW(ElementwiseKernel("T x", "T x", "x = x", "k"), kiln::SpecError);
+}
+
+TEST(WriteOnlyOutputs, RecognizesPlainAssignmentsOnly) {
+    using kiln::detail::outputs_are_write_only;
+    EXPECT_TRUE(outputs_are_write_only("z = x * y + b", {"z"}));
+    EXPECT_TRUE(outputs_are_write_only("float t = x; z = t == 1 ? x : y; w = t;", {"z", "w"}));
+    EXPECT_FALSE(outputs_are_write_only("z += x", {"z"}));
+    EXPECT_FALSE(outputs_are_write_only("z = z * 2", {"z"}));
+    EXPECT_FALSE(outputs_are_write_only("if (x > 0) z = x", {"z"}));
+    EXPECT_FALSE(outputs_are_write_only("z == x", {"z"}));
+    EXPECT_FALSE(outputs_are_write_only("y = x", {"z"})) << "z is never written";
+    EXPECT_FALSE(outputs_are_write_only("f(z)", {"z"}));
+}
+
+TEST(ScalarCast, ConvertsAsCxxDoesAndSaturatesWhereItIsUndefined) {
+    auto as = [](kiln::Scalar s, DType d) {
+        unsigned char bytes[16] = {};
+        s.cast_to(d, bytes);
+        std::int64_t i = 0;
+        std::memcpy(&i, bytes, kiln::itemsize(d) < 8 ? kiln::itemsize(d) : 8);
+        return i;
+    };
+    EXPECT_EQ(as(-1, DType::uint32), 4294967295ll);
+    EXPECT_EQ(as(std::int64_t{1} << 32, DType::int32), 0);
+    EXPECT_EQ(as(INT64_MAX, DType::int64), INT64_MAX);
+    EXPECT_EQ(as(INT64_MIN, DType::int64), INT64_MIN);
+    EXPECT_EQ(as(1e30, DType::int32), INT32_MAX);
+    EXPECT_EQ(as(-2.7, DType::int8), -2);
+    unsigned char half[2];
+    kiln::Scalar(1.5).cast_to(DType::float16, half);
+    EXPECT_EQ(half[0] | half[1] << 8, 0x3e00);
+    double d;
+    kiln::Scalar(INT64_MIN).cast_to(DType::float64, &d);
+    EXPECT_EQ(d, -9223372036854775808.0);
+}
