@@ -28,12 +28,12 @@ enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 struct Entry {
     Key key;
     PayloadKind kind = PayloadKind::cubin;
-    std::string payload;                                         ///< the cubin, byte for byte
+    std::string payload;                                            ///< the cubin, byte for byte
     std::vector<std::pair<std::string, std::string>> lowered_names; ///< name expression -> lowered
-    std::string nvrtc_version;                                   ///< e.g. "13.0.88"
-    std::string arch;                                            ///< e.g. "sm_90"
+    std::string nvrtc_version;                                      ///< e.g. "13.0.88"
+    std::string arch;                                               ///< e.g. "sm_90"
     double compile_ms = 0;
-    std::string log;                                             ///< NVRTC's log (warnings)
+    std::string log; ///< NVRTC's log (warnings)
 };
 
 /// Serialize an entry to its on-disk bytes.
@@ -60,7 +60,6 @@ std::uint64_t entry_head_size(std::string_view header);
 
 /// decode_entry() for listings: @p head is the first entry_head_size() bytes of a file of
 /// @p file_size bytes. Verifies everything but the payload checksum; Entry::payload stays empty.
-DecodeResult decode_entry_head(std::string_view head, std::uint64_t file_size,
-                               const Key& expected);
+DecodeResult decode_entry_head(std::string_view head, std::uint64_t file_size, const Key& expected);
 
 } // namespace kiln::cache

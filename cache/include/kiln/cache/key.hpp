@@ -26,7 +26,7 @@ struct Key {
 /// Builds a Key from fields. Each field is serialized as its tag and value, both length-prefixed,
 /// so no two different field lists serialize alike ("ab"+"c" differs from "a"+"bc").
 class KeyBuilder {
-public:
+  public:
     KeyBuilder();
     ~KeyBuilder();
     KeyBuilder(const KeyBuilder&) = delete;
@@ -36,7 +36,7 @@ public:
     KeyBuilder& add(std::string_view tag, std::uint64_t value);
     Key finish() const;
 
-private:
+  private:
     struct State;
     State* m_state;
 };

@@ -27,10 +27,10 @@ namespace kiln::cache {
 
 struct Config {
     std::filesystem::path dir;
-    bool disabled = false;      ///< KILN_CACHE_DISABLE: memory only
-    bool readonly = false;      ///< KILN_CACHE_READONLY: serve hits, never write
-    bool save_source = false;   ///< KILN_CACHE_SAVE_SOURCE: keep <key>.cu beside each entry
-    bool shared = false;        ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
+    bool disabled = false;    ///< KILN_CACHE_DISABLE: memory only
+    bool readonly = false;    ///< KILN_CACHE_READONLY: serve hits, never write
+    bool save_source = false; ///< KILN_CACHE_SAVE_SOURCE: keep <key>.cu beside each entry
+    bool shared = false;      ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
 
@@ -48,11 +48,11 @@ struct Stats {
 /// One entry as `kiln cache ls` shows it.
 struct EntryInfo {
     Key key;
-    std::uint64_t size = 0;          ///< bytes on disk: the entry plus its saved source
+    std::uint64_t size = 0;                      ///< bytes on disk: the entry plus its saved source
     std::chrono::system_clock::time_point mtime; ///< last store or hit
     std::string arch;
     std::string nvrtc_version;
-    std::size_t kernel_count = 0;    ///< name expressions with a lowered name
+    std::size_t kernel_count = 0; ///< name expressions with a lowered name
     std::uint64_t payload_size = 0;
     bool has_source = false;
 };
@@ -66,8 +66,8 @@ struct VerifyResult {
 
 /// What prune() or clear() removed.
 struct PruneResult {
-    std::uint64_t entries = 0;    ///< entries (with their sources) removed
-    std::uint64_t bytes = 0;      ///< bytes freed
+    std::uint64_t entries = 0;     ///< entries (with their sources) removed
+    std::uint64_t bytes = 0;       ///< bytes freed
     std::uint64_t temporaries = 0; ///< left-over temporaries of killed writers removed
 };
 
@@ -78,7 +78,7 @@ struct TransferResult {
 };
 
 class Store {
-public:
+  public:
     explicit Store(Config config);
     ~Store();
     Store(const Store&) = delete;
@@ -138,7 +138,7 @@ public:
     TransferResult import_from(const std::filesystem::path& file);
     /// @}
 
-private:
+  private:
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

@@ -1,0 +1,55 @@
+#include "kiln/cache/store.hpp"
+
+#include "kiln/env.hpp"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <system_error>
+#include <vector>
+
+namespace kiln::cache {
+
+namespace {
+
+std::optional<std::filesystem::path> home_dir() {
+    if (auto home = env::get("HOME")) return std::filesystem::path(*home);
+    std::vector<char> buffer(16384);
+    passwd entry;
+    passwd* found = nullptr;
+    if (::getpwuid_r(::getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found &&
+        found->pw_dir && *found->pw_dir)
+        return std::filesystem::path(found->pw_dir);
+    return std::nullopt;
+}
+
+// Absolute, so saved source paths (NVRTC program names) stay valid from any working directory.
+std::filesystem::path absolute_path(const std::filesystem::path& path) {
+    std::error_code ec;
+    auto result = std::filesystem::absolute(path, ec);
+    return (ec ? path : result).lexically_normal();
+}
+
+} // namespace
+
+Config Config::from_environment() {
+    Config config;
+    config.save_source = env::get_flag("KILN_CACHE_SAVE_SOURCE", false);
+    config.max_size = env::get_size("KILN_CACHE_MAX_SIZE", config.max_size);
+    config.disabled = env::get_flag("KILN_CACHE_DISABLE", false);
+    config.readonly = env::get_flag("KILN_CACHE_READONLY", false);
+    config.shared = env::get_flag("KILN_CACHE_SHARED", false);
+    if (auto dir = env::get("KILN_CACHE_DIR")) {
+        config.dir = absolute_path(*dir);
+    } else if (auto xdg = env::get("XDG_CACHE_HOME"); xdg && xdg->front() == '/') {
+        // The XDG spec says to ignore a relative XDG_CACHE_HOME.
+        config.dir = absolute_path(std::filesystem::path(*xdg) / "kiln");
+    } else if (auto home = home_dir()) {
+        config.dir = absolute_path(*home / ".cache" / "kiln");
+    } else {
+        config.disabled = true; // nowhere to put a cache: memory only
+    }
+    return config;
+}
+
+} // namespace kiln::cache

@@ -1,0 +1,140 @@
+#include "fs.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+
+namespace kiln::cache::detail {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+        close();
+        m_fd = std::exchange(other.m_fd, -1);
+    }
+    return *this;
+}
+
+UniqueFd::~UniqueFd() {
+    close();
+}
+
+int UniqueFd::close() noexcept {
+    if (m_fd < 0) return 0;
+    // No retry on EINTR: Linux has closed the descriptor either way.
+    const int result = ::close(std::exchange(m_fd, -1));
+    return result == 0 ? 0 : errno;
+}
+
+UniqueFd open_file(const std::filesystem::path& path, int flags, mode_t mode) {
+    int fd;
+    do {
+        fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+    } while (fd < 0 && errno == EINTR);
+    return UniqueFd(fd);
+}
+
+int read_all(int fd, std::uint64_t max_size, std::string& out) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return errno;
+    if (!S_ISREG(st.st_mode)) return EINVAL;
+    if (static_cast<std::uint64_t>(st.st_size) > max_size) return EFBIG;
+    // One read of the size fstat gave, then keep going in case the file grew (it should not).
+    out.resize(static_cast<std::size_t>(st.st_size) + 1);
+    std::size_t filled = 0;
+    for (;;) {
+        if (filled == out.size()) {
+            if (out.size() > max_size) return EFBIG;
+            out.resize(out.size() * 2);
+        }
+        const ssize_t n = ::read(fd, out.data() + filled, out.size() - filled);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) break;
+        filled += static_cast<std::size_t>(n);
+    }
+    out.resize(filled);
+    return filled > max_size ? EFBIG : 0;
+}
+
+int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out) {
+    out.resize(size);
+    std::size_t filled = 0;
+    while (filled < size) {
+        const ssize_t n =
+            ::pread(fd, out.data() + filled, size - filled, static_cast<off_t>(offset + filled));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) return EIO;
+        filled += static_cast<std::size_t>(n);
+    }
+    return 0;
+}
+
+int write_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return 0;
+}
+
+int make_dirs(const std::filesystem::path& dir, mode_t mode, bool force_mode) {
+    std::filesystem::path partial;
+    for (const auto& part : dir) {
+        partial /= part;
+        if (part.empty() || part == "/") continue;
+        if (::mkdir(partial.c_str(), mode) == 0) {
+            if (force_mode && ::chmod(partial.c_str(), mode) != 0) return errno;
+            continue;
+        }
+        const int error = errno;
+        if (error != EEXIST) return error;
+        struct stat st;
+        if (::stat(partial.c_str(), &st) != 0) return errno;
+        if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+    }
+    return 0;
+}
+
+int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out) {
+    DIR* handle = ::opendir(dir.c_str());
+    if (!handle) return errno;
+    const int dir_fd = ::dirfd(handle);
+    while (const dirent* item = ::readdir(handle)) {
+        const std::string_view name = item->d_name;
+        if (name == "." || name == "..") continue;
+        struct stat st;
+        // The file may vanish between readdir and fstatat (another process evicted it).
+        if (::fstatat(dir_fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISDIR(st.st_mode)) continue;
+        DirItem entry;
+        entry.name = std::string(name);
+        entry.size = static_cast<std::uint64_t>(st.st_size);
+        entry.mtime_ns = std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+        entry.regular = S_ISREG(st.st_mode);
+        entry.symlink = S_ISLNK(st.st_mode);
+        out.push_back(std::move(entry));
+    }
+    ::closedir(handle);
+    return 0;
+}
+
+std::int64_t now_ns() {
+    timespec now;
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    return std::int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+}
+
+} // namespace kiln::cache::detail

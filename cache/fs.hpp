@@ -1,0 +1,68 @@
+#pragma once
+// Thin POSIX helpers for the store: an owning file descriptor, whole reads and writes that
+// report errno instead of throwing, directory creation with a chosen mode, directory listing.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace kiln::cache::detail {
+
+/// Owns one file descriptor; closes it on destruction.
+class UniqueFd {
+  public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd)
+        : m_fd(fd) {}
+    UniqueFd(UniqueFd&& other) noexcept
+        : m_fd(std::exchange(other.m_fd, -1)) {}
+    UniqueFd& operator=(UniqueFd&& other) noexcept;
+    ~UniqueFd();
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+
+    int get() const noexcept { return m_fd; }
+    explicit operator bool() const noexcept { return m_fd >= 0; }
+    /// Close now and return 0 or the errno of close() (NFS reports write errors there).
+    int close() noexcept;
+
+  private:
+    int m_fd = -1;
+};
+
+/// open(2), retried on EINTR. On failure the result is empty and errno is set.
+UniqueFd open_file(const std::filesystem::path& path, int flags, mode_t mode = 0);
+
+/// Read all of @p fd from its start into @p out. 0, an errno, or EFBIG when over @p max_size.
+int read_all(int fd, std::uint64_t max_size, std::string& out);
+/// Read exactly @p size bytes at @p offset. 0, an errno, or EIO on a short read.
+int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out);
+/// Write all of @p bytes. 0 or an errno.
+int write_all(int fd, std::string_view bytes);
+
+/// Create @p dir and its missing parents with @p mode; with @p force_mode the ones created are
+/// chmod-ed to @p mode so the umask cannot drop group bits. 0 or an errno (ENOTDIR when a
+/// component is a file).
+int make_dirs(const std::filesystem::path& dir, mode_t mode, bool force_mode);
+
+/// One name in a directory, with lstat's answer.
+struct DirItem {
+    std::string name;
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+    bool regular = false;
+    bool symlink = false;
+};
+
+/// The files and links of @p dir (not subdirectories). 0 or an errno.
+int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out);
+
+/// Nanoseconds since the epoch, as file times are kept.
+std::int64_t now_ns();
+
+} // namespace kiln::cache::detail

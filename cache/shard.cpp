@@ -1,0 +1,74 @@
+#include "shard.hpp"
+
+#include "fs.hpp"
+#include "layout.hpp"
+
+#include <unistd.h>
+
+#include <unordered_map>
+
+namespace kiln::cache::detail {
+
+std::uint64_t ShardContents::entries() const {
+    std::uint64_t count = 0;
+    for (const auto& item : items)
+        count += item.has_entry;
+    return count;
+}
+
+std::uint64_t ShardContents::bytes() const {
+    std::uint64_t total = 0;
+    for (const auto& item : items)
+        total += item.size();
+    return total;
+}
+
+int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before_ns,
+               ShardContents& out) {
+    std::vector<DirItem> files;
+    if (int error = list_dir(shard_dir, files)) return error;
+    std::unordered_map<Key, std::size_t, KeyHash> index;
+    auto item_for = [&](const Key& key) -> ShardItem& {
+        auto [it, inserted] = index.emplace(key, out.items.size());
+        if (inserted) out.items.push_back(ShardItem{key});
+        return out.items[it->second];
+    };
+    for (const DirItem& file : files) {
+        // Links count too (with their own size): something planted must still be removable.
+        if (!file.regular && !file.symlink) continue;
+        if (auto key = key_from_name(file.name, kEntrySuffix)) {
+            ShardItem& item = item_for(*key);
+            item.has_entry = true;
+            item.entry_size = file.size;
+            item.mtime_ns = file.mtime_ns;
+        } else if (auto source_key = key_from_name(file.name, kSourceSuffix)) {
+            ShardItem& item = item_for(*source_key);
+            item.has_source = true;
+            item.source_size = file.size;
+            if (!item.has_entry) item.mtime_ns = file.mtime_ns;
+        } else if (is_temp_name(file.name) && file.mtime_ns < stale_before_ns) {
+            out.stale_temps.push_back(file.name);
+        }
+    }
+    return 0;
+}
+
+std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardItem& item) {
+    std::uint64_t freed = 0;
+    const std::string hex = item.key.hex();
+    if (item.has_entry && ::unlink((shard_dir / (hex + std::string(kEntrySuffix))).c_str()) == 0)
+        freed += item.entry_size;
+    if (item.has_source && ::unlink((shard_dir / (hex + std::string(kSourceSuffix))).c_str()) == 0)
+        freed += item.source_size;
+    return freed;
+}
+
+std::uint64_t remove_stale_temps(const std::filesystem::path& shard_dir,
+                                 const ShardContents& contents) {
+    std::uint64_t removed = 0;
+    for (const auto& name : contents.stale_temps)
+        removed += ::unlink((shard_dir / name).c_str()) == 0;
+    return removed;
+}
+
+} // namespace kiln::cache::detail

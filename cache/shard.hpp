@@ -1,0 +1,51 @@
+#pragma once
+// What one shard directory holds, read with one directory listing: the entries and saved
+// sources grouped by key, and the temporaries that killed writers left behind.
+
+#include "kiln/cache/key.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kiln::cache::detail {
+
+/// An entry and/or its saved source: the unit that eviction removes.
+struct ShardItem {
+    Key key;
+    bool has_entry = false;
+    bool has_source = false;
+    std::uint64_t entry_size = 0;
+    std::uint64_t source_size = 0;
+    /// The entry's modification time (refreshed on each hit), else the source's.
+    std::int64_t mtime_ns = 0;
+
+    std::uint64_t size() const { return entry_size + source_size; }
+};
+
+struct ShardContents {
+    std::vector<ShardItem> items;
+    /// Names of temporaries last modified before the scan's stale-temporary limit.
+    std::vector<std::string> stale_temps;
+    std::uint64_t entries() const;
+    std::uint64_t bytes() const;
+};
+
+/// A writer needs well under a second; a temporary this old belongs to a writer that died.
+inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
+
+/// List @p shard_dir. Temporaries modified before @p stale_before_ns count as stale. Files with
+/// other names are left alone. 0 or an errno (ENOENT: the shard does not exist yet).
+int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before_ns,
+               ShardContents& out);
+
+/// Unlink an item's entry and source (a reader that has one open keeps reading it). Returns the
+/// bytes freed.
+std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardItem& item);
+
+/// Unlink the stale temporaries found by the scan; returns how many went.
+std::uint64_t remove_stale_temps(const std::filesystem::path& shard_dir,
+                                 const ShardContents& contents);
+
+} // namespace kiln::cache::detail

@@ -1,0 +1,60 @@
+#pragma once
+// Per-shard counters in `<dir>/<ab>/stats`, a few text lines ("hits 12"), updated under flock()
+// by every process that uses the directory, so statistics add up across processes. Each shard
+// also keeps an estimate of its entry count and bytes, which drives amortized eviction; a
+// clean-up of the shard replaces the estimate with a recount.
+
+#include "fs.hpp"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln::cache::detail {
+
+struct Counters {
+    std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
+    std::int64_t files = 0, bytes = 0; ///< signed: a delta may remove
+
+    Counters& operator+=(const Counters& other);
+    bool empty() const;
+};
+
+std::string format_counters(const Counters& counters);
+/// Unknown lines and garbage are ignored: the file is an estimate, never a reason to fail.
+Counters parse_counters(std::string_view text);
+
+/// How long to try for a lock held by another process before giving up.
+enum class LockWait { brief, patient };
+
+/// A shard's stats file, locked exclusively for as long as this object lives.
+class LockedStats {
+  public:
+    /// Lock `<shard_dir>/stats`, creating it with @p mode (when @p create). nullopt when the file
+    /// cannot be opened (errno tells) or stays locked (errno = EWOULDBLOCK).
+    static std::optional<LockedStats> open(const std::filesystem::path& shard_dir, bool create,
+                                           mode_t mode, bool force_mode, LockWait wait);
+
+    Counters read() const;
+    /// Replace the counters. 0 or an errno.
+    int write(const Counters& counters) const;
+
+  private:
+    explicit LockedStats(UniqueFd fd)
+        : m_fd(std::move(fd)) {}
+    UniqueFd m_fd;
+};
+
+/// Add @p delta to a shard's counters and return the totals; nullopt when the file could not be
+/// updated (the caller keeps the delta for later).
+std::optional<Counters> add_counters(const std::filesystem::path& shard_dir, const Counters& delta,
+                                     mode_t mode, bool force_mode, LockWait wait);
+
+/// A shard's counters for display; zero when there is no stats file.
+Counters read_counters(const std::filesystem::path& shard_dir);
+
+} // namespace kiln::cache::detail

@@ -1,0 +1,107 @@
+#pragma once
+// Shared helpers for the cache tests: deterministic keys and entries, a store per directory,
+// file-time and fork helpers.
+
+#include "kiln/cache/entry.hpp"
+#include "kiln/cache/key.hpp"
+#include "kiln/cache/store.hpp"
+#include "temp_dir.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <string>
+
+namespace kiln::test {
+
+inline cache::Key key_of(const std::string& name) {
+    return cache::KeyBuilder().add("test-key", name).finish();
+}
+
+/// A key whose entry lands in shard @p shard (its first byte).
+inline cache::Key key_in_shard(int shard, const std::string& name) {
+    cache::Key key = key_of(name);
+    key.bytes[0] = static_cast<std::uint8_t>(shard);
+    return key;
+}
+
+/// Payload bytes that depend on the key, so a reader can tell whose entry it got.
+inline std::string payload_for(const cache::Key& key, std::size_t size) {
+    std::string payload(size, '\0');
+    std::uint64_t state = 0x9e3779b97f4a7c15ull;
+    for (auto byte : key.bytes)
+        state = (state ^ byte) * 0x100000001b3ull;
+    for (std::size_t i = 0; i < size; ++i) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        payload[i] = static_cast<char>(state >> 56);
+    }
+    return payload;
+}
+
+inline cache::Entry make_entry(const cache::Key& key, std::size_t payload_size = 512) {
+    cache::Entry entry;
+    entry.key = key;
+    entry.payload = payload_for(key, payload_size);
+    entry.lowered_names = {{"add<float>", "_Z3addIfEvPT_"}, {"scale", "_Z5scalePf"}};
+    entry.nvrtc_version = "13.0.88";
+    entry.arch = "sm_90";
+    entry.compile_ms = 12.5;
+    entry.log = "warning: a test log";
+    return entry;
+}
+
+inline cache::Config config_for(const std::filesystem::path& dir) {
+    cache::Config config;
+    config.dir = dir;
+    return config;
+}
+
+inline std::filesystem::path entry_file(const std::filesystem::path& dir, const cache::Key& key) {
+    const std::string hex = key.hex();
+    return dir / hex.substr(0, 2) / (hex + ".kiln");
+}
+
+/// Set a file's modification time to @p seconds since the epoch.
+inline void set_mtime(const std::filesystem::path& path, std::time_t seconds) {
+    timespec times[2] = {{seconds, 0}, {seconds, 0}};
+    ::utimensat(AT_FDCWD, path.c_str(), times, 0);
+}
+
+inline std::time_t mtime_of(const std::filesystem::path& path) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    return st.st_mtim.tv_sec;
+}
+
+/// Run @p body in a forked child; its return value is the child's exit code.
+inline pid_t spawn(const std::function<int()>& body) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        int code = 3;
+        try {
+            code = body();
+        } catch (...) {
+            code = 4;
+        }
+        ::_exit(code);
+    }
+    return pid;
+}
+
+/// Wait for a child; its exit code, or 128 + signal when a signal ended it.
+inline int wait_for(pid_t pid) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return -1;
+}
+
+} // namespace kiln::test

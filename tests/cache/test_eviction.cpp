@@ -1,0 +1,144 @@
+#include "kiln/cache/store.hpp"
+
+#include "cache_test_util.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <ctime>
+
+using kiln::cache::Config;
+using kiln::cache::Store;
+using kiln::test::config_for;
+using kiln::test::entry_file;
+using kiln::test::key_of;
+using kiln::test::make_entry;
+using kiln::test::set_mtime;
+using kiln::test::TempDir;
+
+TEST(Eviction, PruneRemovesTheLeastRecentlyUsedAndAHitCountsAsUse) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const std::time_t now = std::time(nullptr);
+    const auto a = make_entry(key_of("a"), 1000), b = make_entry(key_of("b"), 1000),
+               c = make_entry(key_of("c"), 1000);
+    for (const auto* entry : {&a, &b, &c})
+        ASSERT_TRUE(store.store(*entry));
+    set_mtime(entry_file(dir.path(), a.key), now - 300); // oldest, but about to be used
+    set_mtime(entry_file(dir.path(), b.key), now - 200);
+    set_mtime(entry_file(dir.path(), c.key), now - 100);
+    ASSERT_TRUE(store.load(a.key));
+
+    const std::uint64_t entry_size = std::filesystem::file_size(entry_file(dir.path(), a.key));
+    const auto result = store.prune(2 * entry_size);
+    EXPECT_EQ(result.entries, 1u);
+    EXPECT_EQ(result.bytes, entry_size);
+    EXPECT_TRUE(std::filesystem::exists(entry_file(dir.path(), a.key)));
+    EXPECT_FALSE(std::filesystem::exists(entry_file(dir.path(), b.key)));
+    EXPECT_TRUE(std::filesystem::exists(entry_file(dir.path(), c.key)));
+    EXPECT_EQ(store.stats().evicted, 1u);
+}
+
+TEST(Eviction, PruneByAgeKeepsRecentEntries) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto old_entry = make_entry(key_of("old")), new_entry = make_entry(key_of("new"));
+    ASSERT_TRUE(store.store(old_entry));
+    ASSERT_TRUE(store.store(new_entry));
+    set_mtime(entry_file(dir.path(), old_entry.key), std::time(nullptr) - 8 * 86400);
+    const auto result = store.prune(std::uint64_t{1} << 40, std::chrono::hours(24 * 7));
+    EXPECT_EQ(result.entries, 1u);
+    EXPECT_FALSE(store.load(old_entry.key));
+    EXPECT_TRUE(store.load(new_entry.key));
+}
+
+TEST(Eviction, PruneRemovesASavedSourceWithItsEntry) {
+    TempDir dir;
+    Config config = config_for(dir.path());
+    config.save_source = true;
+    Store store(config);
+    const auto entry = make_entry(key_of("with source"));
+    ASSERT_TRUE(store.store(entry));
+    ASSERT_TRUE(store.save_source(entry.key, "source text"));
+    const auto result = store.prune(0);
+    EXPECT_EQ(result.entries, 1u);
+    EXPECT_EQ(result.bytes,
+              kiln::cache::encode_entry(entry).size() + std::string("source text").size());
+    EXPECT_FALSE(std::filesystem::exists(store.source_path(entry.key)));
+}
+
+TEST(Eviction, AStoreOverItsShardsShareCleansThatShardOldestFirst) {
+    TempDir dir;
+    Config config = config_for(dir.path());
+    const std::size_t entry_size =
+        kiln::cache::encode_entry(make_entry(key_of("size"), 4000)).size();
+    config.max_size = 256 * 5 * entry_size; // each shard holds about five entries
+    Store store(config);
+    const auto elsewhere = make_entry(kiln::test::key_in_shard(1, "elsewhere"), 4000);
+    ASSERT_TRUE(store.store(elsewhere));
+
+    const std::time_t base = std::time(nullptr) - 1000;
+    std::vector<kiln::cache::Key> keys;
+    for (int i = 0; i < 20; ++i) {
+        const auto entry = make_entry(kiln::test::key_in_shard(0, std::to_string(i)), 4000);
+        ASSERT_TRUE(store.store(entry));
+        set_mtime(entry_file(dir.path(), entry.key), base + i); // a clear age order
+        keys.push_back(entry.key);
+    }
+    std::uint64_t shard_bytes = 0;
+    std::vector<bool> present;
+    for (const auto& key : keys) {
+        present.push_back(std::filesystem::exists(entry_file(dir.path(), key)));
+        if (present.back()) shard_bytes += std::filesystem::file_size(entry_file(dir.path(), key));
+    }
+    EXPECT_LE(shard_bytes, config.max_size / 256 + entry_size);
+    EXPECT_TRUE(present.back()) << "the newest entry stays";
+    EXPECT_FALSE(present.front()) << "the oldest went";
+    for (std::size_t i = 1; i < present.size(); ++i)
+        EXPECT_TRUE(!present[i - 1] || present[i]) << "evicted out of age order at " << i;
+    EXPECT_TRUE(std::filesystem::exists(entry_file(dir.path(), elsewhere.key)))
+        << "other shards are not touched";
+    EXPECT_GE(store.stats().evicted, 14u);
+}
+
+TEST(Eviction, TheEntryJustStoredIsNeverEvictedEvenIfLargerThanTheShare) {
+    TempDir dir;
+    Config config = config_for(dir.path());
+    config.max_size = 256 * 100; // a share of 100 bytes: smaller than any entry
+    Store store(config);
+    const auto entry = make_entry(key_of("big"), 5000);
+    ASSERT_TRUE(store.store(entry));
+    EXPECT_TRUE(store.load(entry.key));
+}
+
+TEST(Eviction, ZeroMaxSizeMeansNoLimit) {
+    TempDir dir;
+    Config config = config_for(dir.path());
+    config.max_size = 0;
+    Store store(config);
+    for (int i = 0; i < 10; ++i)
+        ASSERT_TRUE(store.store(make_entry(kiln::test::key_in_shard(0, std::to_string(i)), 4000)));
+    EXPECT_EQ(store.stats().entries, 10u);
+    EXPECT_EQ(store.stats().evicted, 0u);
+}
+
+TEST(Eviction, ClearRemovesEverythingAndKeepsTheCounters) {
+    TempDir dir;
+    Config config = config_for(dir.path());
+    config.save_source = true;
+    Store store(config);
+    for (int i = 0; i < 20; ++i) {
+        const auto entry = make_entry(key_of(std::to_string(i)));
+        ASSERT_TRUE(store.store(entry));
+        ASSERT_TRUE(store.save_source(entry.key, "x"));
+    }
+    ASSERT_TRUE(store.load(key_of("3")));
+    const auto result = store.clear();
+    EXPECT_EQ(result.entries, 20u);
+    const auto stats = store.stats();
+    EXPECT_EQ(stats.entries, 0u);
+    EXPECT_EQ(stats.bytes, 0u);
+    EXPECT_EQ(stats.stores, 20u);
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_FALSE(store.load(key_of("3")));
+}

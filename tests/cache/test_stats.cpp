@@ -1,0 +1,91 @@
+#include "kiln/cache/store.hpp"
+
+#include "cache_test_util.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+using kiln::cache::Store;
+using kiln::test::config_for;
+using kiln::test::entry_file;
+using kiln::test::key_of;
+using kiln::test::make_entry;
+using kiln::test::TempDir;
+
+TEST(Stats, CountersAddUpAcrossStoreInstances) {
+    TempDir dir;
+    {
+        Store first(config_for(dir.path()));
+        for (const char* name : {"a", "b", "c"})
+            ASSERT_TRUE(first.store(make_entry(key_of(name))));
+        ASSERT_TRUE(first.load(key_of("a")));
+        ASSERT_TRUE(first.load(key_of("b")));
+        ASSERT_FALSE(first.load(key_of("absent")));
+    }
+    Store second(config_for(dir.path()));
+    ASSERT_TRUE(second.load(key_of("c")));
+    const auto stats = second.stats();
+    EXPECT_EQ(stats.stores, 3u);
+    EXPECT_EQ(stats.hits, 3u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(stats.damaged, 0u);
+    EXPECT_EQ(stats.entries, 3u);
+    EXPECT_EQ(stats.bytes, 3 * kiln::cache::encode_entry(make_entry(key_of("a"))).size());
+}
+
+TEST(Stats, CountersAddUpAcrossProcesses) {
+    TempDir dir;
+    Store parent(config_for(dir.path()));
+    ASSERT_TRUE(parent.store(make_entry(key_of("a"))));
+    const pid_t child = kiln::test::spawn([&] {
+        Store store(config_for(dir.path()));
+        for (int i = 0; i < 5; ++i)
+            if (!store.load(key_of("a"))) return 10;
+        store.load(key_of("absent"));
+        return 0;
+    });
+    ASSERT_EQ(kiln::test::wait_for(child), 0);
+    ASSERT_TRUE(parent.load(key_of("a")));
+    const auto stats = parent.stats();
+    EXPECT_EQ(stats.hits, 6u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(stats.stores, 1u);
+}
+
+TEST(Stats, EntriesAndBytesAreAFreshCount) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    ASSERT_TRUE(store.store(make_entry(key_of("a"))));
+    ASSERT_TRUE(store.store(make_entry(key_of("b"))));
+    std::filesystem::remove(entry_file(dir.path(), key_of("a"))); // behind the store's back
+    const auto stats = store.stats();
+    EXPECT_EQ(stats.entries, 1u);
+    EXPECT_EQ(stats.bytes, std::filesystem::file_size(entry_file(dir.path(), key_of("b"))));
+}
+
+TEST(Stats, AGarbledStatsFileIsIgnoredAndRewritten) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("a"));
+    ASSERT_TRUE(store.store(entry));
+    const auto stats_file = entry_file(dir.path(), entry.key).parent_path() / "stats";
+    kiln::test::write_file(stats_file,
+                           "hits banana\n\x01\x02\x03 garbage\nmisses 99999999999999999999999\n");
+    EXPECT_NO_THROW(store.stats());
+    ASSERT_TRUE(store.load(entry.key));
+    EXPECT_EQ(store.stats().hits, 1u);
+    EXPECT_NE(kiln::test::read_file(stats_file).find("hits 1\n"), std::string::npos);
+}
+
+TEST(Stats, AreKeptPerShardInPlainText) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("a"));
+    ASSERT_TRUE(store.store(entry));
+    ASSERT_TRUE(store.load(entry.key));
+    const std::string text =
+        kiln::test::read_file(entry_file(dir.path(), entry.key).parent_path() / "stats");
+    EXPECT_NE(text.find("hits 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("stores 1\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("files 1\n"), std::string::npos) << text;
+}

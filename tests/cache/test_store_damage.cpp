@@ -1,0 +1,141 @@
+// Every kind of damage is a miss, counted, removed, and rewritten by the next store.
+
+#include "kiln/cache/store.hpp"
+#include "kiln/log.hpp"
+
+#include "cache_test_util.hpp"
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <functional>
+#include <sstream>
+
+using kiln::cache::Store;
+using kiln::test::config_for;
+using kiln::test::entry_file;
+using kiln::test::key_of;
+using kiln::test::make_entry;
+using kiln::test::TempDir;
+
+namespace {
+
+struct Damage {
+    const char* name;
+    std::function<std::string(const std::string& good)> apply;
+};
+
+std::string flip(std::string bytes, std::size_t offset) {
+    bytes.at(offset) ^= 0x10;
+    return bytes;
+}
+
+std::string from_end(std::string bytes, std::size_t back) {
+    bytes.at(bytes.size() - back) ^= 0x01;
+    return bytes;
+}
+
+const Damage kDamages[] = {
+    {"Truncated", [](const std::string& b) { return b.substr(0, b.size() / 2); }},
+    {"TruncatedInHeader", [](const std::string& b) { return b.substr(0, 20); }},
+    {"Empty", [](const std::string&) { return std::string(); }},
+    {"FlippedBitInMagic", [](const std::string& b) { return flip(b, 3); }},
+    {"FlippedBitInVersion", [](const std::string& b) { return flip(b, 8); }},
+    {"FlippedBitInKind", [](const std::string& b) { return flip(b, 12); }},
+    {"FlippedBitInStoredKey", [](const std::string& b) { return flip(b, 20); }},
+    {"FlippedBitInMetadataSize", [](const std::string& b) { return flip(b, 32); }},
+    {"FlippedBitInPayloadSize", [](const std::string& b) { return flip(b, 40); }},
+    {"FlippedBitInPayloadHash", [](const std::string& b) { return flip(b, 50); }},
+    {"FlippedBitInHeadHash", [](const std::string& b) { return flip(b, 60); }},
+    {"FlippedBitInMetadata", [](const std::string& b) { return flip(b, 70); }},
+    {"FlippedBitInPayload", [](const std::string& b) { return from_end(b, 100); }},
+    {"FlippedBitInLastByte", [](const std::string& b) { return from_end(b, 1); }},
+    {"WrongMagic", [](const std::string& b) { return "NOTKILN!" + b.substr(8); }},
+    {"WrongVersion",
+     [](const std::string& b) {
+         return b.substr(0, 8) + std::string("\x02\0\0\0", 4) + b.substr(12);
+     }},
+    {"AnotherKeysEntry",
+     [](const std::string&) {
+         return kiln::cache::encode_entry(make_entry(key_of("another"), 1000));
+     }},
+    {"Garbage", [](const std::string& b) { return std::string(b.size(), '\x5a'); }},
+    {"TrailingBytes", [](const std::string& b) { return b + "tail"; }},
+};
+
+class StoreDamage : public ::testing::TestWithParam<Damage> {};
+
+} // namespace
+
+TEST_P(StoreDamage, IsACountedMissThatIsRemovedAndRewritten) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("victim"), 1000);
+    ASSERT_TRUE(store.store(entry));
+    const auto path = entry_file(dir.path(), entry.key);
+    kiln::test::write_file(path, GetParam().apply(kiln::test::read_file(path)));
+
+    EXPECT_FALSE(store.load(entry.key));
+    EXPECT_FALSE(std::filesystem::exists(path)) << "a damaged entry is removed";
+    const auto stats = store.stats();
+    EXPECT_EQ(stats.damaged, 1u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(stats.hits, 0u);
+
+    ASSERT_TRUE(store.store(entry));
+    auto reloaded = store.load(entry.key);
+    ASSERT_TRUE(reloaded);
+    EXPECT_EQ(reloaded->payload, entry.payload);
+}
+
+TEST_P(StoreDamage, IsFoundByVerifyAndRemovedByFix) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("victim"), 1000);
+    ASSERT_TRUE(store.store(entry));
+    ASSERT_TRUE(store.store(make_entry(key_of("bystander"), 1000)));
+    const auto path = entry_file(dir.path(), entry.key);
+    kiln::test::write_file(path, GetParam().apply(kiln::test::read_file(path)));
+
+    auto report = store.verify(false);
+    EXPECT_EQ(report.checked, 2u);
+    EXPECT_EQ(report.damaged, 1u);
+    ASSERT_EQ(report.problems.size(), 1u);
+    EXPECT_EQ(report.problems[0].first, path);
+    EXPECT_TRUE(std::filesystem::exists(path)) << "verify without --fix changes nothing";
+
+    report = store.verify(true);
+    EXPECT_EQ(report.removed, 1u);
+    EXPECT_FALSE(std::filesystem::exists(path));
+    EXPECT_EQ(store.verify(false).damaged, 0u);
+    EXPECT_EQ(store.stats().damaged, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, StoreDamage, ::testing::ValuesIn(kDamages),
+                         [](const auto& test_info) { return std::string(test_info.param.name); });
+
+TEST(StoreDamageWarning, IsLoggedOncePerProcess) {
+    TempDir dir;
+    // In a child: the warn-once flag is per process and other tests may have used it.
+    const pid_t child = kiln::test::spawn([&] {
+        std::ostringstream log;
+        kiln::logger().sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_st>(log));
+        Store store(config_for(dir.path()));
+        for (const char* name : {"one", "two", "three"}) {
+            const auto entry = make_entry(key_of(name));
+            if (!store.store(entry)) return 10;
+            kiln::test::write_file(entry_file(dir.path(), entry.key), "garbage");
+            if (store.load(entry.key)) return 11;
+        }
+        const std::string text = log.str();
+        std::size_t warnings = 0;
+        for (auto at = text.find("damaged"); at != std::string::npos;
+             at = text.find("damaged", at + 1))
+            ++warnings;
+        if (text.find(" is damaged (") == std::string::npos) return 12;
+        if (warnings != 2) return 13; // one message; it says "damaged" twice
+        return store.stats().damaged == 3 ? 0 : 14;
+    });
+    EXPECT_EQ(kiln::test::wait_for(child), 0);
+}
