@@ -52,7 +52,7 @@ constexpr std::size_t kRecordHeaderSize = 16 + 8 + 8;
 }
 
 std::string read_or_empty(const std::filesystem::path& path, std::uint64_t max_size) {
-    detail::UniqueFd fd = detail::open_file(path, O_RDONLY | O_NOFOLLOW);
+    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
     std::string bytes;
     if (!fd || detail::read_all(fd.get(), max_size, bytes) != 0) return {};
     return bytes;

@@ -123,8 +123,6 @@ int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out) {
         entry.name = std::string(name);
         entry.size = static_cast<std::uint64_t>(st.st_size);
         entry.mtime_ns = std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-        entry.regular = S_ISREG(st.st_mode);
-        entry.symlink = S_ISLNK(st.st_mode);
         out.push_back(std::move(entry));
     }
     ::closedir(handle);

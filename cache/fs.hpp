@@ -2,6 +2,7 @@
 // Thin POSIX helpers for the store: an owning file descriptor, whole reads and writes that
 // report errno instead of throwing, directory creation with a chosen mode, directory listing.
 
+#include <fcntl.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -35,6 +36,10 @@ class UniqueFd {
     int m_fd = -1;
 };
 
+/// How the store opens files it reads: a link planted in the cache is not followed, and a FIFO
+/// planted there cannot block the open (regular files ignore O_NONBLOCK).
+inline constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
+
 /// open(2), retried on EINTR. On failure the result is empty and errno is set.
 UniqueFd open_file(const std::filesystem::path& path, int flags, mode_t mode = 0);
 
@@ -55,11 +60,9 @@ struct DirItem {
     std::string name;
     std::uint64_t size = 0;
     std::int64_t mtime_ns = 0;
-    bool regular = false;
-    bool symlink = false;
 };
 
-/// The files and links of @p dir (not subdirectories). 0 or an errno.
+/// Everything in @p dir but subdirectories. 0 or an errno.
 int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out);
 
 /// Nanoseconds since the epoch, as file times are kept.

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 namespace kiln::cache {
@@ -25,7 +26,7 @@ std::vector<int> all_shards() {
 
 // The header and metadata of the entry at @p path, verified; nullopt when unreadable or damaged.
 std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key& key) {
-    detail::UniqueFd fd = detail::open_file(path, O_RDONLY | O_NOFOLLOW);
+    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
     struct stat st;
     if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
     const auto file_size = static_cast<std::uint64_t>(st.st_size);
@@ -55,7 +56,7 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
 // Why the entry file at @p path is not a good entry for @p key, or "" when it is.
 std::string check_entry(const std::filesystem::path& path, const Key& key, int shard) {
     if (detail::shard_of(key) != shard) return "in the wrong shard directory";
-    detail::UniqueFd fd = detail::open_file(path, O_RDONLY | O_NOFOLLOW);
+    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
     if (!fd) {
         if (errno == ENOENT) return {}; // evicted meanwhile
         return errno == ELOOP ? "a symbolic link, not an entry" : std::strerror(errno);
@@ -130,9 +131,7 @@ PruneResult Store::prune(std::uint64_t max_size, std::optional<std::chrono::seco
 PruneResult Store::clear() {
     // Everything goes, temporaries of live writers too: their rename then fails (a miss).
     const std::int64_t future = std::numeric_limits<std::int64_t>::max();
-    auto result =
-        m_impl->evict(all_shards(), 0, future, nullptr, detail::LockWait::patient, future);
-    return result;
+    return m_impl->evict(all_shards(), 0, future, nullptr, detail::LockWait::patient, future);
 }
 
 std::optional<Entry> Store::peek(const Key& key, std::string* why) {
@@ -141,7 +140,7 @@ std::optional<Entry> Store::peek(const Key& key, std::string* why) {
         if (why) *why = std::move(reason);
         return std::nullopt;
     };
-    detail::UniqueFd fd = detail::open_file(path, O_RDONLY | O_NOFOLLOW);
+    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
     if (!fd) return fail(errno == ENOENT ? "no such entry" : std::strerror(errno));
     std::string bytes;
     if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes))
@@ -152,7 +151,7 @@ std::optional<Entry> Store::peek(const Key& key, std::string* why) {
 }
 
 std::optional<std::string> Store::read_source(const Key& key) {
-    detail::UniqueFd fd = detail::open_file(source_path(key), O_RDONLY | O_NOFOLLOW);
+    detail::UniqueFd fd = detail::open_file(source_path(key), detail::kReadFlags);
     std::string text;
     if (!fd || detail::read_all(fd.get(), detail::kMaxEntryFileSize, text) != 0)
         return std::nullopt;

@@ -34,8 +34,8 @@ int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before
         return out.items[it->second];
     };
     for (const DirItem& file : files) {
-        // Links count too (with their own size): something planted must still be removable.
-        if (!file.regular && !file.symlink) continue;
+        // Not only regular files: a link or FIFO planted under an entry's name is damage that
+        // verify must report and eviction must be able to remove.
         if (auto key = key_from_name(file.name, kEntrySuffix)) {
             ShardItem& item = item_for(*key);
             item.has_entry = true;

@@ -113,7 +113,7 @@ Counters parse_counters(std::string_view text) {
 std::optional<LockedStats> LockedStats::open(const std::filesystem::path& shard_dir, bool create,
                                              mode_t mode, bool force_mode, LockWait wait) {
     UniqueFd fd = open_file(shard_dir / std::string(kStatsName),
-                            O_RDWR | O_NOFOLLOW | (create ? O_CREAT : 0), mode);
+                            O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), mode);
     if (!fd) return std::nullopt;
     // Only the owner may chmod; in a shared cache another member may own the file already.
     if (force_mode) ::fchmod(fd.get(), mode);
@@ -146,7 +146,7 @@ std::optional<Counters> add_counters(const std::filesystem::path& shard_dir, con
 }
 
 Counters read_counters(const std::filesystem::path& shard_dir) {
-    UniqueFd fd = open_file(shard_dir / std::string(kStatsName), O_RDONLY | O_NOFOLLOW);
+    UniqueFd fd = open_file(shard_dir / std::string(kStatsName), kReadFlags);
     if (!fd) return {};
     // A shared lock keeps a half-written file out of view; if it stays busy, read anyway.
     lock(fd.get(), LOCK_SH, LockWait::brief);

@@ -37,7 +37,7 @@ std::optional<Entry> Store::load(const Key& key) {
     try {
         const auto path = detail::entry_path(m_impl->config.dir, key);
         // O_NOFOLLOW: an entry is a regular file; a link planted in its place is damage.
-        detail::UniqueFd fd = detail::open_file(path, O_RDONLY | O_NOFOLLOW);
+        detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
         if (!fd) {
             const int error = errno;
             if (error == ELOOP) {

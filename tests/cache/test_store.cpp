@@ -243,3 +243,18 @@ TEST(Store, OnlyCanonicalEntryNamesAreEntries) {
     EXPECT_EQ(store.list().size(), 1u);
     EXPECT_EQ(store.verify(false).checked, 1u);
 }
+
+TEST(Store, APlantedFifoNeitherBlocksNorCounts) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("fifo"));
+    const auto path = entry_file(dir.path(), entry.key);
+    std::filesystem::create_directories(path.parent_path());
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+    ASSERT_EQ(::mkfifo((path.parent_path() / "stats").c_str(), 0600), 0);
+
+    EXPECT_EQ(store.verify(false).damaged, 1u);
+    EXPECT_FALSE(store.load(entry.key));
+    EXPECT_FALSE(std::filesystem::exists(path)) << "removed as damage";
+    EXPECT_NO_THROW(store.stats());
+}

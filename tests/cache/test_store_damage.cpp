@@ -115,27 +115,35 @@ TEST_P(StoreDamage, IsFoundByVerifyAndRemovedByFix) {
 INSTANTIATE_TEST_SUITE_P(Kinds, StoreDamage, ::testing::ValuesIn(kDamages),
                          [](const auto& test_info) { return std::string(test_info.param.name); });
 
+namespace {
+
+// Damages three entries in turn and loads them; 0 when exactly one warning was logged.
+int damage_three_and_count_warnings(const std::filesystem::path& dir) {
+    std::ostringstream log;
+    kiln::logger().sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_st>(log));
+    Store store(config_for(dir));
+    for (const char* name : {"one", "two", "three"}) {
+        const auto entry = make_entry(key_of(name));
+        if (!store.store(entry)) return 10;
+        kiln::test::write_file(entry_file(dir, entry.key), "garbage");
+        if (store.load(entry.key)) return 11;
+    }
+    const std::string text = log.str();
+    std::size_t messages = 0;
+    for (auto at = text.find(" is damaged ("); at != std::string::npos;
+         at = text.find(" is damaged (", at + 1))
+        ++messages;
+    if (messages != 1) return 12;
+    return store.stats().damaged == 3 ? 0 : 13;
+}
+
+} // namespace
+
 TEST(StoreDamageWarning, IsLoggedOncePerProcess) {
+    // The flag is per process and other tests in this one may have used it: "threadsafe" death
+    // tests run the statement in a freshly executed copy of this test binary.
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
     TempDir dir;
-    // In a child: the warn-once flag is per process and other tests may have used it.
-    const pid_t child = kiln::test::spawn([&] {
-        std::ostringstream log;
-        kiln::logger().sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_st>(log));
-        Store store(config_for(dir.path()));
-        for (const char* name : {"one", "two", "three"}) {
-            const auto entry = make_entry(key_of(name));
-            if (!store.store(entry)) return 10;
-            kiln::test::write_file(entry_file(dir.path(), entry.key), "garbage");
-            if (store.load(entry.key)) return 11;
-        }
-        const std::string text = log.str();
-        std::size_t warnings = 0;
-        for (auto at = text.find("damaged"); at != std::string::npos;
-             at = text.find("damaged", at + 1))
-            ++warnings;
-        if (text.find(" is damaged (") == std::string::npos) return 12;
-        if (warnings != 2) return 13; // one message; it says "damaged" twice
-        return store.stats().damaged == 3 ? 0 : 14;
-    });
-    EXPECT_EQ(kiln::test::wait_for(child), 0);
+    EXPECT_EXIT(std::exit(damage_three_and_count_warnings(dir.path())),
+                ::testing::ExitedWithCode(0), "");
 }
