@@ -36,7 +36,7 @@ class Emitter {
         const char* index = m_plan.index64 ? "long long" : "int";
         m_out << "#include \"kiln/elementwise.cuh\"\n";
         if (needs_half(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-        m_out << "#include \"kiln/complex.cuh\"\n";
+        m_out << "#include \"kiln/complex.cuh\"\n#include \"kiln/cast.cuh\"\n";
         m_out << "typedef " << index << " kiln_index_t;\n";
         for (std::size_t c = 0; c < bindings.size(); ++c)
             if (bindings[c])
@@ -386,7 +386,7 @@ std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& p
 bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
     static const char* kControl[] = {"if",     "else", "for",    "while", "do",
                                      "switch", "goto", "return", "break", "continue",
-                                     "{",      "}",    "?",      "case"};
+                                     "{",      "}",    "case"};
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {

@@ -9,8 +9,9 @@
 #include <regex>
 
 TEST(NvrtcVersion, FindsTheBannerAndSkipsThePrintfTemplate) {
-    const std::string blob = std::string("junk\0Cuda compilation tools, release %d.%d, V%s\0", 48) +
-                             "more\0Cuda compilation tools, release 13.0, V13.0.88\0tail";
+    using namespace std::string_literals;
+    const std::string blob = "junk\0Cuda compilation tools, release %d.%d, V%s\0"s +
+                             "more\0Cuda compilation tools, release 13.0, V13.0.88\0tail"s;
     EXPECT_EQ(kiln::detail::find_version_banner(blob.data(), blob.size()), "13.0.88");
 }
 
