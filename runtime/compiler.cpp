@@ -1,10 +1,12 @@
 #include "kiln/compiler.hpp"
 
+#include "compile_trace.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/device.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
+#include "kiln/nvtx.hpp"
 #include "kiln/detail/cuda_include.hpp"
 #include "nvrtc_version.hpp"
 
@@ -118,7 +120,8 @@ struct NvrtcOutput {
     std::vector<std::pair<std::string, std::string>> lowered_names;
 };
 
-NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name) {
+NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
+                      const std::filesystem::path& time_trace = {}) {
     std::vector<const char*> header_sources, header_names;
     for (const auto& h : r.headers) {
         header_sources.push_back(h.source.c_str());
@@ -135,6 +138,9 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name) {
     std::vector<const char*> options;
     for (const auto& option : r.options)
         options.push_back(option.c_str());
+    // Not in the key: where the trace goes changes nothing in the cubin.
+    const std::string trace_option = "--fdevice-time-trace=" + time_trace.string();
+    if (!time_trace.empty()) options.push_back(trace_option.c_str());
     const std::string include = "-I" + detail::cuda_include_dir();
     if (r.cuda_headers) options.push_back(include.c_str());
     const nvrtcResult result =
@@ -202,10 +208,13 @@ struct Compiler::Impl {
         program->m_arch = r.arch;
         program->m_source = r.source;
         program->m_options = r.options;
-        const bool disk = use_disk && disk_usable();
+        // A traced compile must really compile, so it bypasses the disk cache both ways.
+        const bool time_trace = detail::compile_time_trace_enabled();
+        const bool disk = use_disk && disk_usable() && !time_trace;
         const bool save_source = disk && store->config().save_source;
 
         if (disk) {
+            nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
             if (auto entry = store->load(r.key)) {
                 program->m_cubin = std::move(entry->payload);
                 program->m_log = std::move(entry->log);
@@ -222,7 +231,17 @@ struct Compiler::Impl {
         if (disk_usable()) name = store->source_path(r.key).string();
         if (save_source) program->m_source_path = store->save_source(r.key, r.source);
 
-        NvrtcOutput out = run_nvrtc(r, name);
+        const std::filesystem::path trace =
+            time_trace ? detail::time_trace_base(disk_usable() ? store : nullptr, r.key)
+                       : std::filesystem::path{};
+        NvrtcOutput out;
+        {
+            nvtx::TimeRange range("compile " + r.key.hex(), nvtx::kOrange);
+            out = run_nvrtc(r, name, trace);
+        }
+        if (time_trace)
+            logger().info("NVRTC time trace of {}: {}", name,
+                          detail::finish_time_trace(trace).string());
         program->m_cubin = std::move(out.cubin);
         program->m_log = std::move(out.log);
         program->m_lowered_names = std::move(out.lowered_names);

@@ -20,6 +20,12 @@ struct LoadResult {
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
                                     CUdriverProcAddressQueryResult*);
 
+// The ABI version asked of cuGetProcAddress. Not CUDA_VERSION: cuda.h 13.0 declares
+// cuCtxGetDevice and cuCtxSynchronize with their original signatures, while asking for 13000
+// returns their 2-argument v13000 variants. 12.9 gives every entry point in
+// KILN_DRIVER_FUNCTIONS the signature cuda.h declares (checked against cudaTypedefs.h).
+constexpr int kDriverAbiVersion = 12090;
+
 LoadResult load() {
     LoadResult result;
     const std::string library = env::get("KILN_DRIVER_LIBRARY").value_or("libcuda.so.1");
@@ -43,7 +49,7 @@ LoadResult load() {
     {                                                                                              \
         void* fn = nullptr;                                                                        \
         CUdriverProcAddressQueryResult status{};                                                   \
-        if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=            \
+        if (get_proc(#name, &fn, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=            \
                 CUDA_SUCCESS ||                                                                    \
             !fn) {                                                                                 \
             result.failure = "the CUDA driver in " + library +                                     \

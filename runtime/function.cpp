@@ -1,3 +1,4 @@
+#include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/module.hpp"
 
@@ -16,6 +17,27 @@ std::string dims(Dim3 d) {
     std::ostringstream out;
     out << '(' << d.x << ", " << d.y << ", " << d.z << ')';
     return out.str();
+}
+
+CUresult enqueue(CUfunction function, const LaunchConfig& c, void** args) {
+    const detail::Driver& d = detail::driver();
+    return c.cooperative
+               ? d.cuLaunchCooperativeKernel(
+                     function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
+                     static_cast<unsigned>(c.shared_memory), c.stream.get(), args)
+               : d.cuLaunchKernel(function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
+                                  c.block.z, static_cast<unsigned>(c.shared_memory), c.stream.get(),
+                                  args, nullptr);
+}
+
+// Only while activity timing or NVTX launch ranges are on: kept out of line so the plain launch
+// stays as it was.
+[[gnu::noinline]] CUresult enqueue_observed(CUfunction function, const std::string& name,
+                                            const LaunchConfig& c, void** args) {
+    detail::ObservedActivity observed(Activity::kernel, name, 0, c.stream);
+    const CUresult result = enqueue(function, c, args);
+    if (result == CUDA_SUCCESS) observed.done();
+    return result;
 }
 
 } // namespace
@@ -110,15 +132,9 @@ void Function::launch_packed(const LaunchConfig& c, void** args, const std::size
                              std::size_t count) const {
     if (!m_state) throw ArgumentError("launch of an empty kiln::Function");
     check_launch(c, sizes, count);
-    const detail::Driver& d = detail::driver();
-    const CUresult result =
-        c.cooperative
-            ? d.cuLaunchCooperativeKernel(
-                  m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
-                  static_cast<unsigned>(c.shared_memory), c.stream.get(), args)
-            : d.cuLaunchKernel(m_state->function, c.grid.x, c.grid.y, c.grid.z, c.block.x,
-                               c.block.y, c.block.z, static_cast<unsigned>(c.shared_memory),
-                               c.stream.get(), args, nullptr);
+    const CUresult result = detail::observing()
+                                ? enqueue_observed(m_state->function, m_state->name, c, args)
+                                : enqueue(m_state->function, c, args);
     if (result != CUDA_SUCCESS)
         detail::throw_cuda_error(result,
                                  c.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",

@@ -1,5 +1,6 @@
 #include "kiln/memory.hpp"
 
+#include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 
@@ -87,19 +88,29 @@ void DeviceBuffer::release() noexcept {
 
 void DeviceBuffer::copy_from_host(const void* source, std::size_t bytes, StreamRef stream) const {
     check_range(bytes, m_bytes, "a copy from the host");
-    if (bytes) KILN_CU(cuMemcpyHtoDAsync(m_pointer, source, bytes, stream.get()));
+    if (!bytes) return;
+    detail::ObservedActivity observed(Activity::copy, "memcpy HtoD", bytes, stream);
+    KILN_CU(cuMemcpyHtoDAsync(m_pointer, source, bytes, stream.get()));
+    observed.done();
 }
 
 void DeviceBuffer::copy_to_host(void* destination, std::size_t bytes, StreamRef stream) const {
     check_range(bytes, m_bytes, "a copy to the host");
-    if (bytes) KILN_CU(cuMemcpyDtoHAsync(destination, m_pointer, bytes, stream.get()));
+    if (bytes) {
+        detail::ObservedActivity observed(Activity::copy, "memcpy DtoH", bytes, stream);
+        KILN_CU(cuMemcpyDtoHAsync(destination, m_pointer, bytes, stream.get()));
+        observed.done();
+    }
     // Pageable destinations are written by the time the call returns only for sync copies;
     // synchronize so the caller can read the host memory right away.
     stream.synchronize();
 }
 
 void DeviceBuffer::fill_bytes(unsigned char value) const {
-    if (m_bytes) KILN_CU(cuMemsetD8Async(m_pointer, value, m_bytes, m_stream.get()));
+    if (!m_bytes) return;
+    detail::ObservedActivity observed(Activity::fill, "memset", m_bytes, m_stream);
+    KILN_CU(cuMemsetD8Async(m_pointer, value, m_bytes, m_stream.get()));
+    observed.done();
 }
 
 } // namespace kiln

@@ -28,7 +28,11 @@ if has test; then
 fi
 if has demo; then
     export KILN_CACHE_DIR=$(mktemp -d)
-    ./build-gpu/tools/kiln demo 2>&1 | tee "$out/demo.log" || status=1
+    ./build-gpu/tools/kiln demo 2>&1 | tee "$out/demo.log" || {
+        status=1
+        # A crash: show where (cuda-gdb also debugs host code).
+        cuda-gdb -batch -ex run -ex bt --args ./build-gpu/tools/kiln demo 2>&1 | tail -30
+    }
     ./build-gpu/tools/kiln demo 2>&1 | tee -a "$out/demo.log" | grep compile || status=1
 fi
 if has bench; then

@@ -16,3 +16,22 @@ TEST(Readme, RawModuleSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_raw_module();
 }
+
+void readme_profile_benchmark();
+void readme_profile_scoped_timer();
+void readme_profile_nvtx();
+
+TEST(Readme, ProfileBenchmarkSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_profile_benchmark();
+}
+
+TEST(Readme, ProfileScopedTimerSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_profile_scoped_timer();
+}
+
+TEST(Readme, ProfileNvtxSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_profile_nvtx();
+}

@@ -6,6 +6,7 @@
 #include "kiln/error.hpp"
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 // The driver entry points Kiln uses: X(name). Types come from cuda.h's own declarations.
 #define KILN_DRIVER_FUNCTIONS(X)                                                                   \
@@ -35,12 +36,25 @@
     X(cuEventSynchronize)                                                                          \
     X(cuEventQuery)                                                                                \
     X(cuEventElapsedTime)                                                                          \
+    X(cuEventRecordWithFlags)                                                                      \
+    X(cuStreamIsCapturing)                                                                         \
+    X(cuStreamBeginCapture)                                                                        \
+    X(cuStreamEndCapture)                                                                          \
+    X(cuGraphInstantiateWithFlags)                                                                 \
+    X(cuGraphLaunch)                                                                               \
+    X(cuGraphDestroy)                                                                              \
+    X(cuGraphExecDestroy)                                                                          \
+    X(cuProfilerStart)                                                                             \
+    X(cuProfilerStop)                                                                              \
     X(cuMemAllocAsync)                                                                             \
     X(cuMemFreeAsync)                                                                              \
     X(cuMemcpyHtoDAsync)                                                                           \
     X(cuMemcpyDtoHAsync)                                                                           \
     X(cuMemcpyDtoDAsync)                                                                           \
     X(cuMemsetD8Async)                                                                             \
+    X(cuMemsetD16Async)                                                                            \
+    X(cuMemsetD32Async)                                                                            \
+    X(cuPointerGetAttribute)                                                                       \
     X(cuModuleLoadDataEx)                                                                          \
     X(cuModuleUnload)                                                                              \
     X(cuModuleGetFunction)                                                                         \

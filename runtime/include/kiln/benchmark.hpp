@@ -1,0 +1,99 @@
+#pragma once
+/// @file
+/// kiln::benchmark: CuPy's `cupyx.profiler.benchmark` in C++. Times a callable on the host clock
+/// and with CUDA events, repeat after repeat, and prints CuPy's one-line summary.
+///
+/// @code
+/// kiln::BenchmarkOptions options;
+/// options.name = "saxpy";
+/// options.n_repeat = 1000;
+/// auto result = kiln::benchmark([&] { saxpy({blocks}, {256}, a, x, y, out, n); }, options);
+/// std::cout << result << '\n';
+/// // saxpy               :    CPU:    3.216 us   +/- 0.402 (min:    2.900 / max:    9.100) us
+/// //     GPU-0:    6.144 us   +/- 0.310 (min:    5.120 / max:    8.192) us
+/// @endcode
+
+#include "kiln/statistics.hpp"
+#include "kiln/stream.hpp"
+
+#include <iosfwd>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace kiln {
+
+/// How kiln::benchmark repeats and names a measurement. Defaults are CuPy's.
+struct BenchmarkOptions {
+    /// Timed calls; at least 1.
+    int n_repeat = 10000;
+    /// Untimed calls made first (compilation, caches, clocks); at least 0.
+    int n_warmup = 10;
+    /// Seconds after which the timed calls stop early; the result holds the repeats made so far
+    /// (always at least one).
+    double max_duration = std::numeric_limits<double>::infinity();
+    /// The name the summary line starts with.
+    std::string name = "benchmark";
+    /// The stream the GPU time is measured on: the events bracketing each call are recorded here,
+    /// so it must be the stream (or be ordered with the streams) the callable enqueues its work
+    /// on. The default is the legacy default stream, which CuPy also uses by default.
+    StreamRef stream;
+};
+
+/// The times kiln::benchmark measured: for each repeat, the host time of the call and the GPU
+/// time between events recorded before and after it.
+class BenchmarkResult {
+  public:
+    /// A result from raw times in seconds, one per repeat. @p gpu_times must be as long as
+    /// @p cpu_times. @throws ArgumentError for no repeats or series of different lengths.
+    BenchmarkResult(std::string name, std::vector<double> cpu_times, std::vector<double> gpu_times,
+                    int device = 0);
+
+    const std::string& name() const noexcept { return m_name; }
+    /// Host (steady clock) time of each call, in seconds.
+    const std::vector<double>& cpu_times() const noexcept { return m_cpu_times; }
+    /// GPU time of each call (CUDA events), in seconds.
+    const std::vector<double>& gpu_times() const noexcept { return m_gpu_times; }
+    /// The ordinal of the device the GPU times were taken on.
+    int device() const noexcept { return m_device; }
+    /// Statistics of cpu_times() and gpu_times(), in seconds.
+    Statistics cpu_statistics() const { return Statistics::of(m_cpu_times); }
+    Statistics gpu_statistics() const { return Statistics::of(m_gpu_times); }
+
+    /// CuPy's line: the name padded to 20 columns, then `CPU:` mean `+/-` standard deviation
+    /// `(min: ... / max: ...) us`, then (with @p show_gpu) `GPU-<device>:` the same.
+    std::string to_string(bool show_gpu = true) const;
+    /// A JSON object: name, device, repeats, the raw times and their statistics, in microseconds.
+    std::string to_json() const;
+
+  private:
+    std::string m_name;
+    std::vector<double> m_cpu_times;
+    std::vector<double> m_gpu_times;
+    int m_device = 0;
+};
+
+/// Writes BenchmarkResult::to_string().
+std::ostream& operator<<(std::ostream& out, const BenchmarkResult& result);
+
+namespace detail {
+BenchmarkResult run_benchmark(void (*call)(void*), void* callable, const BenchmarkOptions& options);
+} // namespace detail
+
+/// Time @p function (called with no arguments) as CuPy's `cupyx.profiler.benchmark` does: after
+/// `n_warmup` untimed calls and a synchronization, each repeat records an event on
+/// `options.stream`, reads the steady clock, calls, reads the clock again, records a second event
+/// and waits for it. Repeats stop after `n_repeat` or once `max_duration` seconds have passed.
+///
+/// Runs in the calling thread's current context (device 0's primary context if none is current).
+/// @throws ArgumentError for n_repeat < 1 or n_warmup < 0, NoDeviceError, CudaError, and whatever
+/// @p function throws.
+template <class F> BenchmarkResult benchmark(F&& function, const BenchmarkOptions& options = {}) {
+    using Callable = std::remove_reference_t<F>;
+    return detail::run_benchmark([](void* f) { (*static_cast<Callable*>(f))(); },
+                                 const_cast<void*>(static_cast<const void*>(&function)), options);
+}
+
+} // namespace kiln
