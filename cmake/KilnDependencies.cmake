@@ -15,3 +15,16 @@ endif()
 add_library(kiln_xxhash INTERFACE)
 target_include_directories(kiln_xxhash SYSTEM INTERFACE $<BUILD_INTERFACE:${KILN_XXHASH_INCLUDE_DIR}>)
 target_compile_definitions(kiln_xxhash INTERFACE XXH_INLINE_ALL)
+
+# DLPack (header only): kiln::from_dlpack / to_dlpack. Public headers only forward-declare its
+# types, so users include <dlpack/dlpack.h> themselves when they use them. Carried in .deps/ like
+# xxHash for machines without libdlpack-dev.
+find_path(KILN_DLPACK_INCLUDE_DIR dlpack/dlpack.h
+    HINTS ${PROJECT_SOURCE_DIR}/.deps/root/usr/include
+    DOC "Directory holding dlpack/dlpack.h (Debian: libdlpack-dev)")
+if(NOT KILN_DLPACK_INCLUDE_DIR)
+    message(FATAL_ERROR "dlpack/dlpack.h not found: install libdlpack-dev, or run "
+                        "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
+endif()
+add_library(kiln_dlpack INTERFACE)
+target_include_directories(kiln_dlpack SYSTEM INTERFACE $<BUILD_INTERFACE:${KILN_DLPACK_INCLUDE_DIR}>)

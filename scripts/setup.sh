@@ -3,8 +3,8 @@
 # Expects the CUDA toolkit (12.4 or newer; tested with 13.0) in /usr/local/cuda or $CUDA_HOME.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libxxhash-dev libcli11-dev
-          nlohmann-json3-dev libgtest-dev libbenchmark-dev binutils)
+packages=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libxxhash-dev libdlpack-dev
+          libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev binutils)
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

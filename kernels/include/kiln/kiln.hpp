@@ -3,9 +3,12 @@
 /// Everything Kiln offers to user code.
 
 #include "kiln/activity.hpp"
+#include "kiln/array.hpp"
 #include "kiln/benchmark.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/device.hpp"
+#include "kiln/dlpack.hpp"
+#include "kiln/dtype.hpp"
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"

@@ -5,6 +5,7 @@
 /// owns. Views (reshape, transpose, slicing, broadcast_to) share the memory they view.
 
 #include "kiln/dtype.hpp"
+#include "kiln/error.hpp"
 #include "kiln/memory.hpp"
 #include "kiln/stream.hpp"
 
@@ -110,6 +111,9 @@ public:
     /// Copy the elements, in C order, to a host vector of the matching type.
     /// Non-contiguous arrays are gathered on the host. @throws ArgumentError on a dtype mismatch.
     template <class T> std::vector<T> to_host(StreamRef stream = {}) const {
+        static_assert(!std::is_same_v<T, bool>,
+                      "std::vector<bool> packs bits: copy bool arrays with copy_to_host_bytes "
+                      "into a bool buffer");
         check_host_type(dtype_of<T>());
         std::vector<T> out(static_cast<std::size_t>(size()));
         copy_to_host_bytes(out.data(), stream);
@@ -145,7 +149,6 @@ Array zeros(Dims shape, DType dtype, StreamRef stream = {});
 /// `full({3}, -1, DType::uint8)` is 255s). Integer values, float16 and bfloat16 take the template
 /// overload below and stay exact (`full({3}, INT64_MAX, DType::int64)`); complex values the
 /// std::complex one. Fills with cuMemsetD8/D16/D32Async where the bit pattern allows.
-/// @throws ArgumentError for NaN, infinity or values beyond 64-bit integers into integer dtypes.
 Array full(Dims shape, double value, DType dtype, StreamRef stream = {});
 Array full(Dims shape, std::complex<double> value, DType dtype, StreamRef stream = {});
 
@@ -164,12 +167,15 @@ Array full(Dims shape, T value, DType dtype, StreamRef stream = {}) {
 }
 /// start, start + step, ... below stop (NumPy's arange): ceil((stop - start) / step) elements,
 /// element i computed as start + i * step in double precision and converted to @p dtype as
-/// cast_scalar() does. @throws ArgumentError for step 0, non-finite arguments, or integer
-/// values beyond 64 bits.
+/// cast_scalar() does (integers saturate). @throws ArgumentError for step 0, non-finite
+/// arguments or more elements than memory can hold.
 Array arange(double start, double stop, double step, DType dtype, StreamRef stream = {});
 /// A C-contiguous copy of host data.
 Array from_host_bytes(const void* data, Dims shape, DType dtype, StreamRef stream = {});
 template <class T> Array from_host(const std::vector<T>& data, Dims shape, StreamRef stream = {}) {
+    if (static_cast<std::int64_t>(data.size()) != shape.product())
+        throw ShapeError("from_host: " + std::to_string(data.size()) +
+                         " host elements do not fill shape " + shape.to_string());
     return from_host_bytes(data.data(), shape, dtype_of<T>(), stream);
 }
 template <class T> Array from_host(const std::vector<T>& data, StreamRef stream = {}) {

@@ -72,23 +72,23 @@ double to_double(float16 value) noexcept;
 double to_double(bfloat16 value) noexcept;
 
 namespace detail {
-void cast_scalar_double(double value, DType dtype, void* out);
-void cast_scalar_int64(std::int64_t value, DType dtype, void* out);
-void cast_scalar_uint64(std::uint64_t value, DType dtype, void* out);
-void cast_scalar_complex(std::complex<double> value, DType dtype, void* out);
+void cast_scalar_double(double value, DType dtype, void* out) noexcept;
+void cast_scalar_int64(std::int64_t value, DType dtype, void* out) noexcept;
+void cast_scalar_uint64(std::uint64_t value, DType dtype, void* out) noexcept;
+void cast_scalar_complex(std::complex<double> value, DType dtype, void* out) noexcept;
 } // namespace detail
 
-/// Write @p value converted to @p dtype into @p out (itemsize(dtype) bytes), as a C++
-/// static_cast would, but defined everywhere: integers wrap modulo 2^bits (-1 to uint8 is 255,
-/// 2^32 to int32 is 0), integers convert to floats with a single rounding (exact for every 64-bit
-/// value), floats truncate toward zero into integers, complex to real drops the imaginary part,
-/// anything to bool is `!= 0`. Takes integers (bool included), floating values, float16,
-/// bfloat16 and std::complex. @throws ArgumentError for NaN, infinity or a value beyond 64-bit
-/// integers converted to an integer dtype.
+/// Write @p value converted to @p dtype into @p out (itemsize(dtype) bytes), as C++ converts,
+/// but defined everywhere: integers wrap modulo 2^bits (-1 to uint8 is 255, 2^32 to int32 is 0);
+/// floating values truncate toward zero into integers, saturating at the type's limits, NaN
+/// giving 0 (as the GPU's cvt does); integers convert to floats with a single rounding (exact for
+/// every 64-bit value; float16 and bfloat16 through to_float16 / to_bfloat16); complex to real
+/// drops the imaginary part; anything to bool is `!= 0`. Takes integers (bool included), floating
+/// values, float16, bfloat16 and std::complex.
 /// @code
 /// std::uint8_t byte; kiln::cast_scalar(-1, kiln::DType::uint8, &byte); // byte == 255
 /// @endcode
-template <class T> void cast_scalar(T value, DType dtype, void* out) {
+template <class T> void cast_scalar(T value, DType dtype, void* out) noexcept {
     if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
         detail::cast_scalar_int64(static_cast<std::int64_t>(value), dtype, out);
     else if constexpr (std::is_integral_v<T>)
