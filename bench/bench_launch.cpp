@@ -104,10 +104,10 @@ void BM_Launch_RawKernel_ActivityTiming(benchmark::State& state) {
 }
 
 // Interleaved in registration order, so drift affects each alike.
-BENCHMARK(BM_Launch_RawDriver)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Launch_Function)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Launch_RawKernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Launch_RawKernel_ActivityTiming)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Launch_RawDriver)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Launch_Function)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Launch_RawKernel)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Launch_RawKernel_ActivityTiming)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
 
 } // namespace
 

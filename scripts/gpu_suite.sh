@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench cupy}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -36,10 +36,27 @@ if has demo; then
     ./build-gpu/tools/kiln demo 2>&1 | tee -a "$out/demo.log" | grep compile || status=1
 fi
 if has bench; then
-    ./build-gpu/bench/bench_launch --benchmark_repetitions=10 --benchmark_report_aggregates_only=true \
+    ./build-gpu/bench/bench_launch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/bench_launch.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_launch.txt" | grep -E "median|Run on" || status=1
+fi
+if has elementwise; then
+    ./build-gpu/bench/bench_elementwise --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_min_time=0.2 --benchmark_out="$out/bench_elementwise.json" --benchmark_out_format=json \
+        >"$out/bench_elementwise.txt" 2>&1 || status=1
+    grep -E "median" "$out/bench_elementwise.txt"
+    for run in 1 2 3; do
+        KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_elementwise --first-call
+    done | tee "$out/first_call.txt"
 fi
 if has cupy; then
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1
+    has elementwise && { python3 bench/cupy_elementwise.py 2>&1 | tee "$out/cupy_elementwise.json" || status=1; }
+fi
+if has ncu; then
+    # Nsight Compute source correlation with no manual Resolve (issue: cache / Nsight sources).
+    export KILN_CACHE_DIR=$(mktemp -d) KILN_CACHE_SAVE_SOURCE=1
+    ncu --import-source 1 -k regex:my_add -c 1 -f -o "$out/demo" ./build-gpu/tools/kiln demo >"$out/ncu.log" 2>&1 || status=1
+    ncu -i "$out/demo.ncu-rep" --page source --print-source cuda --csv 2>&1 | head -12 | tee "$out/ncu_source.txt"
+    unset KILN_CACHE_SAVE_SOURCE
 fi
 exit $status

@@ -183,9 +183,9 @@ TEST(ElementwiseGpu, BroadcastsRowsColumnsAndScalars) {
     for (int r = 0; r < rows; ++r)
         for (int c = 0; c < cols; ++c) {
             const std::size_t i = static_cast<std::size_t>(r) * cols + c;
-            ASSERT_EQ(with_row[i], x[i] * y[i] + row[c]);
-            ASSERT_EQ(with_col[i], x[i] * col[r] + row[c]);
-            ASSERT_EQ(with_scalar[i], x[i] * y[i] + 0.5f);
+            ASSERT_EQ(with_row[i], std::fma(x[i], y[i], row[c])); // contracted to an FMA
+            ASSERT_EQ(with_col[i], std::fma(x[i], col[r], row[c]));
+            ASSERT_EQ(with_scalar[i], std::fma(x[i], y[i], 0.5f));
         }
 }
 
@@ -198,7 +198,7 @@ TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
     auto t = Array(fma3()(xa.transpose(), ya, 1.0f)).to_host<float>();
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c)
-            ASSERT_EQ(t[r * n + c], at(x, m, c, r) * at(y, n, r, c) + 1.0f) << r << "," << c;
+            ASSERT_EQ(t[r * n + c], std::fma(at(x, m, c, r), at(y, n, r, c), 1.0f)) << r << "," << c;
 
     // Every other row, reversed columns: a strided, negative-stride view.
     Array view = xa.slice({Slice::range(0, n, 2), Slice{std::nullopt, std::nullopt, -1}});
@@ -239,7 +239,7 @@ TEST(ElementwiseGpu, ExplicitBlockSizesGiveTheSameResult) {
         options.block_size = block;
         auto z = Array(fma3()(options, xa, ya, 3.0f)).to_host<float>();
         for (int i = 0; i < n; ++i)
-            ASSERT_EQ(z[i], x[i] * y[i] + 3.0f) << "block " << block;
+            ASSERT_EQ(z[i], std::fma(x[i], y[i], 3.0f)) << "block " << block;
     }
 }
 

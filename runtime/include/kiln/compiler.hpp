@@ -48,10 +48,10 @@ struct CompileOptions {
     /// C++ names whose lowered (mangled) names are wanted, e.g. "my_kernel<float, 4>".
     std::vector<std::string> name_expressions;
     std::vector<Header> headers;
-    /// Make the CUDA toolkit's headers (cuda_fp16.h, cuda_bf16.h, ...) includable. The key
-    /// records this switch, not the directory, so caches still move between machines; the
-    /// headers' content is covered by the NVRTC version they ship with.
-    bool cuda_headers = false;
+    /// Make the CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, ...) includable, as
+    /// CuPy does. The key records this switch, not the directory, so caches still move between
+    /// machines; the headers' content is covered by the NVRTC version they ship with.
+    bool cuda_headers = true;
     /// -lineinfo; unset means KILN_LINEINFO (default on).
     std::optional<bool> lineinfo;
     /// false: skip the disk cache for this compile (memory de-duplication still applies).
