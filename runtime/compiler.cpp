@@ -2,12 +2,12 @@
 
 #include "compile_trace.hpp"
 #include "kiln/cache/store.hpp"
+#include "kiln/detail/cuda_include.hpp"
 #include "kiln/device.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
 #include "kiln/nvtx.hpp"
-#include "kiln/detail/cuda_include.hpp"
 #include "nvrtc_version.hpp"
 
 #include <nvrtc.h>
@@ -141,8 +141,9 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
     // Not in the key: where the trace goes changes nothing in the cubin.
     const std::string trace_option = "--fdevice-time-trace=" + time_trace.string();
     if (!time_trace.empty()) options.push_back(trace_option.c_str());
-    const std::string include = "-I" + detail::cuda_include_dir();
-    if (r.cuda_headers) options.push_back(include.c_str());
+    if (r.cuda_headers)
+        for (const auto& include : detail::cuda_include_options())
+            options.push_back(include.c_str());
     const nvrtcResult result =
         nvrtcCompileProgram(raw, static_cast<int>(options.size()), options.data());
 

@@ -35,3 +35,18 @@ const std::string& cuda_include_dir() {
 }
 
 } // namespace kiln::detail
+
+namespace kiln::detail {
+
+const std::vector<std::string>& cuda_include_options() {
+    static const std::vector<std::string> options = [] {
+        std::vector<std::string> o{"-I" + cuda_include_dir()};
+        std::error_code ec;
+        const auto cccl = std::filesystem::path(cuda_include_dir()) / "cccl";
+        if (std::filesystem::is_directory(cccl, ec)) o.push_back("-I" + cccl.string());
+        return o;
+    }();
+    return options;
+}
+
+} // namespace kiln::detail

@@ -149,6 +149,18 @@ TEST_F(CompilerTest, InMemoryHeadersAreFound) {
                             options));
 }
 
+TEST_F(CompilerTest, ToolkitHeadersAreIncludableByDefault) {
+    // cooperative_groups.h and cuda_fp16.h pull in libcu++ (include/cccl since CUDA 13).
+    EXPECT_NO_THROW(m_compiler->compile(
+        "#include <cooperative_groups.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "extern \"C\" __global__ void k(__half* p) { cg::this_grid().sync(); *p = __float2half(1.f); }\n",
+        for_arch()));
+    auto options = for_arch();
+    options.cuda_headers = false;
+    EXPECT_THROW(m_compiler->compile("#include <cuda_fp16.h>\n", options), kiln::CompileError);
+}
+
 TEST_F(CompilerTest, NoArchitectureAndNoDeviceIsANoDeviceError) {
     if (kiln::Device::available()) GTEST_SKIP() << "a GPU is present: its architecture is used";
     EXPECT_THROW(m_compiler->compile(kAddSource, {}), kiln::NoDeviceError);

@@ -17,6 +17,7 @@
 #include "kiln/memory.hpp"
 #include "kiln/module.hpp"
 #include "kiln/nvtx.hpp"
+#include "kiln/ops.hpp"
 #include "kiln/param_spec.hpp"
 #include "kiln/profiler.hpp"
 #include "kiln/raw_kernel.hpp"

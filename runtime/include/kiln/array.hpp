@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -25,8 +26,19 @@ inline constexpr int kMaxDims = 16;
 
 /// A small fixed-capacity list of extents or strides: no allocation on the launch path.
 class Dims {
-public:
-    Dims() = default;
+  public:
+    // Only the first size() values are ever read, initialized or copied: Arrays are built and
+    // copied on every kernel call, so unused capacity must cost nothing.
+    Dims() noexcept {} // NOLINT: values past size() are deliberately left uninitialized
+    Dims(const Dims& other) noexcept
+        : m_size(other.m_size) {
+        copy_values(other);
+    }
+    Dims& operator=(const Dims& other) noexcept {
+        m_size = other.m_size;
+        copy_values(other);
+        return *this;
+    }
     Dims(std::initializer_list<std::int64_t> values); // NOLINT: implicit by design
     explicit Dims(const std::vector<std::int64_t>& values);
     int size() const noexcept { return m_size; }
@@ -44,8 +56,12 @@ public:
     friend bool operator==(const Dims& a, const Dims& b) noexcept;
     friend bool operator!=(const Dims& a, const Dims& b) noexcept { return !(a == b); }
 
-private:
-    std::array<std::int64_t, kMaxDims> m_values{};
+  private:
+    void copy_values(const Dims& other) noexcept {
+        std::memcpy(m_values.data(), other.m_values.data(),
+                    static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
+    }
+    std::array<std::int64_t, kMaxDims> m_values;
     int m_size = 0;
 };
 
@@ -60,15 +76,18 @@ struct Slice {
     }
 };
 struct Index {
-    Index(std::int64_t at) : is_position(true), position(at) {} // NOLINT
-    Index(Slice range) : slice(range) {} // NOLINT
+    Index(std::int64_t at)
+        : is_position(true)
+        , position(at) {} // NOLINT
+    Index(Slice range)
+        : slice(range) {} // NOLINT
     bool is_position = false;
     std::int64_t position = 0;
     Slice slice;
 };
 
 class Array {
-public:
+  public:
     /// An empty (null) array; size 0, ndim 0, no memory.
     Array() = default;
 
@@ -125,7 +144,7 @@ public:
     /// C-contiguous.
     void copy_from_host_bytes(const void* source, StreamRef stream = {}) const;
 
-private:
+  private:
     void check_host_type(DType requested) const;
 
     CUdeviceptr m_data = 0;
