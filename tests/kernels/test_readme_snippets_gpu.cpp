@@ -6,6 +6,7 @@
 
 void readme_raw_kernel();
 void readme_raw_module();
+void readme_elementwise();
 
 TEST(Readme, RawKernelSnippetRuns) {
     KILN_REQUIRE_GPU();
@@ -34,4 +35,9 @@ TEST(Readme, ProfileScopedTimerSnippetRuns) {
 TEST(Readme, ProfileNvtxSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_profile_nvtx();
+}
+
+TEST(Readme, ElementwiseSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_elementwise();
 }
