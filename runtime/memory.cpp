@@ -4,10 +4,12 @@
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kiln {
 
@@ -28,8 +30,41 @@ void check_range(std::size_t bytes, std::size_t size, const char* what) {
 
 } // namespace
 
+namespace {
+
+// The default pool hands memory back to the system at every synchronization unless told to keep
+// it (release threshold 0), so each allocation after a sync would map pages again (microseconds).
+// Keep it, as CuPy's and PyTorch's pools do; an application that set its own threshold keeps it.
+void keep_pool_memory(CUcontext context) {
+    static std::mutex mutex;
+    static std::vector<CUcontext> done;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::find(done.begin(), done.end(), context) != done.end()) return;
+    done.push_back(context);
+    CUdevice device = 0;
+    CUmemoryPool pool = nullptr;
+    cuuint64_t threshold = 0;
+    const auto& d = detail::driver();
+    if (d.cuCtxGetDevice(&device) != CUDA_SUCCESS ||
+        d.cuDeviceGetDefaultMemPool(&pool, device) != CUDA_SUCCESS ||
+        d.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold) !=
+            CUDA_SUCCESS)
+        return; // an optimization only
+    if (threshold == 0) {
+        threshold = ~cuuint64_t{0};
+        d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold);
+    }
+}
+
+} // namespace
+
 CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
-    detail::current_context();
+    thread_local CUcontext last = nullptr;
+    CUcontext context = detail::current_context();
+    if (context != last) {
+        keep_pool_memory(context);
+        last = context;
+    }
     CUdeviceptr pointer = 0;
     KILN_CU(cuMemAllocAsync(&pointer, bytes, stream.get()));
     return pointer;

@@ -48,6 +48,9 @@
     X(cuProfilerStop)                                                                              \
     X(cuMemAllocAsync)                                                                             \
     X(cuMemFreeAsync)                                                                              \
+    X(cuDeviceGetDefaultMemPool)                                                                   \
+    X(cuMemPoolGetAttribute)                                                                       \
+    X(cuMemPoolSetAttribute)                                                                       \
     X(cuMemcpyHtoDAsync)                                                                           \
     X(cuMemcpyDtoHAsync)                                                                           \
     X(cuMemcpyDtoDAsync)                                                                           \

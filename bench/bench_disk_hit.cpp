@@ -1,0 +1,61 @@
+// A hit from the disk cache in a fresh process: per kernel, the time from RawKernel construction
+// to a loaded, launchable function, with the CUDA context already created (not timed).
+//
+//   KILN_CACHE_DIR=DIR bench_disk_hit --populate 100   # compile 100 distinct kernels into DIR
+//   KILN_CACHE_DIR=DIR bench_disk_hit --measure 100    # a fresh process: time each hit
+//
+// Without a GPU, --measure times only the cache lookup (kiln::compile for --arch, default sm_90).
+
+#include "kiln/kiln.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+std::string source(int i) {
+    return "extern \"C\" __global__ void k(float* x, int n) {\n"
+           "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "    if (i < n) x[i] = x[i] * " +
+           std::to_string(i + 2) + ".0f + sinf(x[i]);\n}\n";
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 3) {
+        std::fprintf(stderr, "usage: bench_disk_hit --populate|--measure N [--arch sm_XX]\n");
+        return 2;
+    }
+    const bool populate = std::strcmp(argv[1], "--populate") == 0;
+    const int n = std::atoi(argv[2]);
+    std::string arch = argc > 4 && std::strcmp(argv[3], "--arch") == 0 ? argv[4] : "";
+    const bool gpu = kiln::Device::available();
+    if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
+    if (gpu) kiln::Device::current(); // the context: created here, not timed
+
+    std::vector<double> ms;
+    for (int i = 0; i < n; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        if (gpu && !populate) {
+            kiln::RawKernel kernel(source(i), "k");
+            kernel.function();
+        } else {
+            kiln::compile(source(i), kiln::CompileOptions::for_arch(arch));
+        }
+        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                         .count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("%s %d kernels (%s): median %.3f ms, mean %.3f ms per kernel\n",
+                populate ? "populate" : (gpu ? "disk hit + load" : "disk hit (lookup only)"), n,
+                arch.c_str(), ms[ms.size() / 2],
+                std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size()));
+    return 0;
+}
