@@ -18,10 +18,11 @@ std::string vec_type(DType d, int vec) {
     return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
 }
 
-bool needs_half(const Plan& plan) {
+bool needs_complex(const ElementwiseDefinition& def, const Plan& plan) {
     for (int k = 0; k < plan.count; ++k)
-        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
-            return true;
+        if (is_complex(plan.operands[k].dtype)) return true;
+    for (const std::string* code : {&def.preamble, &def.operation, &def.loop_prep, &def.after_loop})
+        if (code->find("complex") != std::string::npos) return true;
     return false;
 }
 
@@ -35,8 +36,10 @@ class Emitter {
     std::string source(const Bindings& bindings) {
         const char* index = m_plan.index64 ? "long long" : "int";
         m_out << "#include \"kiln/elementwise.cuh\"\n";
-        if (needs_half(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-        m_out << "#include \"kiln/complex.cuh\"\n#include \"kiln/cast.cuh\"\n";
+        // Only what the kernel needs: each header adds NVRTC time to the first call.
+        if (needs_cuda_headers(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
+        if (needs_complex(m_def, m_plan)) m_out << "#include \"kiln/complex.cuh\"\n";
+        m_out << "#include \"kiln/cast.cuh\"\n";
         m_out << "typedef " << index << " kiln_index_t;\n";
         for (std::size_t c = 0; c < bindings.size(); ++c)
             if (bindings[c])
@@ -378,15 +381,21 @@ std::vector<std::string> tokenize(const std::string& code) {
 
 } // namespace
 
+bool needs_cuda_headers(const Plan& plan) {
+    for (int k = 0; k < plan.count; ++k)
+        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
+            return true;
+    return false;
+}
+
 std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
                                  const Bindings& bindings) {
     return Emitter(def, plan).source(bindings);
 }
 
 bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
-    static const char* kControl[] = {"if",     "else", "for",    "while", "do",
-                                     "switch", "goto", "return", "break", "continue",
-                                     "{",      "}",    "case"};
+    static const char* kControl[] = {"if",     "else",  "for",      "while", "do", "switch", "goto",
+                                     "return", "break", "continue", "{",     "}",  "case"};
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {

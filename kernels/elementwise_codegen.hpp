@@ -26,6 +26,9 @@ using Bindings = std::array<std::optional<DType>, 128>;
 std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
                                  const Bindings& bindings);
 
+/// Whether the kernel needs the toolkit's headers (16-bit float operands: cuda_fp16.h).
+bool needs_cuda_headers(const Plan& plan);
+
 /// Whether @p operation only ever assigns each of @p outputs, unconditionally: statements of the
 /// form `out = expression;` at the top level, no control flow, no other mention of the outputs.
 /// Then vector stores need not read the outputs first.

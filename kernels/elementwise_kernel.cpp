@@ -402,7 +402,7 @@ const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     options.arch = Device::current().arch();
     options.options = nvrtc_options;
     options.headers = detail::device_headers();
-    options.cuda_headers = true;
+    options.cuda_headers = detail::needs_cuda_headers(p.plan);
     auto program = Compiler::global().compile(source(p), options);
     auto module = Module::load(program, options);
     Function f = module->function(def.name);

@@ -5,6 +5,8 @@
 
 namespace kiln {
 
+template <class T> struct complex; // complex.cuh defines it when a kernel uses complex values
+
 template <class To, class From> struct Cast {
     static __device__ To run(const From& v) { return static_cast<To>(v); }
 };
