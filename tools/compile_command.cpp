@@ -80,8 +80,11 @@ void add_compile_command(CLI::App& app) {
                    "Prints `hit|miss KEY MS ms`. NVRTC options follow `--`.");
     cmd->add_option("file", args->file, "CUDA source file")->required();
     cmd->add_option("--arch", args->arch, "target architecture, e.g. sm_90 (default: this GPU's)");
+    // One value per occurrence, so `--name-expr E -- OPTIONS` leaves OPTIONS to NVRTC.
     cmd->add_option("--name-expr", args->name_expressions,
-                    "a name expression to lower, e.g. 'scale<float>' (repeatable)");
+                    "a name expression to lower, e.g. 'scale<float>' (repeatable)")
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cmd->add_option("-o,--output", args->output, "also write the cubin to this file");
     cmd->add_flag("--json", args->json, "print a JSON object instead of one line");
     cmd->add_option("nvrtc_options", args->nvrtc_options, "NVRTC options, after `--`");

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     kiln::tools::add_compile_command(app);
     kiln::tools::add_demo_command(app);
+    kiln::tools::add_warm_command(app);
     kiln::tools::add_cache_commands(app);
     kiln::tools::add_transfer_commands(app);
     try {
