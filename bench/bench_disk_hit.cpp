@@ -49,8 +49,9 @@ int main(int argc, char** argv) {
         } else {
             kiln::compile(source(i), kiln::CompileOptions::for_arch(arch));
         }
-        ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                         .count());
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
     }
     if (populate) { // the same compiles again in this process: hits in memory
         std::vector<double> memory;

@@ -22,7 +22,8 @@ Array random_array(kiln::Dims shape) {
     static std::mt19937 rng(12345);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     std::vector<float> host(static_cast<std::size_t>(shape.product()));
-    for (auto& v : host) v = dist(rng);
+    for (auto& v : host)
+        v = dist(rng);
     return kiln::from_host(host, shape);
 }
 
@@ -34,7 +35,8 @@ const kiln::ElementwiseKernel& fma3() {
 // Times `call` with CUDA events around each iteration; bytes per call for the rate.
 template <class F> void time_device(benchmark::State& state, double bytes, F&& call) {
     kiln::Event start(true), stop(true);
-    for (int i = 0; i < 3; ++i) call(); // compile, load, warm up
+    for (int i = 0; i < 3; ++i)
+        call(); // compile, load, warm up
     for (auto _ : state) {
         start.record();
         call();
@@ -42,8 +44,8 @@ template <class F> void time_device(benchmark::State& state, double bytes, F&& c
         stop.synchronize();
         state.SetIterationTime(kiln::elapsed_ms(start, stop) / 1e3);
     }
-    state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9,
-                                                benchmark::Counter::kIsRate);
+    state.counters["GB/s"] = benchmark::Counter(
+        bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 
 bool have_gpu(benchmark::State& state) {
@@ -72,7 +74,8 @@ void BM_Elementwise_FmaBroadcastRow(benchmark::State& state) {
 void BM_Elementwise_FmaTransposed(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t side = state.range(0);
-    Array x = random_array({side, side}), y = random_array({side, side}), b = random_array({side, side});
+    Array x = random_array({side, side}), y = random_array({side, side}),
+          b = random_array({side, side});
     Array z = kiln::empty({side, side}, DType::float32);
     Array xt = x.transpose();
     time_device(state, 4.0 * side * side * 4, [&] { fma3()(xt, y, b, z); });
@@ -89,12 +92,14 @@ void BM_Elementwise_Copy(benchmark::State& state) { // the device-to-device copy
 
 // Host time per hot call: batches of calls on the host clock, the stream drained outside.
 template <class F> void time_host(benchmark::State& state, F&& call) {
-    for (int i = 0; i < 100; ++i) call();
+    for (int i = 0; i < 100; ++i)
+        call();
     kiln::Device::current().synchronize();
     constexpr int kBatch = 64;
     for (auto _ : state) {
         const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < kBatch; ++i) call();
+        for (int i = 0; i < kBatch; ++i)
+            call();
         const auto t1 = std::chrono::steady_clock::now();
         kiln::Device::current().synchronize();
         state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count() / kBatch);
@@ -107,7 +112,8 @@ void BM_ElementwiseHost_RawLaunch(benchmark::State& state) {
                       "float* z, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x; "
                       "if (i < n) z[i] = x[i] * y[i] + b; }",
                       "k");
-    Array x = random_array({1024}), y = random_array({1024}), z = kiln::empty({1024}, DType::float32);
+    Array x = random_array({1024}), y = random_array({1024}),
+          z = kiln::empty({1024}, DType::float32);
     k({4}, {256}, x.data<float>(), y.data<float>(), 1.0f, z.data<float>(), 1024);
     CUfunction f = k.function().handle();
     float* px = x.data<float>();
@@ -122,7 +128,8 @@ void BM_ElementwiseHost_RawLaunch(benchmark::State& state) {
 
 void BM_ElementwiseHost_OutputGiven(benchmark::State& state) {
     if (!have_gpu(state)) return;
-    Array x = random_array({1024}), y = random_array({1024}), z = kiln::empty({1024}, DType::float32);
+    Array x = random_array({1024}), y = random_array({1024}),
+          z = kiln::empty({1024}, DType::float32);
     time_host(state, [&] { fma3()(x, y, 1.0f, z); });
 }
 
@@ -138,11 +145,26 @@ BENCHMARK(BM_Elementwise_Fma)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Elementwise_Copy)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Elementwise_FmaBroadcastRow)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Elementwise_FmaTransposed)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_ElementwiseHost_RawLaunch)->UseManualTime()->Iterations(3000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ElementwiseHost_OutputGiven)->UseManualTime()->Iterations(3000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_ElementwiseHost_OutputAllocated)->UseManualTime()->Iterations(3000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Elementwise_FmaBroadcastRow)
+    ->Arg(1 << 14)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Elementwise_FmaTransposed)
+    ->Arg(1 << 14)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ElementwiseHost_RawLaunch)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ElementwiseHost_OutputGiven)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ElementwiseHost_OutputAllocated)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
 
 // The first call of a new ElementwiseKernel: compile (NVRTC), load and run; context excluded.
 int first_call() {

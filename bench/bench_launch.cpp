@@ -107,7 +107,10 @@ void BM_Launch_RawKernel_ActivityTiming(benchmark::State& state) {
 BENCHMARK(BM_Launch_RawDriver)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Launch_Function)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Launch_RawKernel)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Launch_RawKernel_ActivityTiming)->UseManualTime()->Iterations(2000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Launch_RawKernel_ActivityTiming)
+    ->UseManualTime()
+    ->Iterations(2000)
+    ->Unit(benchmark::kMicrosecond);
 
 } // namespace
 

@@ -11,10 +11,29 @@ namespace kiln {
 namespace {
 
 enum class Op {
-    add, subtract, multiply, divide, power, maximum, minimum,
-    equal, not_equal, less, less_equal, greater, greater_equal,
-    exp, log, sqrt, sin, cos, tanh, abs,
-    where, clip, convert,
+    add,
+    subtract,
+    multiply,
+    divide,
+    power,
+    maximum,
+    minimum,
+    equal,
+    not_equal,
+    less,
+    less_equal,
+    greater,
+    greater_equal,
+    exp,
+    log,
+    sqrt,
+    sin,
+    cos,
+    tanh,
+    abs,
+    where,
+    clip,
+    convert,
 };
 
 // Device helpers the ready ops share; `P` is the type the operation computes in.
@@ -37,38 +56,59 @@ template <class T> __device__ T kiln_abs(kiln::complex<T> a) { return kiln::abs(
 
 const char* binary_operation(Op op) {
     switch (op) {
-    case Op::add: return "z = kiln::cast<V>(kiln::cast<P>(x) + kiln::cast<P>(y))";
-    case Op::subtract: return "z = kiln::cast<V>(kiln::cast<P>(x) - kiln::cast<P>(y))";
-    case Op::multiply: return "z = kiln::cast<V>(kiln::cast<P>(x) * kiln::cast<P>(y))";
-    case Op::divide: return "z = kiln::cast<V>(kiln::cast<P>(x) / kiln::cast<P>(y))";
-    case Op::power: return "z = kiln::cast<V>(kiln_pow(kiln::cast<P>(x), kiln::cast<P>(y)))";
+    case Op::add:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) + kiln::cast<P>(y))";
+    case Op::subtract:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) - kiln::cast<P>(y))";
+    case Op::multiply:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) * kiln::cast<P>(y))";
+    case Op::divide:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) / kiln::cast<P>(y))";
+    case Op::power:
+        return "z = kiln::cast<V>(kiln_pow(kiln::cast<P>(x), kiln::cast<P>(y)))";
     case Op::maximum:
         return "const P a = kiln::cast<P>(x); const P b = kiln::cast<P>(y); "
                "z = kiln::cast<V>((a != a || a > b) ? a : b)";
     case Op::minimum:
         return "const P a = kiln::cast<P>(x); const P b = kiln::cast<P>(y); "
                "z = kiln::cast<V>((a != a || a < b) ? a : b)";
-    case Op::equal: return "z = kiln::cast<V>(kiln::cast<P>(x) == kiln::cast<P>(y))";
-    case Op::not_equal: return "z = kiln::cast<V>(kiln::cast<P>(x) != kiln::cast<P>(y))";
-    case Op::less: return "z = kiln::cast<V>(kiln::cast<P>(x) < kiln::cast<P>(y))";
-    case Op::less_equal: return "z = kiln::cast<V>(kiln::cast<P>(x) <= kiln::cast<P>(y))";
-    case Op::greater: return "z = kiln::cast<V>(kiln::cast<P>(x) > kiln::cast<P>(y))";
-    case Op::greater_equal: return "z = kiln::cast<V>(kiln::cast<P>(x) >= kiln::cast<P>(y))";
-    default: return "";
+    case Op::equal:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) == kiln::cast<P>(y))";
+    case Op::not_equal:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) != kiln::cast<P>(y))";
+    case Op::less:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) < kiln::cast<P>(y))";
+    case Op::less_equal:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) <= kiln::cast<P>(y))";
+    case Op::greater:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) > kiln::cast<P>(y))";
+    case Op::greater_equal:
+        return "z = kiln::cast<V>(kiln::cast<P>(x) >= kiln::cast<P>(y))";
+    default:
+        return "";
     }
 }
 
 const char* unary_operation(Op op) {
     switch (op) {
-    case Op::exp: return "z = kiln::cast<V>(exp(kiln::cast<P>(x)))";
-    case Op::log: return "z = kiln::cast<V>(log(kiln::cast<P>(x)))";
-    case Op::sqrt: return "z = kiln::cast<V>(sqrt(kiln::cast<P>(x)))";
-    case Op::sin: return "z = kiln::cast<V>(sin(kiln::cast<P>(x)))";
-    case Op::cos: return "z = kiln::cast<V>(cos(kiln::cast<P>(x)))";
-    case Op::tanh: return "z = kiln::cast<V>(tanh(kiln::cast<P>(x)))";
-    case Op::abs: return "z = kiln::cast<V>(kiln_abs(kiln::cast<P>(x)))";
-    case Op::convert: return "z = kiln::cast<V>(x)";
-    default: return "";
+    case Op::exp:
+        return "z = kiln::cast<V>(exp(kiln::cast<P>(x)))";
+    case Op::log:
+        return "z = kiln::cast<V>(log(kiln::cast<P>(x)))";
+    case Op::sqrt:
+        return "z = kiln::cast<V>(sqrt(kiln::cast<P>(x)))";
+    case Op::sin:
+        return "z = kiln::cast<V>(sin(kiln::cast<P>(x)))";
+    case Op::cos:
+        return "z = kiln::cast<V>(cos(kiln::cast<P>(x)))";
+    case Op::tanh:
+        return "z = kiln::cast<V>(tanh(kiln::cast<P>(x)))";
+    case Op::abs:
+        return "z = kiln::cast<V>(kiln_abs(kiln::cast<P>(x)))";
+    case Op::convert:
+        return "z = kiln::cast<V>(x)";
+    default:
+        return "";
     }
 }
 
@@ -90,8 +130,9 @@ const ElementwiseKernel& kernel_for(Op op, DType compute) {
         switch (op) {
         case Op::where:
             slot = std::make_unique<ElementwiseKernel>(
-                "C c, T x, U y", "V z", "z = kiln::cast<bool>(c) ? kiln::cast<V>(x) : kiln::cast<V>(y)",
-                "kiln_where", options);
+                "C c, T x, U y", "V z",
+                "z = kiln::cast<bool>(c) ? kiln::cast<V>(x) : kiln::cast<V>(y)", "kiln_where",
+                options);
             break;
         case Op::clip:
             slot = std::make_unique<ElementwiseKernel>(
@@ -125,11 +166,14 @@ int kind(DType d) { // NumPy's kinds, ordered: bool < integer < floating < compl
 DType with_weak_scalar(DType array, DType scalar) {
     if (kind(scalar) <= kind(array)) return array;
     switch (kind(scalar)) {
-    case 1: return DType::int64;
-    case 2: return DType::float64;
-    default: return array == DType::float64 ? DType::complex128
-                    : kind(array) == 2       ? DType::complex64
-                                             : DType::complex128;
+    case 1:
+        return DType::int64;
+    case 2:
+        return DType::float64;
+    default:
+        return array == DType::float64 ? DType::complex128
+               : kind(array) == 2      ? DType::complex64
+                                       : DType::complex128;
     }
 }
 
@@ -160,14 +204,16 @@ Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DT
         bool first = true;
         for (const Arg& arg : inputs)
             if (arg.is_array()) {
-                shape = first ? arg.array().shape() : broadcast_shapes({shape, arg.array().shape()});
+                shape =
+                    first ? arg.array().shape() : broadcast_shapes({shape, arg.array().shape()});
                 first = false;
             }
         out = empty(shape, result, options.stream);
     }
     std::array<Arg, 4> args{Arg(0), Arg(0), Arg(0), Arg(0)};
     std::size_t n = 0;
-    for (const Arg& arg : inputs) args[n++] = arg;
+    for (const Arg& arg : inputs)
+        args[n++] = arg;
     args[n++] = Arg(out);
     kernel.call(args.data(), n, call);
     return out;
@@ -203,7 +249,9 @@ Array unary(Op op, const Array& a, const OpOptions& options) {
 
 } // namespace
 
-Array add(const Arg& a, const Arg& b, const OpOptions& o) { return binary(Op::add, a, b, o, "add"); }
+Array add(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::add, a, b, o, "add");
+}
 Array subtract(const Arg& a, const Arg& b, const OpOptions& o) {
     return binary(Op::subtract, a, b, o, "subtract");
 }
@@ -228,7 +276,9 @@ Array equal(const Arg& a, const Arg& b, const OpOptions& o) {
 Array not_equal(const Arg& a, const Arg& b, const OpOptions& o) {
     return binary(Op::not_equal, a, b, o, "not_equal");
 }
-Array less(const Arg& a, const Arg& b, const OpOptions& o) { return binary(Op::less, a, b, o, "less"); }
+Array less(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::less, a, b, o, "less");
+}
 Array less_equal(const Arg& a, const Arg& b, const OpOptions& o) {
     return binary(Op::less_equal, a, b, o, "less_equal");
 }
@@ -239,23 +289,38 @@ Array greater_equal(const Arg& a, const Arg& b, const OpOptions& o) {
     return binary(Op::greater_equal, a, b, o, "greater_equal");
 }
 
-Array exp(const Array& a, const OpOptions& o) { return unary(Op::exp, a, o); }
-Array log(const Array& a, const OpOptions& o) { return unary(Op::log, a, o); }
-Array sqrt(const Array& a, const OpOptions& o) { return unary(Op::sqrt, a, o); }
-Array sin(const Array& a, const OpOptions& o) { return unary(Op::sin, a, o); }
-Array cos(const Array& a, const OpOptions& o) { return unary(Op::cos, a, o); }
-Array tanh(const Array& a, const OpOptions& o) { return unary(Op::tanh, a, o); }
-Array abs(const Array& a, const OpOptions& o) { return unary(Op::abs, a, o); }
+Array exp(const Array& a, const OpOptions& o) {
+    return unary(Op::exp, a, o);
+}
+Array log(const Array& a, const OpOptions& o) {
+    return unary(Op::log, a, o);
+}
+Array sqrt(const Array& a, const OpOptions& o) {
+    return unary(Op::sqrt, a, o);
+}
+Array sin(const Array& a, const OpOptions& o) {
+    return unary(Op::sin, a, o);
+}
+Array cos(const Array& a, const OpOptions& o) {
+    return unary(Op::cos, a, o);
+}
+Array tanh(const Array& a, const OpOptions& o) {
+    return unary(Op::tanh, a, o);
+}
+Array abs(const Array& a, const OpOptions& o) {
+    return unary(Op::abs, a, o);
+}
 
 Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions& o) {
     const DType result = result_type(x, y, "where");
     CallOptions call;
     call.stream = o.stream;
-    Array out = o.out ? *o.out
-                      : empty(broadcast_shapes({condition.shape(),
-                                                x.is_array() ? x.array().shape() : Dims{},
-                                                y.is_array() ? y.array().shape() : Dims{}}),
-                              result, o.stream);
+    Array out =
+        o.out
+            ? *o.out
+            : empty(broadcast_shapes({condition.shape(), x.is_array() ? x.array().shape() : Dims{},
+                                      y.is_array() ? y.array().shape() : Dims{}}),
+                    result, o.stream);
     std::array<Arg, 4> args{Arg(condition), x, y, Arg(out)};
     kernel_for(Op::where, compute_type(result)).call(args.data(), args.size(), call);
     return out;

@@ -49,7 +49,7 @@ LoadResult load() {
     {                                                                                              \
         void* fn = nullptr;                                                                        \
         CUdriverProcAddressQueryResult status{};                                                   \
-        if (get_proc(#name, &fn, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=            \
+        if (get_proc(#name, &fn, kDriverAbiVersion, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=       \
                 CUDA_SUCCESS ||                                                                    \
             !fn) {                                                                                 \
             result.failure = "the CUDA driver in " + library +                                     \

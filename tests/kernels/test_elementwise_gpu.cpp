@@ -198,7 +198,8 @@ TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
     auto t = Array(fma3()(xa.transpose(), ya, 1.0f)).to_host<float>();
     for (int r = 0; r < m; ++r)
         for (int c = 0; c < n; ++c)
-            ASSERT_EQ(t[r * n + c], std::fma(at(x, m, c, r), at(y, n, r, c), 1.0f)) << r << "," << c;
+            ASSERT_EQ(t[r * n + c], std::fma(at(x, m, c, r), at(y, n, r, c), 1.0f))
+                << r << "," << c;
 
     // Every other row, reversed columns: a strided, negative-stride view.
     Array view = xa.slice({Slice::range(0, n, 2), Slice{std::nullopt, std::nullopt, -1}});

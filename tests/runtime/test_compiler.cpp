@@ -154,7 +154,8 @@ TEST_F(CompilerTest, ToolkitHeadersAreIncludableByDefault) {
     EXPECT_NO_THROW(m_compiler->compile(
         "#include <cooperative_groups.h>\n#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n"
         "namespace cg = cooperative_groups;\n"
-        "extern \"C\" __global__ void k(__half* p) { cg::this_grid().sync(); *p = __float2half(1.f); }\n",
+        "extern \"C\" __global__ void k(__half* p) { cg::this_grid().sync(); *p = "
+        "__float2half(1.f); }\n",
         for_arch()));
     auto options = for_arch();
     options.cuda_headers = false;

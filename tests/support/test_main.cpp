@@ -17,7 +17,8 @@ int main(int argc, char** argv) {
         if (end == std::string::npos) end = env.size();
         const std::string item = env.substr(start, end - start);
         const std::size_t eq = item.find('=');
-        if (eq != std::string::npos) setenv(item.substr(0, eq).c_str(), item.substr(eq + 1).c_str(), 1);
+        if (eq != std::string::npos)
+            setenv(item.substr(0, eq).c_str(), item.substr(eq + 1).c_str(), 1);
         start = end + 1;
     }
     ::testing::InitGoogleTest(&argc, argv);

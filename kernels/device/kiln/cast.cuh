@@ -14,7 +14,9 @@ template <class From> struct Cast<bool, From> {
     static __device__ bool run(const From& v) { return v != From(0); }
 };
 template <class T, class From> struct Cast<complex<T>, From> {
-    static __device__ complex<T> run(const From& v) { return complex<T>(Cast<T, From>::run(v), T(0)); }
+    static __device__ complex<T> run(const From& v) {
+        return complex<T>(Cast<T, From>::run(v), T(0));
+    }
 };
 template <class To, class U> struct Cast<To, complex<U>> {
     static __device__ To run(const complex<U>& v) { return Cast<To, U>::run(v.re); }
@@ -59,6 +61,8 @@ template <> struct Cast<__nv_bfloat16, __half> {
 #endif
 #undef KILN_CAST_THROUGH_FLOAT
 
-template <class To, class From> __device__ To cast(const From& v) { return Cast<To, From>::run(v); }
+template <class To, class From> __device__ To cast(const From& v) {
+    return Cast<To, From>::run(v);
+}
 
 } // namespace kiln

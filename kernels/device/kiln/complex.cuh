@@ -6,17 +6,33 @@ namespace kiln {
 
 template <class T> struct alignas(2 * sizeof(T)) complex {
     T re, im;
-    __host__ __device__ constexpr complex(T r = T(), T i = T()) : re(r), im(i) {}
+    __host__ __device__ constexpr complex(T r = T(), T i = T())
+        : re(r)
+        , im(i) {}
     template <class U>
-    __host__ __device__ constexpr explicit complex(const complex<U>& o) : re(T(o.re)), im(T(o.im)) {}
+    __host__ __device__ constexpr explicit complex(const complex<U>& o)
+        : re(T(o.re))
+        , im(T(o.im)) {}
     __host__ __device__ constexpr T real() const { return re; }
     __host__ __device__ constexpr T imag() const { return im; }
-    __host__ __device__ complex& operator+=(const complex& o) { re += o.re; im += o.im; return *this; }
-    __host__ __device__ complex& operator-=(const complex& o) { re -= o.re; im -= o.im; return *this; }
+    __host__ __device__ complex& operator+=(const complex& o) {
+        re += o.re;
+        im += o.im;
+        return *this;
+    }
+    __host__ __device__ complex& operator-=(const complex& o) {
+        re -= o.re;
+        im -= o.im;
+        return *this;
+    }
     __host__ __device__ complex& operator*=(const complex& o) { return *this = *this * o; }
     __host__ __device__ complex& operator/=(const complex& o) { return *this = *this / o; }
-    friend __host__ __device__ complex operator+(const complex& a, const complex& b) { return {a.re + b.re, a.im + b.im}; }
-    friend __host__ __device__ complex operator-(const complex& a, const complex& b) { return {a.re - b.re, a.im - b.im}; }
+    friend __host__ __device__ complex operator+(const complex& a, const complex& b) {
+        return {a.re + b.re, a.im + b.im};
+    }
+    friend __host__ __device__ complex operator-(const complex& a, const complex& b) {
+        return {a.re - b.re, a.im - b.im};
+    }
     friend __host__ __device__ complex operator-(const complex& a) { return {-a.re, -a.im}; }
     friend __host__ __device__ complex operator*(const complex& a, const complex& b) {
         return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
@@ -30,20 +46,36 @@ template <class T> struct alignas(2 * sizeof(T)) complex {
         const T r = b.re / b.im, d = b.re * r + b.im;
         return {(a.re * r + a.im) / d, (a.im * r - a.re) / d};
     }
-    friend __host__ __device__ bool operator==(const complex& a, const complex& b) { return a.re == b.re && a.im == b.im; }
-    friend __host__ __device__ bool operator!=(const complex& a, const complex& b) { return !(a == b); }
+    friend __host__ __device__ bool operator==(const complex& a, const complex& b) {
+        return a.re == b.re && a.im == b.im;
+    }
+    friend __host__ __device__ bool operator!=(const complex& a, const complex& b) {
+        return !(a == b);
+    }
 };
 
-template <class T> __host__ __device__ T real(const complex<T>& z) { return z.re; }
-template <class T> __host__ __device__ T imag(const complex<T>& z) { return z.im; }
-template <class T> __host__ __device__ complex<T> conj(const complex<T>& z) { return {z.re, -z.im}; }
-template <class T> __host__ __device__ T abs(const complex<T>& z) { return hypot(z.re, z.im); }
-template <class T> __host__ __device__ T arg(const complex<T>& z) { return atan2(z.im, z.re); }
+template <class T> __host__ __device__ T real(const complex<T>& z) {
+    return z.re;
+}
+template <class T> __host__ __device__ T imag(const complex<T>& z) {
+    return z.im;
+}
+template <class T> __host__ __device__ complex<T> conj(const complex<T>& z) {
+    return {z.re, -z.im};
+}
+template <class T> __host__ __device__ T abs(const complex<T>& z) {
+    return hypot(z.re, z.im);
+}
+template <class T> __host__ __device__ T arg(const complex<T>& z) {
+    return atan2(z.im, z.re);
+}
 template <class T> __host__ __device__ complex<T> exp(const complex<T>& z) {
     const T e = ::exp(z.re);
     return {e * ::cos(z.im), e * ::sin(z.im)};
 }
-template <class T> __host__ __device__ complex<T> log(const complex<T>& z) { return {::log(abs(z)), arg(z)}; }
+template <class T> __host__ __device__ complex<T> log(const complex<T>& z) {
+    return {::log(abs(z)), arg(z)};
+}
 template <class T> __host__ __device__ complex<T> sqrt(const complex<T>& z) {
     const T m = abs(z);
     const T r = ::sqrt((m + fabs(z.re)) / 2);
@@ -62,7 +94,8 @@ template <class T> __host__ __device__ complex<T> tanh(const complex<T>& z) {
     return (e2 - complex<T>(1)) / (e2 + complex<T>(1));
 }
 template <class T> __host__ __device__ complex<T> pow(const complex<T>& a, const complex<T>& b) {
-    if (a.re == T(0) && a.im == T(0)) return (b.re == T(0) && b.im == T(0)) ? complex<T>(1) : complex<T>(0);
+    if (a.re == T(0) && a.im == T(0))
+        return (b.re == T(0) && b.im == T(0)) ? complex<T>(1) : complex<T>(0);
     return exp(b * log(a));
 }
 

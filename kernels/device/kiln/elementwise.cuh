@@ -4,9 +4,7 @@
 namespace kiln {
 
 /// N elements loaded or stored with one aligned vector access.
-template <class T, int N> struct alignas(sizeof(T) * N) Vec {
-    T v[N];
-};
+template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 
 /// The index object of CuPy's generated code: `_ind.size()` is the number of elements.
 template <class I> struct Indexer {

@@ -105,7 +105,9 @@ template <class T> void cast_scalar(T value, DType dtype, void* out) noexcept {
 template <class T> constexpr DType dtype_of() noexcept;
 
 #define KILN_DTYPE_OF(T, D)                                                                        \
-    template <> constexpr DType dtype_of<T>() noexcept { return DType::D; }
+    template <> constexpr DType dtype_of<T>() noexcept {                                           \
+        return DType::D;                                                                           \
+    }
 KILN_DTYPE_OF(bool, bool_)
 KILN_DTYPE_OF(std::int8_t, int8)
 KILN_DTYPE_OF(std::int16_t, int16)

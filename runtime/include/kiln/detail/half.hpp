@@ -42,8 +42,8 @@ inline std::uint16_t float_to_half(float f) noexcept {
     if (abs >= 0x7f800000u) // inf or NaN (keep NaN quiet)
         return static_cast<std::uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
     if (abs >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // rounds to inf
-    if (abs < 0x38800000u) {                                                  // subnormal or 0
-        if (abs < 0x33000000u) return sign;                                   // below half the min
+    if (abs < 0x38800000u) {                                                   // subnormal or 0
+        if (abs < 0x33000000u) return sign;                                    // below half the min
         const std::uint32_t exponent = abs >> 23;
         const std::uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
         // value / 2^-24 = mantissa * 2^(exponent - 126): shift right by 126 - exponent (>= 14).
