@@ -5,6 +5,8 @@
 //   KILN_CACHE_DIR=DIR bench_disk_hit --measure 100    # a fresh process: time each hit
 //
 // Without a GPU, --measure times only the cache lookup (kiln::compile for --arch, default sm_90).
+// --measure checks afterwards (untimed) that every kernel came from disk and exits 1 otherwise, so
+// an empty or mismatched cache cannot pass a compile time off as a hit.
 
 #include "kiln/kiln.hpp"
 
@@ -13,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -41,17 +44,32 @@ int main(int argc, char** argv) {
     if (gpu) kiln::Device::current(); // the context: created here, not timed
 
     std::vector<double> ms;
+    std::vector<std::shared_ptr<const kiln::Program>> programs;
+    std::vector<kiln::RawKernel> kernels;
     for (int i = 0; i < n; ++i) {
         const auto t0 = std::chrono::steady_clock::now();
         if (gpu && !populate) {
             kiln::RawKernel kernel(source(i), "k");
             kernel.function();
+            kernels.push_back(std::move(kernel));
         } else {
-            kiln::compile(source(i), kiln::CompileOptions::for_arch(arch));
+            programs.push_back(kiln::compile(source(i), kiln::CompileOptions::for_arch(arch)));
         }
         ms.push_back(
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
                 .count());
+    }
+    for (const auto& kernel : kernels) // untimed: the programs are in memory by now
+        programs.push_back(kernel.compile());
+    const auto from_disk = std::count_if(programs.begin(), programs.end(), [](const auto& p) {
+        return p->origin() == kiln::ProgramOrigin::disk_cache;
+    });
+    if (!populate && from_disk != n) {
+        std::fprintf(stderr,
+                     "only %ld of %d kernels came from the disk cache: populate KILN_CACHE_DIR "
+                     "first, for the same architecture\n",
+                     static_cast<long>(from_disk), n);
+        return 1;
     }
     if (populate) { // the same compiles again in this process: hits in memory
         std::vector<double> memory;

@@ -6,9 +6,15 @@
 //      {"source": "extern \"C\" __global__ void k(...) {...}"},
 //      {"file": "kernels/scale.cu", "options": ["-DN=4"], "name_expressions": ["scale<float>"]}
 //   ]}
-// Each kernel has exactly one of "source" (inline CUDA) or "file" (relative to the manifest's
-// directory); "options" and "name_expressions" are optional. The same kernel compiled at run time
-// with the same options gets the same cache key, so the first launch is a hit.
+// Each kernel has exactly one of "source" (inline CUDA) or "file" (a path, relative paths taken
+// from the manifest's directory); "options" (NVRTC options after Kiln's defaults) and
+// "name_expressions" (C++ names to lower, e.g. template instances) are optional lists of strings.
+// Any other field is an error: front-end specs (ElementwiseKernel, ...) are not manifest entries
+// yet. Each kernel is compiled once per --arch, through Compiler::global(), so the same kernel
+// compiled at run time with the same options gets the same cache key and its first launch is a hit.
+//
+// A kernel that fails prints its CompileError once (later architectures add one line) and the
+// command exits 1 after compiling the others; a bad manifest exits 1 before compiling anything.
 
 #include "commands.hpp"
 
@@ -19,6 +25,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -48,9 +55,19 @@ struct Kernel {
     std::vector<std::string> options, name_expressions;
 };
 
+// "cannot read manifest '/x/m.json' (no such file)"
 std::string read_text(const std::filesystem::path& path, const std::string& what) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ArgumentError("cannot read " + what + " '" + path.string() + "'");
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(path, ec);
+    const char* why = !exists                                   ? "no such file"
+                      : std::filesystem::is_directory(path, ec) ? "a directory"
+                                                                : nullptr;
+    std::ifstream in;
+    if (!why) {
+        in.open(path, std::ios::binary);
+        if (!in) why = "not readable";
+    }
+    if (why) throw ArgumentError("cannot read " + what + " '" + path.string() + "' (" + why + ")");
     return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
@@ -86,6 +103,12 @@ std::vector<Kernel> read_manifest(const std::string& path) {
         Kernel k;
         k.label = "kernel " + std::to_string(index++);
         if (!entry.is_object()) throw ArgumentError(k.label + " is not an object");
+        for (const auto& field : entry.items())
+            if (field.key() != "source" && field.key() != "file" && field.key() != "options" &&
+                field.key() != "name_expressions")
+                throw ArgumentError(k.label + ": unknown field \"" + field.key() +
+                                    "\" (known: source, file, options, name_expressions; "
+                                    "front-end specs are not supported in manifests yet)");
         const bool has_source = entry.contains("source"), has_file = entry.contains("file");
         if (has_source == has_file)
             throw ArgumentError(k.label + " needs exactly one of \"source\" or \"file\" (front-end "
@@ -99,7 +122,7 @@ std::vector<Kernel> read_manifest(const std::string& path) {
                 throw ArgumentError(k.label + ": \"file\" must be a string");
             const std::filesystem::path file = entry["file"].get<std::string>();
             k.label += " (" + file.string() + ")";
-            k.source = read_text(file.is_absolute() ? file : base / file, "kernel file");
+            k.source = read_text(file.is_absolute() ? file : base / file, "the file of " + k.label);
         }
         k.options = string_list(entry, "options", k.label);
         k.name_expressions = string_list(entry, "name_expressions", k.label);
@@ -129,7 +152,8 @@ void run_warm(const WarmArgs& args) {
     const bool progress = !args.json && isatty(STDERR_FILENO);
 
     std::atomic<std::size_t> next{0}, hits{0}, misses{0}, errors{0};
-    std::mutex output;
+    std::mutex output;                        // guards stderr and failed
+    std::vector<bool> failed(kernels.size()); // a kernel's full error is printed once
     auto report = [&] {
         if (!progress) return;
         std::fprintf(stderr, "\r[%zu/%zu] hits %zu misses %zu errors %zu", hits + misses + errors,
@@ -137,7 +161,8 @@ void run_warm(const WarmArgs& args) {
     };
     auto work = [&] {
         for (std::size_t job; (job = next++) < total;) {
-            const Kernel& k = kernels[job / arches.size()];
+            const std::size_t index = job / arches.size();
+            const Kernel& k = kernels[index];
             CompileOptions options = CompileOptions::for_arch(arches[job % arches.size()]);
             options.options = k.options;
             options.name_expressions = k.name_expressions;
@@ -147,8 +172,13 @@ void run_warm(const WarmArgs& args) {
             } catch (const Error& e) {
                 errors++;
                 std::lock_guard<std::mutex> lock(output);
-                std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "", k.label.c_str(),
-                             options.arch.c_str(), e.what());
+                if (failed[index])
+                    std::fprintf(stderr, "%s%s also fails for %s\n", progress ? "\n" : "",
+                                 k.label.c_str(), options.arch.c_str());
+                else
+                    std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "", k.label.c_str(),
+                                 options.arch.c_str(), e.what());
+                failed[index] = true;
             }
             std::lock_guard<std::mutex> lock(output);
             report();
@@ -181,7 +211,12 @@ void run_warm(const WarmArgs& args) {
                     kernels.size(), arch_list.c_str(), hits.load(), misses.load(), errors.load(),
                     seconds);
     }
-    if (errors) throw Error(std::to_string(errors.load()) + " kernel(s) failed to compile");
+    if (errors) {
+        const auto count = static_cast<std::size_t>(std::count(failed.begin(), failed.end(), true));
+        throw Error(std::to_string(count) + " of " + std::to_string(kernels.size()) +
+                    " kernel(s) failed to compile (" + std::to_string(errors.load()) + " of " +
+                    std::to_string(total) + " compiles); the others are cached");
+    }
 }
 
 } // namespace
@@ -190,9 +225,14 @@ void add_warm_command(CLI::App& app) {
     auto args = std::make_shared<WarmArgs>();
     auto* cmd = app.add_subcommand(
         "warm",
-        "Compile a manifest of kernels into the cache for named architectures (no GPU).\n"
-        "Manifest: {\"kernels\": [{\"source\": \"...\"} or {\"file\": \"k.cu\"}, with optional "
-        "\"options\": [...] and \"name_expressions\": [...]]}");
+        "Compile a manifest of kernels into the cache for named architectures (no GPU needed),\n"
+        "in parallel. The manifest is JSON:\n"
+        "  {\"kernels\": [{\"source\": \"extern \\\"C\\\" __global__ void k(...) {...}\"},\n"
+        "               {\"file\": \"scale.cu\", \"options\": [\"-DN=4\"],\n"
+        "                \"name_expressions\": [\"scale<float>\"]}]}\n"
+        "Each kernel has exactly one of \"source\" (inline CUDA) or \"file\" (relative to the\n"
+        "manifest's directory); \"options\" and \"name_expressions\" are optional. Exits 1 if any\n"
+        "kernel fails (after compiling the others) or the manifest is bad.");
     cmd->add_option("manifest", args->manifest, "JSON manifest")->required();
     cmd->add_option("--arch", args->arches, "architectures, comma-separated: sm_90,sm_80")
         ->required();

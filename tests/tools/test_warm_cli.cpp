@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 using kiln::test::run_command;
 
 namespace {
@@ -29,6 +31,11 @@ class WarmCli : public ::testing::Test {
         kernels.push_back({{"file", "scale.cu"},
                            {"options", {"-DUNUSED=1"}},
                            {"name_expressions", {"scale<float>", "scale<double>"}}});
+        kernels.push_back(
+            {{"source",
+              "template <int N> __global__ void fill(int* p) { p[threadIdx.x] = N * M; }\n"},
+             {"options", {"-DM=3", "--use_fast_math"}},
+             {"name_expressions", {"fill<1>", "fill<2>"}}});
         return kernels;
     }
 };
@@ -40,14 +47,27 @@ TEST_F(WarmCli, CompilesEveryKernelForEveryArchitectureThenHits) {
     auto first = run_command(kiln("warm " + path + " --arch sm_80,sm_90 -j 2 --json"));
     ASSERT_EQ(first.status, 0) << first.err;
     auto j = nlohmann::json::parse(first.out);
-    EXPECT_EQ(j["kernels"], 5);
-    EXPECT_EQ(j["misses"], 10);
+    EXPECT_EQ(j["kernels"], 6);
+    EXPECT_EQ(j["arches"], nlohmann::json::array({"sm_80", "sm_90"}));
+    EXPECT_EQ(j["misses"], 12);
     EXPECT_EQ(j["hits"], 0);
+    EXPECT_EQ(j["errors"], 0);
+    EXPECT_TRUE(j["seconds"].is_number());
     auto second = run_command(kiln("warm " + path + " --arch sm_80,sm_90 -j 2 --json"));
     ASSERT_EQ(second.status, 0) << second.err;
-    EXPECT_EQ(nlohmann::json::parse(second.out)["hits"], 10);
+    EXPECT_EQ(nlohmann::json::parse(second.out)["hits"], 12);
+    EXPECT_EQ(nlohmann::json::parse(second.out)["misses"], 0);
     auto stats = run_command(kiln("cache stats --json"));
-    EXPECT_EQ(nlohmann::json::parse(stats.out)["entries"], 10) << stats.out;
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["entries"], 12) << stats.out;
+}
+
+TEST_F(WarmCli, PrintsAOneLineSummary) {
+    const auto path = manifest("m.json", good_kernels());
+    auto result = run_command(kiln("warm " + path + " --arch sm_90 -j 2"));
+    ASSERT_EQ(result.status, 0) << result.err;
+    EXPECT_EQ(result.out.rfind("warmed 6 kernels for sm_90: 0 hits, 6 misses, 0 errors in ", 0), 0u)
+        << result.out;
+    EXPECT_EQ(result.err, "") << "no progress line when stderr is not a terminal";
 }
 
 TEST_F(WarmCli, AWarmedKernelIsAHitForKilnCompile) {
@@ -64,11 +84,22 @@ TEST_F(WarmCli, ABrokenKernelFailsTheCommandButTheOthersAreCached) {
     auto kernels = good_kernels();
     kernels.push_back({{"source", "extern \"C\" __global__ void broken() { nope(); }\n"}});
     const auto path = manifest("m.json", kernels);
-    auto result = run_command(kiln("warm " + path + " --arch sm_90 -j 2"));
+    auto result = run_command(kiln("warm " + path + " --arch sm_80,sm_90 -j 2"));
     EXPECT_EQ(result.status, 1);
-    EXPECT_NE(result.err.find("kernel 5"), std::string::npos) << result.err;
-    EXPECT_NE(result.err.find("nope"), std::string::npos) << result.err;
-    EXPECT_NE(result.out.find("5 misses, 1 errors"), std::string::npos) << result.out;
+    EXPECT_NE(result.err.find("kernel 6 for sm_"), std::string::npos) << result.err;
+    // The CompileError (log and numbered source) once; the other architecture adds one line.
+    const auto log_line = result.err.find("identifier \"nope\" is undefined");
+    ASSERT_NE(log_line, std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("identifier \"nope\" is undefined", log_line + 1), std::string::npos)
+        << result.err;
+    EXPECT_NE(result.err.find("kernel 6 also fails for sm_"), std::string::npos) << result.err;
+    EXPECT_NE(result.err.find("1 of 7 kernel(s) failed"), std::string::npos) << result.err;
+    EXPECT_NE(result.out.find("0 hits, 12 misses, 2 errors"), std::string::npos) << result.out;
+    // The good ones were cached regardless.
+    auto again = run_command(
+        kiln("warm " + manifest("good.json", good_kernels()) + " --arch sm_80,sm_90 --json"));
+    ASSERT_EQ(again.status, 0) << again.err;
+    EXPECT_EQ(nlohmann::json::parse(again.out)["hits"], 12) << again.out;
 }
 
 TEST_F(WarmCli, BadManifestsAreOneLineErrors) {
@@ -76,17 +107,44 @@ TEST_F(WarmCli, BadManifestsAreOneLineErrors) {
     auto parse = run_command(kiln("warm " + (m_dir / "bad.json").string() + " --arch sm_90"));
     EXPECT_EQ(parse.status, 1);
     EXPECT_NE(parse.err.find("is not JSON"), std::string::npos) << parse.err;
+    EXPECT_NE(parse.err.find("line 1, column 14"), std::string::npos) << parse.err;
+    EXPECT_EQ(std::count(parse.err.begin(), parse.err.end(), '\n'), 1) << parse.err;
     auto missing = run_command(kiln("warm /nonexistent.json --arch sm_90"));
     EXPECT_EQ(missing.status, 1);
-    EXPECT_NE(missing.err.find("cannot read manifest"), std::string::npos) << missing.err;
+    EXPECT_NE(missing.err.find("cannot read manifest '/nonexistent.json' (no such file)"),
+              std::string::npos)
+        << missing.err;
+    const auto no_list = manifest("nl.json", nullptr);
+    auto not_a_list = run_command(kiln("warm " + no_list + " --arch sm_90"));
+    EXPECT_EQ(not_a_list.status, 1);
+    EXPECT_NE(not_a_list.err.find("needs a \"kernels\" list"), std::string::npos) << not_a_list.err;
     const auto no_file = manifest("nf.json", nlohmann::json::array({{{"file", "absent.cu"}}}));
     auto absent = run_command(kiln("warm " + no_file + " --arch sm_90"));
     EXPECT_EQ(absent.status, 1);
-    EXPECT_NE(absent.err.find("absent.cu"), std::string::npos) << absent.err;
+    EXPECT_NE(absent.err.find("kernel 0 (absent.cu)"), std::string::npos) << absent.err;
+    EXPECT_NE(absent.err.find("no such file"), std::string::npos) << absent.err;
     const auto neither = manifest("n.json", nlohmann::json::array({{{"options", {"-G"}}}}));
     auto empty_entry = run_command(kiln("warm " + neither + " --arch sm_90"));
     EXPECT_EQ(empty_entry.status, 1);
     EXPECT_NE(empty_entry.err.find("exactly one of"), std::string::npos) << empty_entry.err;
     auto bad_arch = run_command(kiln("warm " + neither + " --arch banana"));
     EXPECT_EQ(bad_arch.status, 1);
+}
+
+TEST_F(WarmCli, UnknownFieldsAndEntryKindsAreErrors) {
+    const auto typo =
+        manifest("t.json", nlohmann::json::array({{{"source", "__global__ void k() {}"},
+                                                   {"name_expresions", {"k"}}}}));
+    auto result = run_command(kiln("warm " + typo + " --arch sm_90"));
+    EXPECT_EQ(result.status, 1);
+    EXPECT_NE(result.err.find("kernel 0: unknown field \"name_expresions\""), std::string::npos)
+        << result.err;
+    const auto spec =
+        manifest("s.json", nlohmann::json::array({{{"elementwise", {{"in", "float32 x"}}}}}));
+    auto front_end = run_command(kiln("warm " + spec + " --arch sm_90"));
+    EXPECT_EQ(front_end.status, 1);
+    EXPECT_NE(front_end.err.find("unknown field \"elementwise\""), std::string::npos)
+        << front_end.err;
+    EXPECT_NE(front_end.err.find("front-end specs are not supported"), std::string::npos)
+        << front_end.err;
 }
