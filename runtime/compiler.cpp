@@ -202,7 +202,11 @@ struct Compiler::Impl {
                                                         : std::filesystem::path{});
     }
 
-    std::shared_ptr<const Program> produce(const Request& r, bool use_disk) {
+    // How a compile uses the disk cache: both ways, not at all, or only to write (a recompile of
+    // an entry the driver rejected replaces it).
+    enum class DiskUse { read_write, none, write_only };
+
+    std::shared_ptr<const Program> produce(const Request& r, DiskUse use) {
         const auto start = std::chrono::steady_clock::now();
         auto program = std::make_shared<Program>();
         program->m_key = r.key;
@@ -211,10 +215,10 @@ struct Compiler::Impl {
         program->m_options = r.options;
         // A traced compile must really compile, so it bypasses the disk cache both ways.
         const bool time_trace = detail::compile_time_trace_enabled();
-        const bool disk = use_disk && disk_usable() && !time_trace;
+        const bool disk = use != DiskUse::none && disk_usable() && !time_trace;
         const bool save_source = disk && store->config().save_source;
 
-        if (disk) {
+        if (disk && use == DiskUse::read_write) {
             nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
             if (auto entry = store->load(r.key)) {
                 program->m_cubin = std::move(entry->payload);
@@ -263,7 +267,7 @@ struct Compiler::Impl {
         return program;
     }
 
-    std::shared_ptr<const Program> get(const Request& r, bool use_disk) {
+    std::shared_ptr<const Program> get(const Request& r, DiskUse use) {
         std::promise<std::shared_ptr<const Program>> promise;
         std::shared_future<std::shared_ptr<const Program>> future;
         bool owner = false;
@@ -280,7 +284,7 @@ struct Compiler::Impl {
         }
         if (!owner) return future.get(); // another thread compiles it (or has): wait for it
         try {
-            auto program = produce(r, use_disk);
+            auto program = produce(r, use);
             promise.set_value(program);
             return program;
         } catch (...) {
@@ -314,7 +318,8 @@ cache::Key Compiler::key_for(std::string_view source, const CompileOptions& opti
 
 std::shared_ptr<const Program> Compiler::compile(std::string_view source,
                                                  const CompileOptions& options) {
-    return m_impl->get(resolve(source, options, m_impl->nvrtc()), options.use_disk_cache);
+    return m_impl->get(resolve(source, options, m_impl->nvrtc()),
+                       options.use_disk_cache ? Impl::DiskUse::read_write : Impl::DiskUse::none);
 }
 
 std::shared_ptr<const Program> Compiler::recompile(const Program& program,
@@ -326,7 +331,8 @@ std::shared_ptr<const Program> Compiler::recompile(const Program& program,
         std::lock_guard<std::mutex> lock(m_impl->mutex);
         m_impl->programs.erase(program.key());
     }
-    return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()), false);
+    return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()),
+                       Impl::DiskUse::write_only);
 }
 
 std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options) {

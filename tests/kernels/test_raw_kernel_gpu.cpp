@@ -5,6 +5,7 @@
 #include "gpu.hpp"
 #include "temp_dir.hpp"
 
+#include "kiln/cache/store.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 
@@ -378,4 +379,29 @@ TEST(RawKernel, ThreadsLaunchingTheSameKernelShareOneCompile) {
         thread.join();
     for (int t = 0; t < 8; ++t)
         EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(RawKernel, ACachedCubinTheDriverRejectsIsRecompiledNotALaunchError) {
+    KILN_REQUIRE_GPU();
+    // A well-formed cache entry (checksums right) whose payload the driver cannot load, planted
+    // under the key this kernel will look up: it must count as damaged and be recompiled.
+    const std::string source = "extern \"C\" __global__ void planted(int* p) { *p = 4242; }\n";
+    const auto options = kiln::CompileOptions::for_arch(kiln::Device::current().arch());
+    auto& store = kiln::cache::Store::global();
+    kiln::cache::Entry entry;
+    entry.key = kiln::Compiler::global().key_for(source, options);
+    entry.payload = std::string("\x7f"
+                                "ELF") +
+                    std::string(200, '\x5a');
+    entry.arch = options.arch;
+    entry.nvrtc_version = kiln::nvrtc_version();
+    ASSERT_TRUE(store.store(entry));
+    const auto damaged_before = store.stats().damaged;
+
+    kiln::RawKernel kernel(source, "planted");
+    auto out = poisoned(sizeof(int));
+    kernel({1}, {1}, out);
+    EXPECT_EQ(download<int>(out)[0], 4242);
+    EXPECT_EQ(store.stats().damaged, damaged_before + 1);
+    EXPECT_NE(store.load(entry.key)->payload, entry.payload) << "the entry was rewritten";
 }

@@ -56,6 +56,31 @@ TEST_F(CompilerTest, AFreshProcessGetsTheProgramFromDisk) {
     EXPECT_EQ(loaded->key(), compiled->key());
 }
 
+TEST_F(CompilerTest, ARecompileReplacesAnEntryTheDriverRejected) {
+    // What Module::load does when the driver rejects a cached cubin, without the driver: the
+    // planted entry is well formed, so only the driver could tell it is not a cubin.
+    kiln::cache::Entry planted;
+    planted.key = m_compiler->key_for(kAddSource, for_arch());
+    planted.payload = "\x7f"
+                      "ELF, but not a cubin";
+    planted.arch = "sm_90";
+    ASSERT_TRUE(m_store->store(planted));
+    auto bad = m_compiler->compile(kAddSource, for_arch());
+    ASSERT_EQ(bad->origin(), kiln::ProgramOrigin::disk_cache);
+    ASSERT_EQ(bad->cubin(), planted.payload);
+    const auto damaged = m_store->stats().damaged;
+
+    auto fresh = m_compiler->recompile(*bad, for_arch());
+    EXPECT_EQ(fresh->origin(), kiln::ProgramOrigin::compiled);
+    EXPECT_NE(fresh->cubin(), planted.payload);
+    EXPECT_EQ(m_store->stats().damaged, damaged + 1);
+    auto rewritten = m_store->load(planted.key);
+    ASSERT_TRUE(rewritten) << "the fresh cubin replaces the rejected entry";
+    EXPECT_EQ(rewritten->payload, fresh->cubin());
+    EXPECT_EQ(m_compiler->compile(kAddSource, for_arch()).get(), fresh.get())
+        << "memory now holds the fresh program";
+}
+
 TEST_F(CompilerTest, DiskCacheCanBeSkippedPerCompile) {
     auto options = for_arch();
     options.use_disk_cache = false;
