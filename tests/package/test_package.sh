@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# test_package.sh CMAKE GENERATOR SOURCE_DIR BUILD_DIR WORK_DIR CUDA_ROOT CXX
+# Install BUILD_DIR into WORK_DIR/prefix; build and run examples/client with find_package and with
+# add_subdirectory; compile it once more with pkg-config's flags. Each step prints its seconds.
+set -euo pipefail
+cmake=$1 generator=$2 source=$3 build=$4 work=$5 cuda_root=$6 cxx=$7
+
+rm -rf "$work"
+mkdir -p "$work"
+export KILN_CACHE_DIR="$work/cache"   # never the user's cache
+common=(-G "$generator" -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_root"
+        -DCMAKE_CXX_COMPILER="$cxx")
+
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    echo "== $name"
+    "$@"
+    echo "== $name: $((SECONDS - start)) s"
+}
+
+check_run() {
+    local out
+    out=$("$1")
+    echo "$out"
+    grep -q "compiled for sm_90: key [0-9a-f]\{32\}" <<<"$out"
+    grep -q "GPU part \(passed\|skipped\)" <<<"$out"
+}
+
+step install "$cmake" --install "$build" --prefix "$work/prefix"
+for f in include/kiln/kiln.hpp include/kiln/version.hpp include/kiln/cache/key.hpp \
+         lib/cmake/kiln/kilnConfig.cmake lib/cmake/kiln/kilnConfigVersion.cmake \
+         lib/pkgconfig/kiln.pc bin/kiln; do
+    [[ -e "$work/prefix/$f" ]] || { echo "missing from the install: $f"; exit 1; }
+done
+if grep -q "kiln_settings\|kiln_xxhash\|kiln_dlpack\|$source" "$work/prefix/lib/cmake/kiln/kilnTargets.cmake"; then
+    echo "kilnTargets.cmake names internal targets or the source tree"; exit 1
+fi
+
+step "find_package configure" "$cmake" -S "$source/examples/client" -B "$work/installed" "${common[@]}" \
+    -DCMAKE_PREFIX_PATH="$work/prefix"
+step "find_package build" "$cmake" --build "$work/installed" -j2
+step "find_package run" check_run "$work/installed/client"
+
+if command -v pkg-config >/dev/null; then
+    export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    # shellcheck disable=SC2046  # the flags are words
+    step "pkg-config build" "$cxx" -O1 -o "$work/client-pc" "$source/examples/client/main.cpp" \
+        $(pkg-config --cflags --libs kiln)
+    step "pkg-config run" check_run "$work/client-pc"
+fi
+
+step "add_subdirectory configure" "$cmake" -S "$source/examples/client" -B "$work/subdir" "${common[@]}" \
+    -DKILN_SOURCE_DIR="$source" -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_TOOLS=OFF -DKILN_BUILD_BENCH=OFF
+step "add_subdirectory build" "$cmake" --build "$work/subdir" -j2 --target client
+step "add_subdirectory run" check_run "$work/subdir/client"
+
+rm -rf "$work"
+echo "package test passed"
