@@ -2,8 +2,6 @@
 
 #include "kiln/device.hpp"
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <optional>
 #include <utility>
@@ -69,19 +67,7 @@ RawModule::RawModule(std::string source, CompileOptions options,
 RawModule RawModule::from_file(const std::string& path) {
     auto state = std::make_shared<State>();
     // Read and check now so a bad path fails at construction, not at the first launch.
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw ArgumentError("cannot open module file '" + path + "'");
-    std::string image(std::istreambuf_iterator<char>(in), {});
-    const bool elf = image.size() >= 4 && image.compare(0, 4,
-                                                        "\x7f"
-                                                        "ELF") == 0;
-    const bool fatbin = image.size() >= 4 && static_cast<unsigned char>(image[0]) == 0x50 &&
-                        static_cast<unsigned char>(image[3]) == 0xBA;
-    const bool ptx =
-        image.find(".version") != std::string::npos && image.find(".target") != std::string::npos;
-    if (!elf && !fatbin && !ptx)
-        throw ArgumentError("'" + path + "' is not a cubin, fatbin or PTX file");
-    state->image = std::move(image);
+    state->image = Module::read_image_file(path);
     state->description = "'" + path + "'";
     return RawModule(std::move(state));
 }

@@ -93,12 +93,18 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
     return loaded;
 }
 
-std::shared_ptr<const Module> Module::load_file(const std::string& path) {
+std::string Module::read_image_file(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw ArgumentError("cannot open module file '" + path + "'");
     std::string image(std::istreambuf_iterator<char>(in), {});
     if (image.empty()) throw ArgumentError("module file '" + path + "' is empty");
-    return load(std::move(image), "'" + path + "'");
+    if (!is_elf(image) && !is_fatbin(image) && !is_ptx(image))
+        throw ArgumentError("'" + path + "' is not a cubin, fatbin or PTX file");
+    return image;
+}
+
+std::shared_ptr<const Module> Module::load_file(const std::string& path) {
+    return load(read_image_file(path), "'" + path + "'");
 }
 
 Module::~Module() {

@@ -80,6 +80,9 @@ class Module : public std::enable_shared_from_this<Module> {
                                               Compiler& compiler = Compiler::global());
     /// Load a .cubin, .ptx or .fatbin file. @throws ArgumentError if it is missing or not one.
     static std::shared_ptr<const Module> load_file(const std::string& path);
+    /// Read a .cubin, .ptx or .fatbin file without loading it (no device needed).
+    /// @throws ArgumentError if it is missing, empty or not a module image.
+    static std::string read_image_file(const std::string& path);
     ~Module();
 
     CUmodule handle() const noexcept { return m_module; }
