@@ -66,6 +66,12 @@ class ArgumentError : public Error {
     using Error::Error;
 };
 
+/// An axis out of range for the array's dimensions, or given twice (NumPy's AxisError).
+class AxisError : public ArgumentError {
+  public:
+    using ArgumentError::ArgumentError;
+};
+
 /// A parameter spec that does not parse; the message shows the spec with a caret at the fault.
 class SpecError : public Error {
   public:

@@ -1,0 +1,136 @@
+#pragma once
+/// @file
+/// ReductionKernel with CuPy's semantics, in C++: a map expression per element, a reduce
+/// expression over `a` and `b`, a post-map expression per output and an identity.
+///
+/// @code
+/// kiln::ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+/// kiln::Array norms = l2norm(kiln::ReduceCall{1}, x);   // over axis 1
+/// kiln::Array total = l2norm(x);                        // over every axis: a 0-d array
+/// @endcode
+///
+/// Names the expressions see: every input by name and `_J` (the element's index within its
+/// reduction, C order over the reduced axes) in the map expression; `a` and `b` in the reduce
+/// expression; `a` (the reduced value) and every output by name in the post-map expression; `_i`
+/// (the output's index, C order) in both; `_in_ind.size()` and `_out_ind.size()` (elements of
+/// the broadcast input and of the output) everywhere but the reduce expression. `_type_reduce` is
+/// the reduce type. `kiln::pair<A, B>` and `kiln::make_pair` (kiln/reduction.cuh) serve
+/// value-and-index reductions.
+///
+/// Results are deterministic: the same input, shape and device give bitwise the same result on
+/// every run (no floating-point atomics; partial results combine in a fixed order).
+
+#include "kiln/array.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/elementwise_kernel.hpp"
+#include "kiln/param_spec.hpp"
+#include "kiln/stream.hpp"
+
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// The axes of a reduction: all of them (the default), one, or several; negative values count
+/// from the end. No allocation: held inline.
+class Axes {
+  public:
+    /// Every axis.
+    Axes() noexcept = default;
+    Axes(int axis) noexcept // NOLINT: implicit, `ReduceCall{1}`
+        : m_all(false)
+        , m_count(1) {
+        m_values[0] = axis;
+    }
+    /// Several axes; an empty list reduces over none (each output is its single element).
+    Axes(std::initializer_list<int> axes); // NOLINT: implicit, `ReduceCall{{0, 2}}`
+    explicit Axes(const std::vector<int>& axes);
+    static Axes all() noexcept { return {}; }
+    static Axes none() { return Axes(std::vector<int>{}); }
+
+    bool is_all() const noexcept { return m_all; }
+    int size() const noexcept { return m_count; }
+    int operator[](int k) const noexcept { return m_values[k]; }
+    std::string to_string() const; ///< "None", "1", "(0, 2)"
+
+  private:
+    bool m_all = true;
+    int m_count = 0;
+    int m_values[kMaxDims] = {};
+};
+
+/// Per-call settings of a reduction.
+struct ReduceCall {
+    Axes axis;             ///< which axes to reduce; all by default
+    bool keepdims = false; ///< keep reduced axes as extent-1 dimensions
+    StreamRef stream;
+};
+
+/// The construction-time options of a ReductionKernel (CuPy's keyword arguments).
+struct ReductionOptions {
+    /// The type partial results have (`_type_reduce`): a C++ type, a dtype name or a type
+    /// placeholder. Empty: the first output's type.
+    std::string reduce_type;
+    std::string preamble; ///< at file scope, before the kernel (helper functions, macros)
+    bool reduce_dims = true; ///< merge dimensions that are contiguous for every operand
+    /// Also for kernels with an identity, make an empty reduction an error (as NumPy's max): the
+    /// identity then only seeds the kernel.
+    bool empty_is_error = false;
+    std::vector<std::string> options; ///< extra NVRTC options
+};
+
+class ReductionKernel {
+  public:
+    /// @p in_params and @p out_params are CuPy parameter specs ("T x, T w", "T y") without
+    /// `raw`; @p map_expr is a C++ expression per element, @p reduce_expr combines two partial
+    /// results `a` and `b`, @p post_map_expr is run once per output (statements, e.g.
+    /// "y = sqrt(a)"), @p identity is the value an empty reduction starts from (as C++
+    /// `_type_reduce(identity)`), or empty for none: then reducing over zero elements is an
+    /// error.
+    /// @throws SpecError for a spec that does not parse, a `raw` parameter, an empty expression
+    /// or a reserved output name (`a`, `b`).
+    ReductionKernel(std::string in_params, std::string out_params, std::string map_expr,
+                    std::string reduce_expr, std::string post_map_expr, std::string identity,
+                    std::string name = "reduce_kernel", ReductionOptions options = {});
+    ~ReductionKernel();
+    ReductionKernel(ReductionKernel&&) noexcept;
+    ReductionKernel& operator=(ReductionKernel&&) noexcept;
+
+    /// Reduce over every axis: inputs, optionally followed by outputs (arrays or scalars).
+    /// @throws AxisError, ArgumentError (arguments, an empty reduction with no identity),
+    /// ShapeError, CompileError (naming the expression at fault), CudaError.
+    template <class... Args> Outputs operator()(const Args&... args) const {
+        const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+        return call(packed.data(), packed.size(), ReduceCall{});
+    }
+    /// The same with axes, keepdims and a stream.
+    template <class... Args> Outputs operator()(const ReduceCall& how, const Args&... args) const {
+        const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+        return call(packed.data(), packed.size(), how);
+    }
+    Outputs call(const Arg* args, std::size_t count, const ReduceCall& how) const;
+
+    /// The CUDA source this call would compile (no device needed; nothing is launched or
+    /// allocated). Without a device, layout choices assume 132 multiprocessors.
+    std::string source_for(const Arg* args, std::size_t count, const ReduceCall& how = {}) const;
+
+    /// Compile this call's kernel for @p arch (e.g. "sm_90") without launching anything: warms the
+    /// caches ahead of time; no device needed. @throws CompileError as a call would.
+    std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
+                                               const ReduceCall& how,
+                                               const std::string& arch) const;
+
+    const std::string& name() const noexcept;
+    const std::vector<ParamSpec>& in_params() const noexcept;
+    const std::vector<ParamSpec>& out_params() const noexcept;
+
+    struct Impl;
+
+  private:
+    std::unique_ptr<Impl> m_impl;
+};
+
+} // namespace kiln

@@ -1,0 +1,508 @@
+#include "reduction_codegen.hpp"
+
+#include "kiln/error.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+namespace kiln::detail {
+
+namespace {
+
+bool mentions_complex(const ReductionDefinition& def, const ReductionPlan& plan) {
+    for (int k = 0; k < plan.count; ++k)
+        if (is_complex(plan.operands[k].dtype)) return true;
+    for (const std::string* code : {&def.preamble, &def.map_expr, &def.reduce_expr,
+                                    &def.post_map_expr, &def.identity, &def.reduce_type})
+        if (code->find("complex") != std::string::npos) return true;
+    return false;
+}
+
+bool mentions_16bit_floats(const ReductionDefinition& def, const ReductionPlan& plan) {
+    for (int k = 0; k < plan.count; ++k)
+        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
+            return true;
+    for (const char* name : {"__half", "__nv_bfloat16", "float16", "bfloat16"})
+        if (def.reduce_type.find(name) != std::string::npos ||
+            def.preamble.find(name) != std::string::npos)
+            return true;
+    return false;
+}
+
+// Emits the source line by line, counting lines so user pieces can be located in NVRTC's log.
+class Emitter {
+  public:
+    Emitter(const ReductionDefinition& def, const ReductionPlan& plan)
+        : m_def(def)
+        , m_plan(plan) {}
+
+    GeneratedReduction source(const Bindings& bindings) {
+        line("#include \"kiln/elementwise.cuh\"");
+        line("#include \"kiln/reduction.cuh\"");
+        // Only what the kernel needs: each header adds NVRTC time to the first call.
+        if (mentions_16bit_floats(m_def, m_plan)) {
+            line("#include <cuda_fp16.h>");
+            line("#include <cuda_bf16.h>");
+        }
+        if (mentions_complex(m_def, m_plan)) line("#include \"kiln/complex.cuh\"");
+        line("#include \"kiln/cast.cuh\"");
+        line(std::string("typedef ") + (m_plan.index64 ? "long long" : "int") + " kiln_index_t;");
+        for (std::size_t c = 0; c < bindings.size(); ++c)
+            if (bindings[c])
+                line("typedef " + std::string(cuda_type(*bindings[c])) + ' ' +
+                     static_cast<char>(c) + ';');
+        if (!m_def.preamble.empty()) piece("", m_def.preamble, "", "the preamble");
+        piece("typedef ", resolve_reduce_type(m_def, m_plan), " _type_reduce;", "the reduce type");
+        emit_functions();
+        emit_params();
+        if (m_plan.layout == ReduceLayout::outer)
+            emit_outer();
+        else
+            emit_group();
+        return {m_out.str(), m_lines};
+    }
+
+  private:
+    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
+    bool is_output(int k) const { return static_cast<std::size_t>(k) >= m_def.input_count; }
+    bool is_array_input(int k) const {
+        return !is_output(k) && m_plan.operands[k].kind == OperandKind::array;
+    }
+    bool is_scalar(int k) const { return m_plan.operands[k].kind == OperandKind::scalar; }
+    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
+    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
+    std::string stride(int k, int d) const {
+        return "_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
+    }
+    int kept() const { return m_plan.kept_ndim; }
+    int reduced() const { return m_plan.red_ndim; }
+    bool has_identity() const { return !m_def.identity.empty(); }
+    int block_threads() const { return m_plan.block_x * m_plan.block_y; }
+
+    void line(const std::string& s) {
+        m_out << s << '\n';
+        ++m_line;
+    }
+    void text(const std::string& s) {
+        m_out << s << '\n';
+        m_line += 1 + static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+    }
+    // A user piece, on lines of its own, recorded as @p what.
+    void piece(const std::string& before, const std::string& code, const std::string& after,
+               const char* what) {
+        const int first = m_line;
+        text(before + code + after);
+        m_lines.pieces.push_back({first, m_line - 1, what});
+    }
+
+    // The user's expressions as functions: NVRTC then checks each where it is defined, and an
+    // error's line says which expression is at fault.
+    void emit_functions() {
+        piece("__device__ __forceinline__ _type_reduce kiln_reduce(const _type_reduce& a, const "
+              "_type_reduce& b) { return (",
+              m_def.reduce_expr, "); }", "the reduce expression");
+        if (has_identity())
+            piece("__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
+                  m_def.identity, "); }", "the identity");
+        std::string scalars, scalar_names;
+        for (std::size_t k = 0; k < m_def.input_count; ++k)
+            if (is_scalar(static_cast<int>(k))) {
+                scalars += ", const " + type(static_cast<int>(k)) + ' ' + param(k).name;
+                scalar_names += ", " + param(k).name;
+            }
+        m_scalar_args = scalar_names;
+        std::string map_params;
+        for (std::size_t k = 0; k < m_def.input_count; ++k)
+            if (!is_scalar(static_cast<int>(k)))
+                map_params += "const " + type(static_cast<int>(k)) + ' ' + param(k).name + ", ";
+        const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
+                                     "const kiln::Indexer<kiln_index_t>& _out_ind";
+        piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
+                  "kiln_index_t _J, " + indexers + scalars + ") { return static_cast<_type_reduce>(",
+              m_def.map_expr, "); }", "the map expression");
+        std::string outs;
+        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+            outs += type(k) + "& " + param(k).name + ", ";
+        piece("__device__ __forceinline__ void kiln_post_map(const _type_reduce& a, " + outs +
+                  indexers + scalars + ") { ",
+              m_def.post_map_expr, "; }", "the post-map expression");
+        // The accumulator: with an identity, a value; without, a value and whether it holds one.
+        line("struct kiln_acc {");
+        line("    _type_reduce v;");
+        if (has_identity()) {
+            line("    __device__ __forceinline__ void init() { v = kiln_identity(); }");
+            line("    __device__ __forceinline__ void add(const _type_reduce& x) { v = "
+                 "kiln_reduce(v, x); }");
+            line("    __device__ __forceinline__ void merge(const kiln_acc& o) { add(o.v); }");
+        } else {
+            line("    bool has;");
+            line("    __device__ __forceinline__ void init() { has = false; }");
+            line("    __device__ __forceinline__ void add(const _type_reduce& x) { v = has ? "
+                 "kiln_reduce(v, x) : x; has = true; }");
+            line("    __device__ __forceinline__ void merge(const kiln_acc& o) { if (o.has) "
+                 "add(o.v); }");
+        }
+        line("};");
+        line("static_assert(sizeof(kiln_acc) <= " + std::to_string(m_plan.slot_bytes) +
+             ", \"the reduce type is larger than the partial-result slot Kiln reserved\");");
+    }
+
+    void emit_params() {
+        line("struct kiln_params {");
+        for (int k = 0; k < m_plan.count; ++k) {
+            const auto& name = param(k).name;
+            if (is_output(k)) {
+                line("    " + type(k) + "* _raw_" + name + ";");
+                line("    kiln_index_t _st_" + name + '[' + std::to_string(kept()) + "];");
+            } else if (is_scalar(k)) {
+                line("    " + type(k) + ' ' + name + ';');
+            } else {
+                line("    const " + type(k) + "* _raw_" + name + ";");
+                line("    kiln_index_t _st_" + name + '[' + std::to_string(kept() + reduced()) +
+                     "];");
+            }
+        }
+        line("    kiln_index_t _n_in, _n_out, _n_red;");
+        line("    kiln_index_t _kshape[" + std::to_string(kept()) + "];");
+        line("    kiln_index_t _rshape[" + std::to_string(reduced()) + "];");
+        line("    kiln_index_t _split;");
+        line("    void* _partials;");
+        line("    unsigned* _counters;");
+        line("};");
+    }
+
+    void emit_prologue(const std::string& scratch_elements) {
+        line("    const kiln::Indexer<kiln_index_t> _in_ind{_p._n_in}, _out_ind{_p._n_out};");
+        line("    __shared__ __align__(16) unsigned char _scratch_raw[" + scratch_elements +
+             " * sizeof(kiln_acc)];");
+        line("    kiln_acc* const _scratch = reinterpret_cast<kiln_acc*>(_scratch_raw);");
+        line("    __shared__ bool _last;");
+        for (std::size_t k = 0; k < m_def.input_count; ++k)
+            if (is_scalar(static_cast<int>(k)))
+                line("    const " + type(static_cast<int>(k)) + ' ' + param(k).name + " = _p." +
+                     param(k).name + ';');
+        line("    const kiln_index_t _S = _p._split;");
+        line("    kiln_acc* const _partials = reinterpret_cast<kiln_acc*>(_p._partials);");
+    }
+
+    // Offsets over the kept axes [0, last] of the index in `index`: _k_<x> for inputs, _o_<y>
+    // for outputs.
+    void emit_kept_offsets(const std::string& index, int last, const std::string& indent) {
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_output(k) || is_array_input(k))
+                line(indent + "kiln_index_t " + offset_name(k) + " = 0;");
+        if (last < 0) return;
+        line(indent + "{");
+        line(indent + "    kiln_index_t _r = " + index + ";");
+        for (int d = last; d >= 0; --d) {
+            std::string s = indent + "    { const kiln_index_t _c = ";
+            s += d > 0 ? "_r % _p._kshape[" + std::to_string(d) + "]; _r /= _p._kshape[" +
+                             std::to_string(d) + "];"
+                       : "_r;";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_output(k) || is_array_input(k))
+                    s += ' ' + offset_name(k) + " += _c * " + stride(k, d) + ';';
+            line(s + " }");
+        }
+        line(indent + "}");
+    }
+    std::string offset_name(int k) const {
+        return (is_output(k) ? "_o_" : "_k_") + param(k).name;
+    }
+
+    // Declares `_e_<x>`, the offset of element J of the reduction (relative to the kept offset).
+    void emit_reduced_offsets(const std::string& j, const std::string& suffix,
+                              const std::string& indent) {
+        if (reduced() == 1) {
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array_input(k))
+                    line(indent + "const kiln_index_t _e_" + param(k).name + suffix + " = " +
+                         (m_plan.vec > 1 ? j : "(" + j + ") * " + stride(k, kept())) + ";");
+            return;
+        }
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array_input(k))
+                line(indent + "kiln_index_t _e_" + param(k).name + suffix + " = 0;");
+        line(indent + "{");
+        line(indent + "    kiln_index_t _r = " + j + ";");
+        for (int d = reduced() - 1; d >= 0; --d) {
+            std::string s = indent + "    { const kiln_index_t _c = ";
+            s += d > 0 ? "_r % _p._rshape[" + std::to_string(d) + "]; _r /= _p._rshape[" +
+                             std::to_string(d) + "];"
+                       : "_r;";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array_input(k))
+                    s += " _e_" + param(k).name + suffix + " += _c * " + stride(k, kept() + d) +
+                         ';';
+            line(s + " }");
+        }
+        line(indent + "}");
+    }
+
+    // Loads for element J (a vector of plan.vec elements when vec > 1) into _v<suffix>_<x>.
+    void emit_loads(const std::string& j, const std::string& suffix, const std::string& indent,
+                    const std::string& extra_offset) {
+        emit_reduced_offsets(j, suffix, indent);
+        for (int k = 0; k < m_plan.count; ++k) {
+            if (!is_array_input(k)) continue;
+            const std::string address = ptr(k) + " + _k_" + param(k).name + extra_offset +
+                                        " + _e_" + param(k).name + suffix;
+            if (m_plan.vec > 1) {
+                const std::string vt =
+                    "kiln::Vec<" + type(k) + ", " + std::to_string(m_plan.vec) + ">";
+                line(indent + "const " + vt + " _v" + suffix + '_' + param(k).name +
+                     " = *reinterpret_cast<const " + vt + "*>(" + address + ");");
+            } else {
+                line(indent + "const " + type(k) + " _v" + suffix + '_' + param(k).name + " = *(" +
+                     address + ");");
+            }
+        }
+    }
+
+    // acc.add(kiln_map(...)) for element `lane` of the loaded vectors.
+    std::string map_call(const std::string& suffix, int lane, const std::string& j,
+                         const std::string& i) const {
+        std::string call = "kiln_map(";
+        for (std::size_t k = 0; k < m_def.input_count; ++k) {
+            if (is_scalar(static_cast<int>(k))) continue;
+            call += "_v" + suffix + '_' + param(k).name;
+            if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
+            call += ", ";
+        }
+        return call + j + ", " + i + ", _in_ind, _out_ind" + m_scalar_args + ")";
+    }
+
+    // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
+    std::string post_map_call(const std::string& acc, const std::string& i,
+                              bool column = false) const {
+        std::string call = "kiln_post_map(" + acc + ".v, ";
+        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+            call += ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "], ";
+        return call + i + ", _in_ind, _out_ind" + m_scalar_args + ");";
+    }
+
+    // The unrolled accumulation loop over vector index `jv` from `start` by `step` below `end`.
+    // `element(jv, u, lane)` is the reduction index of a loaded element; `extra` an offset added
+    // to every load (outer layout: the thread's column).
+    void emit_accumulate(const std::string& start, const std::string& step, const std::string& end,
+                         const std::string& acc, const std::string& i, const std::string& extra,
+                         const std::string& indent, bool per_lane_acc) {
+        const int unroll = m_plan.unroll;
+        const int vec = m_plan.vec;
+        const std::string v = std::to_string(vec);
+        line(indent + "kiln_index_t _jv = " + start + ";");
+        auto body = [&](int copies, const std::string& in) {
+            for (int u = 0; u < copies; ++u) {
+                const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
+                const std::string j = vec > 1 ? "(" + jv + ") * " + v : jv;
+                emit_loads(j, std::to_string(u), in, extra);
+            }
+            for (int u = 0; u < copies; ++u) {
+                const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
+                for (int lane = 0; lane < vec; ++lane) {
+                    const std::string j = vec > 1 ? "(" + jv + ") * " + v + " + " +
+                                                        std::to_string(lane)
+                                                  : jv;
+                    const std::string out_i =
+                        per_lane_acc ? "(" + i + " + " + std::to_string(lane) + ")" : i;
+                    const std::string target =
+                        per_lane_acc ? acc + '[' + std::to_string(lane) + ']' : acc;
+                    line(in + target + ".add(" + map_call(std::to_string(u), lane, j, out_i) +
+                         ");");
+                }
+            }
+        };
+        if (unroll > 1) {
+            line(indent + "for (; _jv + " + std::to_string(unroll - 1) + " * (" + step + ") < " +
+                 end + "; _jv += " + std::to_string(unroll) + " * (" + step + ")) {");
+            body(unroll, indent + "    ");
+            line(indent + "}");
+        }
+        line(indent + "for (; _jv < " + end + "; _jv += " + step + ") {");
+        body(1, indent + "    ");
+        line(indent + "}");
+    }
+
+    void emit_group() {
+        const int block = m_plan.block_x;
+        const std::string b = std::to_string(block);
+        const std::string v = std::to_string(m_plan.vec);
+        line("extern \"C\" __global__ void __launch_bounds__(" + b + ") " + m_def.name +
+             "(const kiln_params _p) {");
+        emit_prologue("32");
+        const std::string nv = m_plan.vec > 1 ? "_p._n_red / " + v : "_p._n_red";
+        if (m_plan.warp_group) {
+            // A warp per output: short reductions, many outputs.
+            line("    const int _lane = threadIdx.x & 31;");
+            line("    for (kiln_index_t _i = (kiln_index_t)blockIdx.x * " + std::to_string(block / 32) +
+                 " + (threadIdx.x >> 5); _i < _p._n_out; _i += (kiln_index_t)gridDim.x * " +
+                 std::to_string(block / 32) + ") {");
+            emit_kept_offsets("_i", kept() - 1, "        ");
+            line("        kiln_acc _acc;");
+            line("        _acc.init();");
+            emit_accumulate("_lane", "32", nv, "_acc", "_i", "", "        ", false);
+            line("        kiln::warp_reduce(_acc);");
+            line("        if (_lane == 0) " + post_map_call("_acc", "_i"));
+            line("    }");
+            line("}");
+            return;
+        }
+        // A block per output, or _S blocks per output whose partial results the last of them
+        // combines in a fixed order.
+        line("    for (kiln_index_t _g = blockIdx.x; _g < _p._n_out * _S; _g += gridDim.x) {");
+        line("        const kiln_index_t _i = _g / _S, _s = _g - _i * _S;");
+        emit_kept_offsets("_i", kept() - 1, "        ");
+        line("        kiln_acc _acc;");
+        line("        _acc.init();");
+        emit_accumulate("_s * " + b + " + threadIdx.x", "_S * " + b, nv, "_acc", "_i", "",
+                        "        ", false);
+        line("        _acc = kiln::block_reduce<" + b + ">(_acc, _scratch);");
+        line("        if (_S == 1) {");
+        line("            if (threadIdx.x == 0) " + post_map_call("_acc", "_i"));
+        line("            continue;");
+        line("        }");
+        line("        if (threadIdx.x == 0) {");
+        line("            _partials[_g] = _acc;");
+        line("            __threadfence();");
+        line("            _last = atomicAdd(_p._counters + _i, 1u) == (unsigned)(_S - 1);");
+        line("        }");
+        line("        __syncthreads();");
+        line("        if (_last) {");
+        line("            __threadfence();");
+        line("            kiln_acc _c;");
+        line("            _c.init();");
+        line("            for (kiln_index_t _t = threadIdx.x; _t < _S; _t += " + b +
+             ") _c.merge(kiln::load_cg(_partials + _i * _S + _t));");
+        line("            _c = kiln::block_reduce<" + b + ">(_c, _scratch);");
+        line("            if (threadIdx.x == 0) {");
+        line("                " + post_map_call("_c", "_i"));
+        line("                _p._counters[_i] = 0u;");
+        line("            }");
+        line("        }");
+        line("        __syncthreads();");
+        line("    }");
+        line("}");
+    }
+
+    void emit_outer() {
+        const int by = m_plan.block_y;
+        const int vec = m_plan.vec;
+        const std::string v = std::to_string(vec);
+        const std::string ys = std::to_string(by);
+        const int last_kept = kept() - 1;
+        line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * by) + ") " +
+             m_def.name + "(const kiln_params _p) {");
+        emit_prologue(std::to_string(32 * by * vec));
+        line("    const kiln_index_t _C = _p._kshape[" + std::to_string(last_kept) + "];");
+        line("    const kiln_index_t _B = _p._n_out / _C;");
+        line("    const kiln_index_t _chunk = (_p._n_red + _S - 1) / _S;");
+        line("    const kiln_index_t _j0 = (kiln_index_t)blockIdx.y * _chunk;");
+        line("    const kiln_index_t _j1 = min(_p._n_red, _j0 + _chunk);");
+        line("    const kiln_index_t _c = ((kiln_index_t)blockIdx.x * 32 + threadIdx.x) * " + v +
+             ";");
+        line("    const bool _active = _c < _C;");
+        line("    for (kiln_index_t _b = blockIdx.z; _b < _B; _b += gridDim.z) {");
+        emit_kept_offsets("_b", last_kept - 1, "        ");
+        for (int k = 0; k < m_plan.count; ++k)
+            if (is_array_input(k))
+                line("        _k_" + param(k).name + " += _c * " + stride(k, last_kept) + ";");
+        line("        kiln_acc _acc[" + v + "];");
+        line("        #pragma unroll");
+        line("        for (int _q = 0; _q < " + v + "; ++_q) _acc[_q].init();");
+        line("        if (_active) {");
+        emit_accumulate("_j0 + threadIdx.y", ys, "_j1", "_acc", "_b * _C + _c", "",
+                        "            ", true);
+        line("        }");
+        // The block's rows meet in shared memory; row 0 merges them in order.
+        line("        const int _t = threadIdx.y * 32 + threadIdx.x;");
+        line("        #pragma unroll");
+        line("        for (int _q = 0; _q < " + v + "; ++_q) _scratch[_t * " + v +
+             " + _q] = _acc[_q];");
+        line("        __syncthreads();");
+        line("        if (threadIdx.y == 0) {");
+        line("            for (int _y = 1; _y < " + ys + "; ++_y)");
+        line("                #pragma unroll");
+        line("                for (int _q = 0; _q < " + v + "; ++_q) _acc[_q].merge(_scratch[(_y * "
+                                                              "32 + threadIdx.x) * " +
+             v + " + _q]);");
+        line("        }");
+        line("        if (_S == 1) {");
+        line("            if (threadIdx.y == 0 && _active) {");
+        line("                #pragma unroll");
+        line("                for (int _q = 0; _q < " + v + "; ++_q) {");
+        line("                    if (_c + _q >= _C) break;");
+        emit_output_column_offsets("                    ");
+        line("                    " + post_map_call("_acc[_q]", "_b * _C + _c + _q", true));
+        line("                }");
+        line("            }");
+        line("        } else {");
+        line("            const kiln_index_t _slot = (_b * _S + blockIdx.y) * _C + _c;");
+        line("            if (threadIdx.y == 0 && _active) {");
+        line("                #pragma unroll");
+        line("                for (int _q = 0; _q < " + v + "; ++_q) if (_c + _q < _C) "
+                                                              "_partials[_slot + _q] = _acc[_q];");
+        line("                __threadfence();");
+        line("            }");
+        line("            __syncthreads();");
+        line("            const kiln_index_t _counter = _b * gridDim.x + blockIdx.x;");
+        line("            if (_t == 0) _last = atomicAdd(_p._counters + _counter, 1u) == "
+             "(unsigned)(_S - 1);");
+        line("            __syncthreads();");
+        line("            if (_last && threadIdx.y == 0 && _active) {");
+        line("                __threadfence();");
+        line("                for (int _q = 0; _q < " + v + "; ++_q) {");
+        line("                    if (_c + _q >= _C) break;");
+        line("                    kiln_acc _m;");
+        line("                    _m.init();");
+        line("                    for (kiln_index_t _s = 0; _s < _S; ++_s) "
+             "_m.merge(kiln::load_cg(_partials + (_b * _S + _s) * _C + _c + _q));");
+        emit_output_column_offsets("                    ");
+        line("                    " + post_map_call("_m", "_b * _C + _c + _q", true));
+        line("                }");
+        line("            }");
+        line("            if (_last && _t == 0) _p._counters[_counter] = 0u;");
+        line("        }");
+        line("        __syncthreads();");
+        line("    }");
+        line("}");
+    }
+
+    // Output offsets of column _c + _q, shadowing the outer ones within the loop body.
+    void emit_output_column_offsets(const std::string& indent) {
+        const int last_kept = kept() - 1;
+        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+            line(indent + "const kiln_index_t _oc_" + param(k).name + " = _o_" + param(k).name +
+                 " + (_c + _q) * " + stride(k, last_kept) + ";");
+    }
+
+    const ReductionDefinition& m_def;
+    const ReductionPlan& m_plan;
+    std::ostringstream m_out;
+    int m_line = 1; // the line the next emitted text starts on
+    ReductionSourceLines m_lines;
+    std::string m_scalar_args;
+};
+
+} // namespace
+
+const char* ReductionSourceLines::piece_at(int line) const noexcept {
+    for (const Piece& p : pieces)
+        if (line >= p.first && line <= p.last) return p.what;
+    return nullptr;
+}
+
+std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan) {
+    if (def.reduce_type.empty()) return cuda_type(plan.operands[def.input_count].dtype);
+    try {
+        return cuda_type(parse_dtype(def.reduce_type));
+    } catch (const ArgumentError&) {
+        return def.reduce_type; // a C++ type or a placeholder
+    }
+}
+
+GeneratedReduction generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
+                                      const Bindings& bindings) {
+    return Emitter(def, plan).source(bindings);
+}
+
+} // namespace kiln::detail

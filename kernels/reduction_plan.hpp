@@ -1,0 +1,56 @@
+#pragma once
+// The decisions that specialize one ReductionKernel launch: a small POD whose bytes are the
+// signature of the generated kernel, hashed on the hot path instead of any source. Grid sizes and
+// the number of blocks that split one output are launch arguments, not part of the signature.
+
+#include "elementwise_plan.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace kiln::detail {
+
+enum class ReduceLayout : std::uint8_t {
+    /// A group of threads (a warp or a block, or several blocks) per output, walking the
+    /// reduction; vector loads when the innermost reduced axis is contiguous. Covers reductions
+    /// to a scalar, over contiguous inner axes (rows) and mixed or strided layouts.
+    group,
+    /// A thread per output (times `vec` neighbours), for reductions over outer axes whose kept
+    /// inner axis is contiguous (columns): a warp reads consecutive outputs' elements, the
+    /// reduction is split across the block's rows and across blocks.
+    outer,
+};
+
+struct ReductionPlan {
+    ReduceLayout layout = ReduceLayout::group;
+    std::uint8_t kept_ndim = 1; ///< collapsed kept axes (at least 1, extent 1 for a scalar)
+    std::uint8_t red_ndim = 1;  ///< collapsed reduced axes (at least 1)
+    std::uint8_t vec = 1;       ///< elements per vector load
+    bool index64 = false;       ///< 64-bit indexing
+    bool warp_group = false;    ///< group layout: a warp per output instead of a block
+    std::uint8_t count = 0;     ///< operands: inputs then outputs
+    std::uint8_t slot_bytes = 0; ///< bytes per partial result in the workspace
+    std::uint16_t block_x = 256, block_y = 1;
+    std::uint8_t unroll = 4; ///< independent loads in flight per thread
+    std::uint8_t reserved[3] = {};
+    std::array<OperandPlan, kMaxParams> operands{};
+
+    std::size_t used_bytes() const noexcept {
+        return offsetof(ReductionPlan, operands) + count * sizeof(OperandPlan);
+    }
+    bool operator==(const ReductionPlan& o) const noexcept {
+        return count == o.count && std::memcmp(this, &o, used_bytes()) == 0;
+    }
+};
+
+static_assert(offsetof(ReductionPlan, operands) == 16,
+              "ReductionPlan is compared bytewise: it must have no padding");
+
+struct ReductionPlanHash {
+    std::size_t operator()(const ReductionPlan& plan) const noexcept {
+        return hash_plan_bytes(&plan, plan.used_bytes());
+    }
+};
+
+} // namespace kiln::detail

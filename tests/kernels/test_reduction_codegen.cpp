@@ -1,0 +1,249 @@
+// ReductionKernel without a GPU: axes, binding, layouts and generated source, compiled by NVRTC
+// for sm_90. Arrays are described with Array::wrap over made-up, aligned addresses: nothing is
+// launched.
+
+#include "kiln/kiln.hpp"
+#include "kiln/reduction_kernel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using kiln::Array;
+using kiln::Axes;
+using kiln::DType;
+using kiln::ReduceCall;
+using kiln::ReductionKernel;
+
+namespace {
+
+constexpr CUdeviceptr kBase = CUdeviceptr{1} << 32;
+
+Array fake(kiln::Dims shape, DType dtype = DType::float32) {
+    static CUdeviceptr next = kBase;
+    next += CUdeviceptr{1} << 28; // far apart, 256-byte aligned
+    return Array::wrap(next, shape, dtype);
+}
+
+std::string source(const ReductionKernel& k, std::initializer_list<kiln::Arg> args,
+                   const ReduceCall& how = {}) {
+    return k.source_for(args.begin(), args.size(), how);
+}
+
+void compiles(const ReductionKernel& k, std::initializer_list<kiln::Arg> args,
+              const ReduceCall& how = {}) {
+    try {
+        k.compile_for(args.begin(), args.size(), how, "sm_90");
+    } catch (const kiln::CompileError& e) {
+        FAIL() << e.what();
+    }
+}
+
+template <class E> std::string error_of(const std::function<void()>& f) {
+    try {
+        f();
+    } catch (const E& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
+
+ReductionKernel l2norm() {
+    return ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+}
+
+} // namespace
+
+TEST(ReductionCodegen, EverythingToAScalarSplitsOneOutputAcrossBlocksWithVectorLoads) {
+    const auto k = l2norm();
+    Array x = fake({1 << 20});
+    const std::string src = source(k, {x});
+    EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
+    EXPECT_TRUE(has(src, "atomicAdd(_p._counters")) << "split outputs combine in the last block";
+    EXPECT_TRUE(has(src, "kiln::block_reduce<512>")) << src;
+    compiles(k, {x});
+}
+
+TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
+    const auto k = l2norm();
+    Array long_rows = fake({1024, 8192});
+    const std::string block_src = source(k, {long_rows}, ReduceCall{1});
+    EXPECT_TRUE(has(block_src, "kiln::block_reduce<")) << block_src;
+    EXPECT_TRUE(has(block_src, "kiln::Vec<float, 4>"));
+    compiles(k, {long_rows}, ReduceCall{1});
+    Array short_rows = fake({1 << 16, 64});
+    const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
+    EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_acc)")) << warp_src;
+    EXPECT_FALSE(has(warp_src, "block_reduce"));
+    compiles(k, {short_rows}, ReduceCall{-1});
+}
+
+TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
+    const auto k = l2norm();
+    Array x = fake({4096, 4096});
+    const std::string src = source(k, {x}, ReduceCall{0});
+    EXPECT_TRUE(has(src, "_acc[4]")) << "4 neighbouring columns per thread: " << src;
+    EXPECT_TRUE(has(src, "__launch_bounds__(256)"));
+    EXPECT_TRUE(has(src, "_j0 + threadIdx.y"));
+    compiles(k, {x}, ReduceCall{0});
+    // Batched: the middle axis of a 3-D array.
+    Array y = fake({64, 128, 256});
+    EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_j0 + threadIdx.y"));
+    compiles(k, {y}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, MixedAxesUnravelTheReductionIndexAndKeepVectors) {
+    const auto k = l2norm();
+    Array x = fake({32, 64, 256});
+    const std::string src = source(k, {x}, ReduceCall{{0, 2}});
+    EXPECT_TRUE(has(src, "_p._rshape[1]")) << src;
+    EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
+    compiles(k, {x}, ReduceCall{{0, 2}});
+}
+
+TEST(ReductionCodegen, ContiguousAxesCollapseIntoOne) {
+    const auto k = l2norm();
+    Array x = fake({8, 16, 32, 64});
+    const std::string src = source(k, {x}, ReduceCall{{2, 3}});
+    EXPECT_TRUE(has(src, "_kshape[1]")) << src;
+    EXPECT_TRUE(has(src, "_rshape[1]")) << "axes 2 and 3 merge into one reduced axis: " << src;
+    EXPECT_FALSE(has(src, "_rshape[2]"));
+}
+
+TEST(ReductionCodegen, StridedInputsReadElementByElementAndTransposesReadAsColumns) {
+    const auto k = l2norm();
+    // Every third column: no vector loads along the reduced axis.
+    Array sliced = fake({1000, 1000}).slice({kiln::Slice::all(), kiln::Slice::range(0, 1000, 3)});
+    const std::string strided = source(k, {sliced}, ReduceCall{1});
+    EXPECT_FALSE(has(strided, "kiln::Vec")) << strided;
+    compiles(k, {sliced}, ReduceCall{1});
+    compiles(k, {sliced});
+    // A transposed array reduced along its strided axis is a column reduction of the original.
+    Array transposed = fake({256, 512}).transpose(); // (512, 256), element strides (1, 512)
+    const std::string columns = source(k, {transposed}, ReduceCall{1});
+    EXPECT_TRUE(has(columns, "_j0 + threadIdx.y")) << columns;
+    compiles(k, {transposed}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, EveryDTypeCompilesForSumLikeKernels) {
+    const ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "sum_like");
+    for (int d = 0; d < kiln::kDTypeCount; ++d) {
+        const auto dtype = static_cast<DType>(d);
+        SCOPED_TRACE(kiln::name(dtype));
+        Array x = fake({64, 300}, dtype);
+        compiles(sum, {x}, ReduceCall{1});
+        compiles(sum, {x}, ReduceCall{0});
+        compiles(sum, {x});
+    }
+}
+
+TEST(ReductionCodegen, KernelsWithoutIdentityTrackWhetherAValueIsHeld) {
+    const ReductionKernel k("T x", "T y", "x", "max(a, b)", "y = a", "", "max_no_identity");
+    Array x = fake({128, 128});
+    const std::string src = source(k, {x}, ReduceCall{1});
+    EXPECT_TRUE(has(src, "bool has;")) << src;
+    EXPECT_FALSE(has(src, "kiln_identity"));
+    compiles(k, {x}, ReduceCall{1});
+    compiles(k, {x}, ReduceCall{0});
+}
+
+TEST(ReductionCodegen, PairReduceTypesServeArgmax) {
+    const ReductionKernel argmax("T x", "int64 y", "kiln::make_pair(x, _J)",
+                                 "kiln::argmax_merge(a, b)", "y = a.second",
+                                 "_type_reduce(kiln::lowest<T>(), -1)", "my_argmax",
+                                 {"kiln::pair<T, long long>"});
+    Array x = fake({1 << 20});
+    compiles(argmax, {x});
+    Array m = fake({512, 512});
+    compiles(argmax, {m}, ReduceCall{0});
+    compiles(argmax, {m}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, SeveralInputsBroadcastAndScalarsReachEveryExpression) {
+    const ReductionKernel k("T x, T w, float32 scale", "T y, T z", "x * w * scale", "a + b",
+                            "y = a; z = a * scale", "0", "weighted");
+    Array x = fake({256, 1024}), w = fake({1024});
+    const std::string src = source(k, {x, w, 2.0f}, ReduceCall{1});
+    EXPECT_TRUE(has(src, "const float scale")) << src;
+    compiles(k, {x, w, 2.0f}, ReduceCall{1});
+    compiles(k, {x, w, 2.0f}, ReduceCall{0});
+}
+
+TEST(ReductionCodegen, KeepdimsAndGivenOutputsShapeTheResult) {
+    const auto k = l2norm();
+    Array x = fake({4, 5, 6});
+    Array given = fake({4, 1, 6});
+    compiles(k, {x, given}, ReduceCall{1, true});
+    EXPECT_TRUE(has(error_of<kiln::ShapeError>([&] { source(k, {x, given}, ReduceCall{1}); }),
+                    "(4, 6)"));
+}
+
+TEST(ReductionCodegen, AxesOutOfRangeOrRepeatedAreAxisErrors) {
+    const auto k = l2norm();
+    Array x = fake({4, 5, 6});
+    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{3}); }),
+                    "axis 3 is out of bounds for an array of dimension 3"));
+    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{-4}); }),
+                    "axis -4"));
+    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{{0, -3}}); }),
+                    "repeated"));
+    EXPECT_NO_THROW(source(k, {x}, ReduceCall{{-1, 0}}));
+}
+
+TEST(ReductionCodegen, AnEmptyReductionWithoutIdentityIsAnError) {
+    const ReductionKernel k("T x", "T y", "x", "max(a, b)", "y = a", "", "maxk");
+    Array x = fake({0, 5});
+    EXPECT_TRUE(has(error_of<kiln::ArgumentError>([&] { source(k, {x}, ReduceCall{0}); }),
+                    "no identity"));
+    // Reducing the non-empty axis of an empty array has no outputs: fine.
+    EXPECT_NO_THROW(source(k, {x}, ReduceCall{1}));
+    // With an identity the empty reduction gives the identity.
+    EXPECT_NO_THROW(source(l2norm(), {x}, ReduceCall{0}));
+}
+
+TEST(ReductionCodegen, BadSpecsAreSpecErrors) {
+    auto make = [](const char* in, const char* out, const char* map = "x") {
+        return [=] { ReductionKernel(in, out, map, "a + b", "y = a", "0", "k"); };
+    };
+    EXPECT_TRUE(has(error_of<kiln::SpecError>(make("raw T x", "T y")), "raw"));
+    EXPECT_TRUE(has(error_of<kiln::SpecError>(make("T x", "T a")), "'a'"));
+    EXPECT_TRUE(has(error_of<kiln::SpecError>(make("T x", "T y", "  ")), "map expression"));
+    EXPECT_TRUE(has(error_of<kiln::SpecError>(make("T x,", "T y")), "^"));
+    EXPECT_TRUE(has(error_of<kiln::SpecError>(make("", "T y")), "input"));
+}
+
+TEST(ReductionCodegen, CompileErrorsNameTheExpressionAtFault) {
+    Array x = fake({1000});
+    auto error = [&](const char* map, const char* reduce, const char* post, const char* identity) {
+        const ReductionKernel k("T x", "T y", map, reduce, post, identity, "faulty");
+        try {
+            k.compile_for(nullptr, 0, {}, "sm_90");
+        } catch (const kiln::ArgumentError&) {
+        }
+        const std::initializer_list<kiln::Arg> args{x};
+        try {
+            k.compile_for(args.begin(), args.size(), {}, "sm_90");
+        } catch (const kiln::CompileError& e) {
+            EXPECT_TRUE(has(e.what(), "faulty")) << e.what();
+            EXPECT_TRUE(has(e.source(), "kiln_reduce")) << "the generated source is attached";
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_TRUE(has(error("x", "a +* b", "y = a", "0"), "the reduce expression 'a +* b'"));
+    EXPECT_TRUE(has(error("x", "a + b", "y = a", "1.0.0"),
+                    "the identity '1.0.0' is at fault (it must convert to the reduce type float)"));
+    EXPECT_TRUE(has(error("x +", "a + b", "y = a", "0"), "the map expression"));
+    EXPECT_TRUE(has(error("x", "a + b", "y = nosuch(a)", "0"), "the post-map expression"));
+}
+
+TEST(ReductionCodegen, AxesPrintAsNumPyWritesThem) {
+    EXPECT_EQ(Axes().to_string(), "None");
+    EXPECT_EQ(Axes(1).to_string(), "1");
+    EXPECT_EQ(Axes({0, 2}).to_string(), "(0, 2)");
+    EXPECT_EQ(Axes::none().to_string(), "()");
+}
