@@ -8,7 +8,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -47,6 +47,16 @@ if has elementwise; then
     for run in 1 2 3; do
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_elementwise --first-call
     done | tee "$out/first_call.txt"
+fi
+if has reduction; then
+    ./build-gpu/bench/bench_reduction --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_min_time=0.2 --benchmark_out="$out/bench_reduction.json" --benchmark_out_format=json \
+        >"$out/bench_reduction.txt" 2>&1 || status=1
+    grep -E "median|ERROR" "$out/bench_reduction.txt"
+    for run in 1 2 3; do
+        KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
+    done | tee "$out/reduction_first_call.txt"
+    has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
 fi
 if has cupy; then
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1

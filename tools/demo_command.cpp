@@ -141,6 +141,65 @@ void run_squared_diff() {
     }
 }
 
+// The seed's l2norm, as CuPy's docs write it: the 2-norm of each row, and of everything.
+void run_l2norm(const std::string& arch) {
+    std::printf("== l2norm (ReductionKernel) ==\n");
+    ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+    const int rows = 4096, cols = 4096;
+    std::string reason;
+    if (!Device::available(&reason)) {
+        const Array x = Array::wrap(CUdeviceptr{1} << 20, {rows, cols}, DType::float32);
+        const Arg args[] = {x};
+        const auto start = std::chrono::steady_clock::now();
+        auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
+        std::printf("  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n",
+                    program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
+                    program->key().hex().c_str(),
+                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                              start)
+                        .count(),
+                    rows, cols);
+        std::printf("  run: skipped, no GPU (%s)\n", reason.c_str());
+        return;
+    }
+    std::vector<float> xs(static_cast<std::size_t>(rows) * cols);
+    std::mt19937 rng(std::random_device{}());
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (float& v : xs)
+        v = dist(rng);
+    const Array x = from_host(xs, {rows, cols});
+    const auto first = std::chrono::steady_clock::now();
+    Array norms = l2norm(ReduceCall{1}, x);
+    const auto host = norms.to_host<float>();
+    const double first_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first)
+            .count();
+    double worst = 0;
+    for (int r = 0; r < rows; ++r) {
+        double ref = 0;
+        for (int c = 0; c < cols; ++c)
+            ref += double(xs[std::size_t(r) * cols + c]) * xs[std::size_t(r) * cols + c];
+        worst = std::max(worst, std::fabs(host[r] - std::sqrt(ref)) / std::sqrt(ref));
+    }
+    if (worst > 1e-5)
+        throw Error("l2norm is off by a relative " + std::to_string(worst) + " from the host");
+    Event start(true), stop(true);
+    std::vector<double> gpu_ms;
+    for (int rep = 0; rep < 20; ++rep) {
+        start.record();
+        l2norm(ReduceCall{1}, x, norms);
+        stop.record();
+        stop.synchronize();
+        gpu_ms.push_back(elapsed_ms(start, stop));
+    }
+    const double ms = median(gpu_ms);
+    const float total = static_cast<Array>(l2norm(x)).to_host<float>()[0];
+    std::printf("  rows of %dx%d float32: first call %.1f ms (compile or cache, load, run); then "
+                "%.3f ms (%.0f GB/s); within %.1e of the host; norm of everything %.3f\n",
+                rows, cols, first_ms, ms, double(rows) * cols * sizeof(float) / (ms * 1e6), worst,
+                total);
+}
+
 } // namespace
 
 void add_demo_command(CLI::App& app) {
@@ -155,6 +214,7 @@ void add_demo_command(CLI::App& app) {
         std::printf("kiln demo: NVRTC %s, target %s\n", nvrtc_version().c_str(), target.c_str());
         run_my_add(target);
         run_squared_diff();
+        run_l2norm(target);
     });
 }
 

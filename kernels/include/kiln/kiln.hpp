@@ -21,6 +21,8 @@
 #include "kiln/param_spec.hpp"
 #include "kiln/profiler.hpp"
 #include "kiln/raw_kernel.hpp"
+#include "kiln/reduction_kernel.hpp"
+#include "kiln/reductions.hpp"
 #include "kiln/scoped_timer.hpp"
 #include "kiln/statistics.hpp"
 #include "kiln/stream.hpp"

@@ -1,0 +1,251 @@
+// Reductions: bandwidth (events, medians of Google Benchmark repetitions, fresh random data) for
+// sum to a scalar, over rows (axis 1) and columns (axis 0) of a square matrix, of a 256^3 cube
+// (inputs rotated so the L2 cache cannot hold them), argmax and the seed's l2norm
+// ReductionKernel; host time per hot call against a raw cuLaunchKernel; and, with --first-call,
+// the first call of a new ReductionKernel with an empty cache (run it in a fresh process with a
+// fresh KILN_CACHE_DIR).
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/kiln.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+namespace {
+
+using kiln::Array;
+using kiln::DType;
+using kiln::ReduceCall;
+
+Array random_array(kiln::Dims shape) {
+    static std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> host(static_cast<std::size_t>(shape.product()));
+    for (auto& v : host)
+        v = dist(rng);
+    return kiln::from_host(host, shape);
+}
+
+const kiln::ReductionKernel& l2norm() {
+    static kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+    return k;
+}
+
+// Times `call` with CUDA events around each iteration; bytes per call for the rate.
+template <class F> void time_device(benchmark::State& state, double bytes, F&& call) {
+    kiln::Event start(true), stop(true);
+    for (int i = 0; i < 3; ++i)
+        call(); // compile, load, warm up
+    for (auto _ : state) {
+        start.record();
+        call();
+        stop.record();
+        stop.synchronize();
+        state.SetIterationTime(kiln::elapsed_ms(start, stop) / 1e3);
+    }
+    state.counters["GB/s"] = benchmark::Counter(
+        bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+bool have_gpu(benchmark::State& state) {
+    std::string reason;
+    if (kiln::Device::available(&reason)) return true;
+    state.SkipWithError(reason.c_str());
+    return false;
+}
+
+void BM_Reduction_SumAll(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n});
+    Array out = kiln::empty({}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    time_device(state, 4.0 * n, [&] { kiln::sum(x, {}, options); });
+}
+
+void BM_Reduction_SumCube(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    std::vector<Array> cubes;
+    for (int i = 0; i < 4; ++i)
+        cubes.push_back(random_array({256, 256, 256}));
+    Array out = kiln::empty({}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    std::size_t next = 0;
+    time_device(state, 4.0 * (1 << 24),
+                [&] { kiln::sum(cubes[next++ % cubes.size()], {}, options); });
+}
+
+void BM_Reduction_SumRows(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t side = state.range(0);
+    Array x = random_array({side, side});
+    Array out = kiln::empty({side}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    time_device(state, 4.0 * side * side, [&] { kiln::sum(x, 1, options); });
+}
+
+void BM_Reduction_SumColumns(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t side = state.range(0);
+    Array x = random_array({side, side});
+    Array out = kiln::empty({side}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    time_device(state, 4.0 * side * side, [&] { kiln::sum(x, 0, options); });
+}
+
+void BM_Reduction_SumMixed(benchmark::State& state) { // axes (0, 2) of a 256^3 cube
+    if (!have_gpu(state)) return;
+    std::vector<Array> cubes;
+    for (int i = 0; i < 4; ++i)
+        cubes.push_back(random_array({256, 256, 256}));
+    Array out = kiln::empty({256}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    std::size_t next = 0;
+    time_device(state, 4.0 * (1 << 24),
+                [&] { kiln::sum(cubes[next++ % cubes.size()], {0, 2}, options); });
+}
+
+void BM_Reduction_ArgmaxAll(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n});
+    Array out = kiln::empty({}, DType::int64);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    time_device(state, 4.0 * n, [&] { kiln::argmax(x, {}, options); });
+}
+
+void BM_Reduction_L2normRows(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t side = state.range(0);
+    Array x = random_array({side, side});
+    Array out = kiln::empty({side}, DType::float32);
+    time_device(state, 4.0 * side * side, [&] { l2norm()(ReduceCall{1}, x, out); });
+}
+
+void BM_Reduction_Read(benchmark::State& state) { // the read ceiling: a device-to-device copy
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n}), z = kiln::empty({n}, DType::float32);
+    time_device(state, 2.0 * n * 4, [&] {
+        KILN_CU(cuMemcpyDtoDAsync(z.data(), x.data(), static_cast<std::size_t>(n) * 4, nullptr));
+    });
+}
+
+// Host time per hot call: batches of calls on the host clock, the stream drained outside.
+template <class F> void time_host(benchmark::State& state, F&& call) {
+    for (int i = 0; i < 100; ++i)
+        call();
+    kiln::Device::current().synchronize();
+    constexpr int kBatch = 64;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < kBatch; ++i)
+            call();
+        const auto t1 = std::chrono::steady_clock::now();
+        kiln::Device::current().synchronize();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count() / kBatch);
+    }
+}
+
+void BM_ReductionHost_RawLaunch(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    kiln::RawKernel k("extern \"C\" __global__ void k(const float* x, float* y, int n) { "
+                      "float s = 0; for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i]; "
+                      "if (threadIdx.x == 0) *y = s; }",
+                      "k");
+    Array x = random_array({1024}), y = kiln::empty({1}, DType::float32);
+    k({1}, {256}, x.data<float>(), y.data<float>(), 1024);
+    CUfunction f = k.function().handle();
+    float* px = x.data<float>();
+    float* py = y.data<float>();
+    int n = 1024;
+    void* args[] = {&px, &py, &n};
+    const auto& d = kiln::detail::driver();
+    time_host(state, [&] { d.cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr); });
+}
+
+void BM_ReductionHost_KernelOutputGiven(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    Array x = random_array({32, 1024}), y = kiln::empty({32}, DType::float32);
+    time_host(state, [&] { l2norm()(ReduceCall{1}, x, y); });
+}
+
+void BM_ReductionHost_KernelOutputAllocated(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    Array x = random_array({32, 1024});
+    time_host(state, [&] { benchmark::DoNotOptimize(l2norm()(ReduceCall{1}, x)); });
+}
+
+void BM_ReductionHost_SumAllocated(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    Array x = random_array({32, 1024});
+    time_host(state, [&] { benchmark::DoNotOptimize(kiln::sum(x, 1)); });
+}
+
+BENCHMARK(BM_Reduction_Read)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumAll)
+    ->RangeMultiplier(16)
+    ->Range(1 << 20, 1 << 28)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumCube)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumRows)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumColumns)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumMixed)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_ArgmaxAll)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_L2normRows)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReductionHost_RawLaunch)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReductionHost_KernelOutputGiven)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReductionHost_KernelOutputAllocated)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReductionHost_SumAllocated)
+    ->UseManualTime()
+    ->Iterations(3000)
+    ->Unit(benchmark::kMicrosecond);
+
+// The first call of a new ReductionKernel: generate, compile (NVRTC), load and run; context
+// excluded. A nonce in the preamble keeps NVRTC's own cache out of it.
+int first_call() {
+    kiln::Device::current();
+    Array x = random_array({4096, 4096});
+    kiln::Device::current().synchronize();
+    kiln::ReductionOptions options;
+    options.preamble = "// nonce " + std::to_string(std::random_device{}());
+    const auto t0 = std::chrono::steady_clock::now();
+    kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm",
+                            options);
+    Array y = k(ReduceCall{1}, x);
+    kiln::Device::current().synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    std::printf("first_call_ms %.1f\n", std::chrono::duration<double, std::milli>(t1 - t0).count());
+    return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--first-call") == 0) return first_call();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
