@@ -77,6 +77,11 @@ class Emitter {
     int kept() const { return m_plan.kept_ndim; }
     int reduced() const { return m_plan.red_ndim; }
     bool has_identity() const { return !m_def.identity.empty(); }
+    // Group layout: vectors run along the (contiguous) innermost reduced axis. Outer layout:
+    // along the kept innermost axis, one vector per reduction index.
+    bool vector_along_reduction() const {
+        return m_plan.layout == ReduceLayout::group && m_plan.vec > 1;
+    }
     int block_threads() const { return m_plan.block_x * m_plan.block_y; }
 
     void line(const std::string& s) {
@@ -217,7 +222,8 @@ class Emitter {
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array_input(k))
                     line(indent + "const kiln_index_t _e_" + param(k).name + suffix + " = " +
-                         (m_plan.vec > 1 ? j : "(" + j + ") * " + stride(k, kept())) + ";");
+                         (vector_along_reduction() ? j : "(" + j + ") * " + stride(k, kept())) +
+                         ";");
             return;
         }
         for (int k = 0; k < m_plan.count; ++k)
@@ -291,22 +297,30 @@ class Emitter {
         const int vec = m_plan.vec;
         const std::string v = std::to_string(vec);
         line(indent + "kiln_index_t _jv = " + start + ";");
+        if (!per_lane_acc)
+            for (int u = 1; u < unroll; ++u) {
+                line(indent + "kiln_acc " + acc + "_u" + std::to_string(u) + ";");
+                line(indent + acc + "_u" + std::to_string(u) + ".init();");
+            }
         auto body = [&](int copies, const std::string& in) {
             for (int u = 0; u < copies; ++u) {
                 const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
-                const std::string j = vec > 1 ? "(" + jv + ") * " + v : jv;
+                const std::string j = vector_along_reduction() ? "(" + jv + ") * " + v : jv;
                 emit_loads(j, std::to_string(u), in, extra);
             }
             for (int u = 0; u < copies; ++u) {
                 const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
                 for (int lane = 0; lane < vec; ++lane) {
-                    const std::string j = vec > 1 ? "(" + jv + ") * " + v + " + " +
-                                                        std::to_string(lane)
-                                                  : jv;
+                    const std::string j = vector_along_reduction()
+                                              ? "(" + jv + ") * " + v + " + " + std::to_string(lane)
+                                              : jv;
                     const std::string out_i =
                         per_lane_acc ? "(" + i + " + " + std::to_string(lane) + ")" : i;
-                    const std::string target =
-                        per_lane_acc ? acc + '[' + std::to_string(lane) + ']' : acc;
+                    // Group layout: one accumulator per unrolled load, so the chains of
+                    // dependent reduce steps run side by side.
+                    const std::string target = per_lane_acc
+                                                   ? acc + '[' + std::to_string(lane) + ']'
+                                                   : (u == 0 ? acc : acc + "_u" + std::to_string(u));
                     line(in + target + ".add(" + map_call(std::to_string(u), lane, j, out_i) +
                          ");");
                 }
@@ -321,6 +335,9 @@ class Emitter {
         line(indent + "for (; _jv < " + end + "; _jv += " + step + ") {");
         body(1, indent + "    ");
         line(indent + "}");
+        if (!per_lane_acc)
+            for (int u = 1; u < unroll; ++u)
+                line(indent + acc + ".merge(" + acc + "_u" + std::to_string(u) + ");");
     }
 
     void emit_group() {

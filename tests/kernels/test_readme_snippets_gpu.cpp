@@ -41,3 +41,10 @@ TEST(Readme, ElementwiseSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_elementwise();
 }
+
+void readme_reduction();
+
+TEST(Readme, ReductionSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_reduction();
+}
