@@ -3,6 +3,7 @@
 // time per hot call against a raw cuLaunchKernel; and, with --first-call, the first call of a
 // new kernel with an empty cache (run in a fresh process with a fresh KILN_CACHE_DIR).
 
+#include "bench_support.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 
@@ -17,42 +18,14 @@ namespace {
 
 using kiln::Array;
 using kiln::DType;
-
-Array random_array(kiln::Dims shape) {
-    static std::mt19937 rng(12345);
-    std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    std::vector<float> host(static_cast<std::size_t>(shape.product()));
-    for (auto& v : host)
-        v = dist(rng);
-    return kiln::from_host(host, shape);
-}
+using kiln::bench::have_gpu;
+using kiln::bench::random_array;
+using kiln::bench::time_device;
+using kiln::bench::time_host;
 
 const kiln::ElementwiseKernel& fma3() {
     static kiln::ElementwiseKernel k("T x, T y, T b", "T z", "z = x * y + b", "fma3");
     return k;
-}
-
-// Times `call` with CUDA events around each iteration; bytes per call for the rate.
-template <class F> void time_device(benchmark::State& state, double bytes, F&& call) {
-    kiln::Event start(true), stop(true);
-    for (int i = 0; i < 3; ++i)
-        call(); // compile, load, warm up
-    for (auto _ : state) {
-        start.record();
-        call();
-        stop.record();
-        stop.synchronize();
-        state.SetIterationTime(kiln::elapsed_ms(start, stop) / 1e3);
-    }
-    state.counters["GB/s"] = benchmark::Counter(
-        bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
-}
-
-bool have_gpu(benchmark::State& state) {
-    std::string reason;
-    if (kiln::Device::available(&reason)) return true;
-    state.SkipWithError(reason.c_str());
-    return false;
 }
 
 void BM_Elementwise_Fma(benchmark::State& state) {
@@ -88,22 +61,6 @@ void BM_Elementwise_Copy(benchmark::State& state) { // the device-to-device copy
     time_device(state, 2.0 * n * 4, [&] {
         KILN_CU(cuMemcpyDtoDAsync(z.data(), x.data(), static_cast<std::size_t>(n) * 4, nullptr));
     });
-}
-
-// Host time per hot call: batches of calls on the host clock, the stream drained outside.
-template <class F> void time_host(benchmark::State& state, F&& call) {
-    for (int i = 0; i < 100; ++i)
-        call();
-    kiln::Device::current().synchronize();
-    constexpr int kBatch = 64;
-    for (auto _ : state) {
-        const auto t0 = std::chrono::steady_clock::now();
-        for (int i = 0; i < kBatch; ++i)
-            call();
-        const auto t1 = std::chrono::steady_clock::now();
-        kiln::Device::current().synchronize();
-        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count() / kBatch);
-    }
 }
 
 void BM_ElementwiseHost_RawLaunch(benchmark::State& state) {

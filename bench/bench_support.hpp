@@ -1,0 +1,66 @@
+#pragma once
+// What the GPU benches share: random inputs, event timing of device work, host timing of hot
+// calls, and skipping without a GPU.
+
+#include "kiln/kiln.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <random>
+#include <vector>
+
+namespace kiln::bench {
+
+/// Uniform float32 values in [-1, 1) from one seeded generator per process.
+inline Array random_array(Dims shape) {
+    static std::mt19937 rng(12345);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    std::vector<float> host(static_cast<std::size_t>(shape.product()));
+    for (auto& v : host)
+        v = dist(rng);
+    return from_host(host, shape);
+}
+
+/// Times @p call with CUDA events around each iteration (after a warm-up that compiles and
+/// loads); @p bytes per call give the GB/s counter.
+template <class F> void time_device(benchmark::State& state, double bytes, F&& call) {
+    Event start(true), stop(true);
+    for (int i = 0; i < 3; ++i)
+        call();
+    for (auto _ : state) {
+        start.record();
+        call();
+        stop.record();
+        stop.synchronize();
+        state.SetIterationTime(elapsed_ms(start, stop) / 1e3);
+    }
+    state.counters["GB/s"] = benchmark::Counter(
+        bytes * static_cast<double>(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
+}
+
+/// Host time per hot call: batches of calls on the host clock, the stream drained outside.
+template <class F> void time_host(benchmark::State& state, F&& call) {
+    for (int i = 0; i < 100; ++i)
+        call();
+    Device::current().synchronize();
+    constexpr int kBatch = 64;
+    for (auto _ : state) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int i = 0; i < kBatch; ++i)
+            call();
+        const auto t1 = std::chrono::steady_clock::now();
+        Device::current().synchronize();
+        state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count() / kBatch);
+    }
+}
+
+/// Whether a GPU is there; skips the benchmark with the reason where not.
+inline bool have_gpu(benchmark::State& state) {
+    std::string reason;
+    if (Device::available(&reason)) return true;
+    state.SkipWithError(reason.c_str());
+    return false;
+}
+
+} // namespace kiln::bench
