@@ -3,7 +3,8 @@
 #   device run (carry .deps): bash scripts/gpu_suite.sh
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps: configure + build (tests, benches) -> the whole CTest suite -> demo -> launch bench ->
-# CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo bench cupy") to save time.
+# CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo bench cupy") to save time;
+# "sanitize" (not in the default set) runs the GPU tests under compute-sanitizer.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
@@ -25,6 +26,10 @@ if has test; then
     (cd build-gpu && ctest -j8 --output-on-failure --timeout 300) >"$out/ctest.log" 2>&1 || status=1
     grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Not Run" "$out/ctest.log" | tail -25
     (cd build-gpu && ctest -L gpu -N | tail -1)
+fi
+if has sanitize; then
+    # The GPU suite under compute-sanitizer memcheck and racecheck (summary last).
+    bash scripts/gpu_sanitize.sh 2>&1 | tail -40 || status=1
 fi
 if has demo; then
     export KILN_CACHE_DIR=$(mktemp -d)

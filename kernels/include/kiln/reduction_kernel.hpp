@@ -38,7 +38,7 @@ namespace kiln {
 /// from the end. No allocation: held inline.
 class Axes {
   public:
-    /// Every axis.
+    /// Every axis (NumPy's axis=None). Note: `Axes::none()` (axis=()) reduces over no axis.
     Axes() noexcept = default;
     Axes(int axis) noexcept // NOLINT: implicit, `ReduceCall{1}`
         : m_all(false)
@@ -87,9 +87,11 @@ class ReductionKernel {
     /// @p in_params and @p out_params are CuPy parameter specs ("T x, T w", "T y") without
     /// `raw`; @p map_expr is a C++ expression per element, @p reduce_expr combines two partial
     /// results `a` and `b`, @p post_map_expr is run once per output (statements, e.g.
-    /// "y = sqrt(a)"), @p identity is the value an empty reduction starts from (as C++
-    /// `_type_reduce(identity)`), or empty for none: then reducing over zero elements is an
-    /// error.
+    /// "y = sqrt(a)"), @p identity is an identity of the reduce expression (`reduce(identity,
+    /// v) == v`), written as C++ `_type_reduce(identity)`: every partial result starts from it,
+    /// and an empty reduction gives post-map(identity). Empty for none: then reducing over zero
+    /// elements is an error. A reduce type Kiln cannot size (not a dtype) may take up to 64
+    /// bytes; a larger one fails to compile with a static_assert saying so.
     /// @throws SpecError for a spec that does not parse, a `raw` parameter, an empty expression
     /// or a reserved output name (`a`, `b`).
     ReductionKernel(std::string in_params, std::string out_params, std::string map_expr,
@@ -99,7 +101,9 @@ class ReductionKernel {
     ReductionKernel(ReductionKernel&&) noexcept;
     ReductionKernel& operator=(ReductionKernel&&) noexcept;
 
-    /// Reduce over every axis: inputs, optionally followed by outputs (arrays or scalars).
+    /// Reduce over every axis: inputs, optionally followed by outputs (arrays or scalars). The
+    /// arrays are held by reference for the call: they must outlive it (an Arg made from a
+    /// temporary Array dangles once the full expression ends).
     /// @throws AxisError, ArgumentError (arguments, an empty reduction with no identity),
     /// ShapeError, CompileError (naming the expression at fault), CudaError.
     template <class... Args> Outputs operator()(const Args&... args) const {

@@ -1,0 +1,805 @@
+// ReductionKernel on the GPU against host references (double, or exact for integers) on fresh
+// random data, outputs poisoned first: every axis variant, keepdims, outputs given or allocated,
+// streams, broadcasting and scalars, empty and size-1 extents, views, value-and-index pairs,
+// kernels without identity, every dtype, the split and many-output layouts, determinism.
+
+#include "gpu.hpp"
+
+#include "kiln/kiln.hpp"
+#include "kiln/reduction_kernel.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+using kiln::Array;
+using kiln::Axes;
+using kiln::DType;
+using kiln::ReduceCall;
+using kiln::ReductionKernel;
+using kiln::Slice;
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+using Complex = std::complex<double>;
+
+std::int64_t elements(const Shape& shape) {
+    std::int64_t n = 1;
+    for (std::int64_t e : shape)
+        n *= e;
+    return n;
+}
+
+std::size_t to_size(std::int64_t n) {
+    return static_cast<std::size_t>(n);
+}
+
+std::string text(const Shape& shape) {
+    return kiln::Dims(shape).to_string();
+}
+
+// Advances the C-order multi-index `at` over `shape` by one element.
+void next(std::vector<std::int64_t>& at, const Shape& shape) {
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        if (++at[d] < shape[d]) return;
+        at[d] = 0;
+    }
+}
+
+std::vector<bool> reduced_axes(const Axes& axes, int ndim) {
+    std::vector<bool> reduced(to_size(ndim), axes.is_all());
+    for (int k = 0; k < axes.size(); ++k)
+        reduced[to_size((axes[k] + ndim) % ndim)] = true;
+    return reduced;
+}
+
+Shape result_shape(const Shape& shape, const Axes& axes, bool keepdims = false) {
+    const auto reduced = reduced_axes(axes, static_cast<int>(shape.size()));
+    Shape out;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (!reduced[d])
+            out.push_back(shape[d]);
+        else if (keepdims)
+            out.push_back(1);
+    return out;
+}
+
+// Calls f(flat, out, j) for every element of a C-order array: its flat index, the C-order index
+// of its output (over the kept axes) and its index within its reduction (C order over the reduced
+// axes: what kernels see as `_J`).
+template <class F> void visit(const Shape& shape, const Axes& axes, F&& f) {
+    const auto reduced = reduced_axes(axes, static_cast<int>(shape.size()));
+    std::vector<std::int64_t> at(shape.size(), 0);
+    const std::int64_t n = elements(shape);
+    for (std::int64_t flat = 0; flat < n; ++flat) {
+        std::int64_t out = 0, j = 0;
+        for (std::size_t d = 0; d < shape.size(); ++d) {
+            std::int64_t& index = reduced[d] ? j : out;
+            index = index * shape[d] + at[d];
+        }
+        f(flat, out, j);
+        next(at, shape);
+    }
+}
+
+// Per output: op(...op(op(init, x0, j0), x1, j1)..., xn, jn) over its elements in C order.
+template <class Acc, class V, class Op>
+std::vector<Acc> reference(const std::vector<V>& x, const Shape& shape, const Axes& axes, Acc init,
+                           Op op) {
+    std::vector<Acc> out(to_size(elements(result_shape(shape, axes))), init);
+    visit(shape, axes, [&](std::int64_t flat, std::int64_t o, std::int64_t j) {
+        out[to_size(o)] = op(out[to_size(o)], x[to_size(flat)], j);
+    });
+    return out;
+}
+
+// Sums in double, with the sums of magnitudes that rounding errors scale with.
+struct Sums {
+    std::vector<double> value, scale;
+};
+template <class V> Sums sums(const std::vector<V>& x, const Shape& shape, const Axes& axes) {
+    using Two = std::pair<double, double>;
+    Sums s;
+    for (const Two& r : reference(x, shape, axes, Two{0, 0}, [](Two a, V v, std::int64_t) {
+             return Two{a.first + static_cast<double>(v), a.second + std::abs(double(v))};
+         })) {
+        s.value.push_back(r.first);
+        s.scale.push_back(r.second);
+    }
+    return s;
+}
+
+// Every got[i] within tolerance * scale[i] of want[i] (exactly equal where that is 0). NaN, the
+// poison of floating outputs, never passes.
+::testing::AssertionResult near(const std::vector<double>& got, const std::vector<double>& want,
+                                const std::vector<double>& scale, double tolerance) {
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << got.size() << " outputs, expected " << want.size();
+    for (std::size_t i = 0; i < got.size(); ++i)
+        if (!(std::abs(got[i] - want[i]) <= tolerance * scale[i]))
+            return ::testing::AssertionFailure()
+                   << "output " << i << " is " << got[i] << ", expected " << want[i] << " within "
+                   << tolerance * scale[i];
+    return ::testing::AssertionSuccess();
+}
+
+template <class T> std::vector<double> doubles(const std::vector<T>& v) {
+    return {v.begin(), v.end()};
+}
+
+template <class T> std::vector<T> uniform(std::size_t n, unsigned seed, T lo = -1, T hi = 1) {
+    std::mt19937 engine(seed);
+    std::uniform_real_distribution<T> dist(lo, hi);
+    std::vector<T> v(n);
+    for (T& x : v)
+        x = dist(engine);
+    return v;
+}
+
+// One stored element of any dtype as a complex double; bool as its raw byte, so that poison
+// (0x7f) reads as neither false nor true.
+template <class T> Complex load(const unsigned char* p) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::is_same_v<T, kiln::float16> || std::is_same_v<T, kiln::bfloat16>)
+        return kiln::to_double(v);
+    else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, Complex>)
+        return Complex(v);
+    else
+        return static_cast<double>(v);
+}
+Complex decode(const unsigned char* p, DType dtype) {
+    switch (dtype) {
+    case DType::bool_:
+        return static_cast<double>(*p);
+    case DType::int8:
+        return load<std::int8_t>(p);
+    case DType::int16:
+        return load<std::int16_t>(p);
+    case DType::int32:
+        return load<std::int32_t>(p);
+    case DType::int64:
+        return load<std::int64_t>(p);
+    case DType::uint8:
+        return load<std::uint8_t>(p);
+    case DType::uint16:
+        return load<std::uint16_t>(p);
+    case DType::uint32:
+        return load<std::uint32_t>(p);
+    case DType::uint64:
+        return load<std::uint64_t>(p);
+    case DType::float16:
+        return load<kiln::float16>(p);
+    case DType::bfloat16:
+        return load<kiln::bfloat16>(p);
+    case DType::float32:
+        return load<float>(p);
+    case DType::float64:
+        return load<double>(p);
+    case DType::complex64:
+        return load<std::complex<float>>(p);
+    case DType::complex128:
+        return load<Complex>(p);
+    }
+    return {};
+}
+
+std::vector<Complex> values_of(const Array& a) {
+    std::vector<unsigned char> bytes(a.nbytes());
+    if (!bytes.empty()) a.copy_to_host_bytes(bytes.data());
+    std::vector<Complex> out;
+    for (std::size_t at = 0; at < bytes.size(); at += a.itemsize())
+        out.push_back(decode(bytes.data() + at, a.dtype()));
+    return out;
+}
+
+// An array of `dtype` from `values` converted as kiln::cast_scalar converts, with the values it
+// holds exactly (16-bit floats rounded, say) for host references.
+struct Data {
+    Array array;
+    std::vector<Complex> values;
+};
+Data device_data(const std::vector<Complex>& values, const Shape& shape, DType dtype) {
+    const std::size_t item = kiln::itemsize(dtype);
+    std::vector<unsigned char> bytes(values.size() * item);
+    Data data;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+        kiln::cast_scalar(values[i], dtype, bytes.data() + i * item);
+        data.values.push_back(decode(bytes.data() + i * item, dtype));
+    }
+    data.array = kiln::from_host_bytes(bytes.data(), kiln::Dims(shape), dtype);
+    return data;
+}
+
+// An output whose every byte is 0xff (NaN in every floating type) or 0x7f (integers and bool), so
+// an element the kernel leaves unwritten fails its comparison.
+Array poisoned(const Shape& shape, DType dtype, kiln::StreamRef stream = {}) {
+    const bool floating = kiln::is_floating(dtype) || kiln::is_complex(dtype);
+    const std::vector<unsigned char> bytes(to_size(elements(shape)) * kiln::itemsize(dtype),
+                                           floating ? 0xff : 0x7f);
+    if (bytes.empty()) return kiln::empty(kiln::Dims(shape), dtype, stream);
+    return kiln::from_host_bytes(bytes.data(), kiln::Dims(shape), dtype, stream);
+}
+
+// Leaves poisoned memory just freed in the pool, so that an output Kiln allocates next likely
+// starts out poisoned too (best effort: the stream-ordered pool reuses recent blocks).
+void dirty_pool(const Shape& shape, DType dtype) {
+    (void)poisoned(shape, dtype);
+}
+
+// The C-order elements of a view of the C-order `values`: element c of the view is
+// values[offset + sum(c[d] * strides[d])], strides in elements.
+std::vector<double> gather(const std::vector<double>& values, const Shape& shape,
+                           const Shape& strides, std::int64_t offset) {
+    std::vector<double> out;
+    std::vector<std::int64_t> at(shape.size(), 0);
+    for (std::int64_t n = elements(shape); n > 0; --n) {
+        std::int64_t k = offset;
+        for (std::size_t d = 0; d < shape.size(); ++d)
+            k += at[d] * strides[d];
+        out.push_back(values[to_size(k)]);
+        next(at, shape);
+    }
+    return out;
+}
+
+const ReductionKernel& sum_kernel() {
+    static const ReductionKernel k("T x", "T y", "x", "a + b", "y = a", "0", "sum_like");
+    return k;
+}
+
+// A sum weighted by each element's place in its reduction, and each output's own index: a wrong
+// element, a wrong `_J`, a wrong `_i` or an output written to the wrong place all show.
+const ReductionKernel& weighted_sum() {
+    static const ReductionKernel k("T x", "T y, int64 at", "x * (1 + _J % 5)", "a + b",
+                                   "y = a; at = _i", "0", "weighted_sum");
+    return k;
+}
+
+// weighted_sum over `axes` of the float64 array x, whose elements in C order are `values`.
+void check_weighted(const Array& x, const std::vector<double>& values, const Axes& axes,
+                    bool keepdims, bool give_outputs) {
+    const Shape shape(x.shape().begin(), x.shape().end());
+    SCOPED_TRACE("shape " + text(shape) + ", axis=" + axes.to_string() +
+                 (keepdims ? ", keepdims" : "") + (give_outputs ? ", outputs given" : ""));
+    const Shape out_shape = result_shape(shape, axes, keepdims);
+    const ReduceCall how{axes, keepdims};
+    kiln::Outputs outs;
+    if (give_outputs) {
+        const Array y = poisoned(out_shape, DType::float64), at = poisoned(out_shape, DType::int64);
+        outs = weighted_sum()(how, x, y, at);
+        ASSERT_EQ(outs.size(), 2u);
+        EXPECT_EQ(outs[0].data(), y.data());
+        EXPECT_EQ(outs[1].data(), at.data());
+    } else {
+        dirty_pool(out_shape, DType::float64);
+        outs = weighted_sum()(how, x);
+        ASSERT_EQ(outs.size(), 2u);
+    }
+    EXPECT_EQ(outs[0].shape().to_string(), text(out_shape));
+    EXPECT_EQ(outs[1].shape().to_string(), text(out_shape));
+    EXPECT_EQ(outs[0].dtype(), DType::float64);
+    EXPECT_EQ(outs[1].dtype(), DType::int64);
+    const auto ref =
+        reference(values, shape, axes, std::pair<double, double>{0, 0},
+                  [](std::pair<double, double> a, double v, std::int64_t j) {
+                      const double w = static_cast<double>(1 + j % 5);
+                      return std::pair<double, double>{a.first + v * w, a.second + std::abs(v) * w};
+                  });
+    std::vector<double> want, scale;
+    for (const auto& r : ref) {
+        want.push_back(r.first);
+        scale.push_back(r.second);
+    }
+    EXPECT_TRUE(near(outs[0].to_host<double>(), want, scale, 1e-11));
+    const auto at = outs[1].to_host<std::int64_t>();
+    ASSERT_EQ(at.size(), want.size());
+    for (std::size_t o = 0; o < at.size(); ++o)
+        ASSERT_EQ(at[o], static_cast<std::int64_t>(o)) << "the output index _i of output " << o;
+}
+
+// The float32 sum kernel over `axes` of x (C-order `values`) into a poisoned output, within
+// 1e-5 of the sum of magnitudes.
+void check_sum(const Array& x, const std::vector<float>& values, const Axes& axes,
+               kiln::StreamRef stream = {}) {
+    const Shape shape(x.shape().begin(), x.shape().end());
+    SCOPED_TRACE("shape " + text(shape) + ", axis=" + axes.to_string());
+    const Array y = poisoned(result_shape(shape, axes), DType::float32, stream);
+    sum_kernel()(ReduceCall{axes, false, stream}, x, y);
+    const Sums ref = sums(values, shape, axes);
+    EXPECT_TRUE(near(doubles(y.to_host<float>(stream)), ref.value, ref.scale, 1e-5));
+}
+
+} // namespace
+
+TEST(ReductionKernelGpu, EveryAxisVariantWithAndWithoutKeepdimsAndGivenOutputs) {
+    KILN_REQUIRE_GPU();
+    const std::vector<std::pair<Shape, std::vector<Axes>>> variants = {
+        {{1000}, {Axes::all(), Axes(0), Axes(-1), Axes::none()}},
+        {{33, 200},
+         {Axes::all(), Axes(0), Axes(1), Axes(-1), Axes(-2), Axes{0, 1}, Axes{-1, 0},
+          Axes::none()}},
+        {{7, 12, 50},
+         {Axes::all(), Axes(0), Axes(1), Axes(2), Axes(-1), Axes{0, 2}, Axes{0, 1}, Axes{1, 2},
+          Axes{2, 0}}},
+        {{3, 5, 6, 40},
+         {Axes::all(), Axes(0), Axes(1), Axes(2), Axes(3), Axes{1, 3}, Axes{0, 2}, Axes{0, 1, 2},
+          Axes{2, 3}, Axes{0, 3}, Axes{-3, -2}, Axes{0, 1, 3}}},
+    };
+    unsigned seed = 100;
+    for (const auto& [shape, axes_list] : variants) {
+        const auto x = uniform<double>(to_size(elements(shape)), ++seed);
+        const Array xa = kiln::from_host(x, kiln::Dims(shape));
+        for (const Axes& axes : axes_list)
+            for (bool keepdims : {false, true})
+                for (bool give : {true, false})
+                    check_weighted(xa, x, axes, keepdims, give);
+    }
+}
+
+TEST(ReductionKernelGpu, SizeOneDimensionsAnywhere) {
+    KILN_REQUIRE_GPU();
+    const std::vector<std::pair<Shape, std::vector<Axes>>> variants = {
+        {{1, 37, 1, 64},
+         {Axes::all(), Axes(0), Axes(1), Axes(2), Axes(3), Axes{0, 2}, Axes{1, 3}, Axes{0, 1}}},
+        {{64, 1}, {Axes(0), Axes(1), Axes::all()}},
+        {{1, 300}, {Axes(0), Axes(1)}},
+        {{1}, {Axes::all(), Axes(0)}},
+        {{1, 1, 1}, {Axes::all(), Axes(1), Axes{0, 2}}},
+    };
+    unsigned seed = 200;
+    for (const auto& [shape, axes_list] : variants) {
+        const auto x = uniform<double>(to_size(elements(shape)), ++seed);
+        const Array xa = kiln::from_host(x, kiln::Dims(shape));
+        for (const Axes& axes : axes_list)
+            for (bool keepdims : {false, true})
+                check_weighted(xa, x, axes, keepdims, true);
+    }
+}
+
+TEST(ReductionKernelGpu, TransposedSlicedAndBroadcastViews) {
+    KILN_REQUIRE_GPU();
+    const std::int64_t m = 300, n = 200;
+    const auto x = uniform<double>(to_size(m * n), 301);
+    const Array xa = kiln::from_host(x, {m, n});
+    const auto x3 = uniform<double>(6 * 20 * 50, 302);
+    const Array x3a = kiln::from_host(x3, {6, 20, 50});
+    const auto row = uniform<double>(to_size(n), 303);
+    struct View {
+        Array array;
+        Shape shape, strides; // in elements of the base
+        std::int64_t offset;
+        const std::vector<double>* base;
+        std::vector<Axes> axes;
+    };
+    const View views[] = {
+        {xa.transpose(), {n, m}, {1, n}, 0, &x, {Axes(0), Axes(1), Axes::all()}},
+        {x3a.transpose({2, 0, 1}),
+         {50, 6, 20},
+         {1, 1000, 50},
+         0,
+         &x3,
+         {Axes(0), Axes(1), Axes(2), Axes{0, 2}, Axes::all()}},
+        {xa.slice({Slice::range(1, m, 3), Slice::range(0, n, 2)}),
+         {100, 100},
+         {3 * n, 2},
+         n,
+         &x,
+         {Axes(0), Axes(1), Axes::all()}},
+        {xa.slice({Slice::all(), 5}), {m}, {n}, 5, &x, {Axes::all()}},
+        {x3a.slice({Slice::all(), Slice::range(0, 20, 4)}),
+         {6, 5, 50},
+         {1000, 200, 1},
+         0,
+         &x3,
+         {Axes(1), Axes{0, 2}, Axes(2)}},
+        {kiln::from_host(row).broadcast_to({m, n}),
+         {m, n},
+         {0, 1},
+         0,
+         &row,
+         {Axes(0), Axes(1), Axes::all()}},
+    };
+    for (const View& view : views) {
+        ASSERT_EQ(view.array.shape().to_string(), text(view.shape));
+        const auto values = gather(*view.base, view.shape, view.strides, view.offset);
+        for (const Axes& axes : view.axes)
+            for (bool give : {true, false})
+                check_weighted(view.array, values, axes, false, give);
+        check_weighted(view.array, values, view.axes[0], true, true);
+    }
+}
+
+TEST(ReductionKernelGpu, L2NormOfTheSeedExampleByRowsAndOverEverything) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+    const std::int64_t n = 1000;
+    const auto x = uniform<float>(to_size(n * n), 401);
+    const Array xa = kiln::from_host(x, {n, n});
+    auto squares = [](double a, float v, std::int64_t) { return a + double(v) * double(v); };
+
+    const Array rows = poisoned({n}, DType::float32);
+    kiln::Outputs outs = l2norm(ReduceCall{1}, xa, rows);
+    EXPECT_EQ(outs[0].data(), rows.data());
+    std::vector<double> want;
+    for (double s : reference(x, {n, n}, Axes(1), 0.0, squares))
+        want.push_back(std::sqrt(s));
+    EXPECT_TRUE(near(doubles(rows.to_host<float>()), want, want, 1e-5));
+
+    dirty_pool({}, DType::float32);
+    const Array total = l2norm(xa);
+    EXPECT_EQ(total.ndim(), 0);
+    EXPECT_EQ(total.dtype(), DType::float32);
+    const double expected = std::sqrt(reference(x, {n, n}, Axes::all(), 0.0, squares)[0]);
+    EXPECT_TRUE(near(doubles(total.to_host<float>()), {expected}, {expected}, 1e-5));
+}
+
+TEST(ReductionKernelGpu, PairsOfValueAndIndexFindTheFirstMaximum) {
+    KILN_REQUIRE_GPU();
+    kiln::ReductionOptions options;
+    options.reduce_type = "kiln::pair<T, long long>";
+    const ReductionKernel argmax("T x", "int64 y", "kiln::make_pair(x, _J)",
+                                 "kiln::argmax_merge(a, b)", "y = a.second",
+                                 "_type_reduce(kiln::lowest<T>(), -1)", "pair_argmax", options);
+    struct Case {
+        Shape shape;
+        Axes axes;
+    };
+    const Case cases[] = {
+        {{1 << 20}, Axes::all()},    {{512, 700}, Axes(0)},   {{512, 700}, Axes(1)},
+        {{37, 41, 29}, Axes::all()}, {{37, 41, 29}, Axes(1)}, {{3, 1000, 5}, Axes{0, 2}},
+        {{1 << 14, 40}, Axes(1)},    {{2000, 3}, Axes(-1)},
+    };
+    unsigned seed = 500;
+    for (const Case& c : cases) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        // Negative small integers: ties everywhere, and a zero-initialised pair would win.
+        std::mt19937 engine(++seed);
+        std::uniform_int_distribution<int> dist(-20, -11);
+        std::vector<float> x(to_size(elements(c.shape)));
+        for (float& v : x)
+            v = static_cast<float>(dist(engine));
+        if (c.shape.size() == 1) // the maximum first appears late, in some block but the first
+            for (std::size_t at : {777777u, 800001u, 1000000u})
+                x[at] = -5;
+        const Array y = poisoned(result_shape(c.shape, c.axes), DType::int64);
+        argmax(ReduceCall{c.axes}, kiln::from_host(x, kiln::Dims(c.shape)), y);
+        using Best = std::pair<double, std::int64_t>;
+        const auto ref =
+            reference(x, c.shape, c.axes, Best{-std::numeric_limits<double>::infinity(), -1},
+                      [](Best b, float v, std::int64_t j) {
+                          return double(v) > b.first ? Best{v, j} : b;
+                      });
+        const auto got = y.to_host<std::int64_t>();
+        ASSERT_EQ(got.size(), ref.size());
+        for (std::size_t o = 0; o < got.size(); ++o)
+            ASSERT_EQ(got[o], ref[o].second) << "output " << o;
+    }
+}
+
+TEST(ReductionKernelGpu, PostMapSeesTheInputAndOutputSizes) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel mean("T x", "T y", "x", "a + b",
+                               "y = a / (_in_ind.size() / _out_ind.size())", "0", "size_mean");
+    struct Case {
+        Shape shape;
+        Axes axes;
+    };
+    for (const Case& c :
+         {Case{{300, 500}, Axes(0)}, Case{{300, 500}, Axes(1)}, Case{{300, 500}, Axes::all()},
+          Case{{4, 5, 6}, Axes{0, 2}}, Case{{1 << 20}, Axes::all()}}) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        const auto x = uniform<double>(to_size(elements(c.shape)), 601);
+        const Array y = poisoned(result_shape(c.shape, c.axes), DType::float64);
+        mean(ReduceCall{c.axes}, kiln::from_host(x, kiln::Dims(c.shape)), y);
+        Sums ref = sums(x, c.shape, c.axes);
+        const double n = double(elements(c.shape)) / double(ref.value.size());
+        for (std::size_t o = 0; o < ref.value.size(); ++o)
+            ref.value[o] /= n, ref.scale[o] /= n;
+        EXPECT_TRUE(near(y.to_host<double>(), ref.value, ref.scale, 1e-12));
+    }
+    // `_in_ind.size()` counts the broadcast input: (m, 1) against (1, n) is m * n elements.
+    const ReductionKernel weighted_mean("T x, T w", "T y", "x * w", "a + b",
+                                        "y = a / (_in_ind.size() / _out_ind.size())", "0",
+                                        "broadcast_mean");
+    const std::int64_t m = 70, n = 90;
+    const auto x = uniform<double>(to_size(m), 602), w = uniform<double>(to_size(n), 603);
+    const Array y = poisoned({m}, DType::float64);
+    weighted_mean(ReduceCall{1}, kiln::from_host(x, {m, 1}), kiln::from_host(w, {1, n}), y);
+    double w_sum = 0, w_abs = 0;
+    for (double v : w)
+        w_sum += v, w_abs += std::abs(v);
+    std::vector<double> want, scale;
+    for (double v : x) {
+        want.push_back(v * w_sum / double(n));
+        scale.push_back(std::abs(v) * w_abs / double(n));
+    }
+    EXPECT_TRUE(near(y.to_host<double>(), want, scale, 1e-12));
+}
+
+TEST(ReductionKernelGpu, KernelsWithoutIdentityNeverSeeAZeroAccumulator) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel max("T x", "T y", "x", "a > b ? a : b", "y = a", "", "max_no_identity");
+    struct Case {
+        Shape shape;
+        Axes axes;
+    };
+    const Case cases[] = {
+        {{1 << 20}, Axes::all()},   {{1000, 777}, Axes(1)},   {{1000, 777}, Axes(0)},
+        {{64, 3, 100}, Axes{0, 2}}, {{1 << 14, 64}, Axes(1)}, {{1 << 18, 64}, Axes(0)},
+        {{2, 3}, Axes(0)},          {{5, 1}, Axes(1)},        {{7}, Axes::all()},
+    };
+    unsigned seed = 700;
+    for (const Case& c : cases) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        const auto x = uniform<float>(to_size(elements(c.shape)), ++seed, -3.f, -1.f);
+        const Array y = poisoned(result_shape(c.shape, c.axes), DType::float32);
+        max(ReduceCall{c.axes}, kiln::from_host(x, kiln::Dims(c.shape)), y);
+        const auto want = reference(x, c.shape, c.axes, -std::numeric_limits<float>::infinity(),
+                                    [](float a, float v, std::int64_t) { return v > a ? v : a; });
+        const auto got = y.to_host<float>();
+        ASSERT_EQ(got.size(), want.size());
+        for (std::size_t o = 0; o < got.size(); ++o)
+            ASSERT_EQ(got[o], want[o]) << "output " << o;
+    }
+}
+
+TEST(ReductionKernelGpu, SeveralInputsBroadcastAndScalarInputs) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel dot("T x, T w", "T y", "x * w", "a + b", "y = a", "0", "weighted_rows");
+    const std::int64_t m = 300, n = 500;
+    const auto x = uniform<double>(to_size(m * n), 801), row = uniform<double>(to_size(n), 802),
+               col = uniform<double>(to_size(m), 803);
+    const Array xa = kiln::from_host(x, {m, n});
+    struct Case {
+        Array w;
+        std::vector<double> broadcast; // w's values over (m, n)
+    };
+    const Case cases[] = {
+        {kiln::from_host(row), gather(row, {m, n}, {0, 1}, 0)},
+        {kiln::from_host(col, {m, 1}), gather(col, {m, n}, {1, 0}, 0)},
+    };
+    for (const Case& c : cases)
+        for (const Axes& axes : {Axes(1), Axes(0), Axes::all()}) {
+            SCOPED_TRACE("w of shape " + c.w.shape().to_string() + ", axis=" + axes.to_string());
+            std::vector<double> products(x.size());
+            for (std::size_t i = 0; i < x.size(); ++i)
+                products[i] = x[i] * c.broadcast[i];
+            const Array y = poisoned(result_shape({m, n}, axes), DType::float64);
+            dot(ReduceCall{axes}, xa, c.w, y);
+            const Sums ref = sums(products, {m, n}, axes);
+            EXPECT_TRUE(near(y.to_host<double>(), ref.value, ref.scale, 1e-12));
+            // Arguments the other way round broadcast alike.
+            const Array z = dot(ReduceCall{axes}, c.w, xa);
+            EXPECT_TRUE(near(z.to_host<double>(), ref.value, ref.scale, 1e-12));
+        }
+
+    // A scalar input, cast to the type its placeholder is bound to, seen by map and post-map.
+    const ReductionKernel scaled("T x, T s", "T y", "x * s", "a + b", "y = a + s", "0", "scaled");
+    const auto xf = uniform<float>(to_size(m * n), 804);
+    const Array xfa = kiln::from_host(xf, {m, n});
+    for (const Axes& axes : {Axes(1), Axes(0), Axes::all()}) {
+        SCOPED_TRACE("scalar, axis=" + axes.to_string());
+        const Array y = poisoned(result_shape({m, n}, axes), DType::float32);
+        scaled(ReduceCall{axes}, xfa, 0.5, y);
+        Sums ref = sums(xf, {m, n}, axes);
+        for (std::size_t o = 0; o < ref.value.size(); ++o) {
+            ref.value[o] = ref.value[o] * 0.5 + 0.5;
+            ref.scale[o] = ref.scale[o] * 0.5 + 0.5;
+        }
+        EXPECT_TRUE(near(doubles(y.to_host<float>()), ref.value, ref.scale, 1e-5));
+    }
+}
+
+TEST(ReductionKernelGpu, EmptyReductionsGivePostMapOfTheIdentityOrAnError) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel plus_one("T x", "T y", "x", "a + b", "y = a + 1", "0", "sum_plus_one");
+    const ReductionKernel times_three("T x", "T y", "x", "a * b", "y = a * 3", "1",
+                                      "prod_times_three");
+    const ReductionKernel no_identity("T x", "T y", "x", "a > b ? a : b", "y = a", "",
+                                      "max_no_identity");
+    struct Case {
+        Shape shape;
+        Axes axes;
+        bool keepdims;
+    };
+    const Case reduced_empty[] = {
+        {{0}, Axes::all(), false},   {{4, 0}, Axes(1), false},      {{0, 5}, Axes(0), false},
+        {{3, 0, 2}, Axes(1), false}, {{3, 0, 2}, Axes{0, 1}, true}, {{0, 5}, Axes::all(), false},
+    };
+    for (const Case& c : reduced_empty) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        const Array x = kiln::empty(kiln::Dims(c.shape), DType::float32);
+        const Shape out_shape = result_shape(c.shape, c.axes, c.keepdims);
+        const ReduceCall how{c.axes, c.keepdims};
+        for (const auto& [kernel, expected] :
+             {std::pair<const ReductionKernel*, float>{&plus_one, 1.f}, {&times_three, 3.f}}) {
+            const Array given = poisoned(out_shape, DType::float32);
+            (*kernel)(how, x, given);
+            const Array allocated = (*kernel)(how, x);
+            EXPECT_EQ(allocated.shape().to_string(), text(out_shape));
+            for (const Array& y : {given, allocated})
+                for (float v : y.to_host<float>())
+                    ASSERT_EQ(v, expected) << kernel->name();
+        }
+        EXPECT_THROW(no_identity(how, x), kiln::ArgumentError);
+    }
+    // A zero-size kept axis: no outputs, nothing to reduce, no error even without an identity.
+    for (const Case& c : {Case{{0, 5}, Axes(1), false}, Case{{0, 5}, Axes(1), true},
+                          Case{{3, 0, 4}, Axes{0, 2}, false}, Case{{0, 0}, Axes(1), false}}) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        const Array x = kiln::empty(kiln::Dims(c.shape), DType::float32);
+        const Shape out_shape = result_shape(c.shape, c.axes, c.keepdims);
+        for (const ReductionKernel* kernel : {&plus_one, &no_identity}) {
+            Array y;
+            ASSERT_NO_THROW(y = (*kernel)(ReduceCall{c.axes, c.keepdims}, x)) << kernel->name();
+            EXPECT_EQ(y.shape().to_string(), text(out_shape));
+            EXPECT_EQ(y.size(), 0);
+            const Array given = kiln::empty(kiln::Dims(out_shape), DType::float32);
+            EXPECT_NO_THROW((*kernel)(ReduceCall{c.axes, c.keepdims}, x, given));
+        }
+    }
+}
+
+TEST(ReductionKernelGpu, SumLikeKernelOverEveryDtype) {
+    KILN_REQUIRE_GPU();
+    struct Case {
+        Shape shape;
+        Axes axes;
+    };
+    const Case cases[] = {
+        {{37, 300}, Axes(1)},    {{37, 300}, Axes(0)},      {{37, 300}, Axes::all()},
+        {{3, 1 << 16}, Axes(1)}, {{1 << 12, 64}, Axes(-1)},
+    };
+    for (int d = 0; d < kiln::kDTypeCount; ++d) {
+        const auto dtype = static_cast<DType>(d);
+        for (const Case& c : cases) {
+            SCOPED_TRACE(std::string(kiln::name(dtype)) + ", shape " + text(c.shape) +
+                         ", axis=" + c.axes.to_string());
+            std::mt19937 engine(900 + static_cast<unsigned>(d));
+            std::uniform_int_distribution<int> small_signed(-3, 3), small_unsigned(0, 6);
+            std::uniform_real_distribution<double> real(-1, 1);
+            std::vector<Complex> v(to_size(elements(c.shape)));
+            for (Complex& e : v)
+                e = kiln::is_bool(dtype)               ? Complex(engine() % 97 == 0)
+                    : kiln::is_signed_integer(dtype)   ? Complex(small_signed(engine))
+                    : kiln::is_unsigned_integer(dtype) ? Complex(small_unsigned(engine))
+                    : kiln::is_complex(dtype)          ? Complex(real(engine), real(engine))
+                                                       : Complex(real(engine));
+            const Data x = device_data(v, c.shape, dtype);
+            const Array y = poisoned(result_shape(c.shape, c.axes), dtype);
+            sum_kernel()(ReduceCall{c.axes}, x.array, y);
+            const auto got = values_of(y);
+            if (kiln::is_bool(dtype) || kiln::is_integer(dtype)) {
+                // Exact: bool `a + b` is `a || b`; integers wrap modulo 2^bits as they add.
+                const auto ref = reference(x.values, c.shape, c.axes, std::int64_t{0},
+                                           [&](std::int64_t a, Complex e, std::int64_t) {
+                                               const auto k = static_cast<std::int64_t>(e.real());
+                                               return kiln::is_bool(dtype) ? (a || k) : a + k;
+                                           });
+                ASSERT_EQ(got.size(), ref.size());
+                for (std::size_t o = 0; o < ref.size(); ++o) {
+                    unsigned char bytes[16];
+                    kiln::cast_scalar(ref[o], dtype, bytes);
+                    ASSERT_EQ(got[o], decode(bytes, dtype)) << "output " << o;
+                }
+                continue;
+            }
+            const double tolerance = kiln::itemsize(dtype) == 2                             ? 1e-2
+                                     : dtype == DType::float32 || dtype == DType::complex64 ? 1e-5
+                                                                                            : 1e-12;
+            std::vector<double> re(x.values.size()), im(x.values.size()), got_re, got_im;
+            for (std::size_t i = 0; i < re.size(); ++i)
+                re[i] = x.values[i].real(), im[i] = x.values[i].imag();
+            for (const Complex& g : got)
+                got_re.push_back(g.real()), got_im.push_back(g.imag());
+            const Sums ref_re = sums(re, c.shape, c.axes), ref_im = sums(im, c.shape, c.axes);
+            EXPECT_TRUE(near(got_re, ref_re.value, ref_re.scale, tolerance)) << "real parts";
+            if (kiln::is_complex(dtype)) {
+                EXPECT_TRUE(near(got_im, ref_im.value, ref_im.scale, tolerance))
+                    << "imaginary parts";
+            }
+        }
+    }
+}
+
+TEST(ReductionKernelGpu, LongReductionsSplitAcrossBlocksAndManyShortOnes) {
+    KILN_REQUIRE_GPU();
+    struct Case {
+        Shape shape;
+        std::vector<Axes> axes;
+    };
+    const Case cases[] = {
+        {{1 << 24}, {Axes::all()}},           // one output split across every block
+        {{4, 1 << 22}, {Axes(1)}},            // few long rows, split
+        {{1 << 20, 64}, {Axes(0)}},           // few long columns, split
+        {{2, 1 << 20, 8}, {Axes(1)}},         // few long strided reductions, split
+        {{16, 1 << 16}, {Axes(1), Axes(0)}},  // rows split; many short columns
+        {{1 << 16, 64}, {Axes(1)}},           // a warp per row
+        {{1 << 16, 256}, {Axes(1), Axes(0)}}, // a warp per row; few long columns
+        {{4096, 4096}, {Axes(1), Axes(0)}},   // a block per row; columns split
+        {{64, 1 << 16}, {Axes(0)}},           // many columns
+    };
+    unsigned seed = 1000;
+    for (const Case& c : cases) {
+        const auto x = uniform<float>(to_size(elements(c.shape)), ++seed);
+        const Array xa = kiln::from_host(x, kiln::Dims(c.shape));
+        for (const Axes& axes : c.axes)
+            check_sum(xa, x, axes);
+    }
+}
+
+TEST(ReductionKernelGpu, RunsOnTheStreamGiven) {
+    KILN_REQUIRE_GPU();
+    kiln::Stream stream;
+    const Shape shape{4, 1 << 20};
+    const auto x = uniform<float>(to_size(elements(shape)), 1101);
+    const Array xa = kiln::from_host(x, kiln::Dims(shape), stream);
+    // Queued back to back, split reductions among them, read only at the end.
+    const Array rows = poisoned({4}, DType::float32, stream);
+    const Array columns = poisoned({1 << 20}, DType::float32, stream);
+    const Array total = poisoned({}, DType::float32, stream);
+    sum_kernel()(ReduceCall{1, false, stream}, xa, rows);
+    sum_kernel()(ReduceCall{0, false, stream}, xa, columns);
+    sum_kernel()(ReduceCall{Axes::all(), false, stream}, xa, total);
+    const Array allocated = sum_kernel()(ReduceCall{-1, true, stream}, xa);
+    for (const auto& [y, axes] : {std::pair<Array, Axes>{rows, Axes(1)},
+                                  {columns, Axes(0)},
+                                  {total, Axes::all()},
+                                  {allocated, Axes(-1)}}) {
+        SCOPED_TRACE("axis=" + axes.to_string());
+        const Sums ref = sums(x, shape, axes);
+        EXPECT_TRUE(near(doubles(y.to_host<float>(stream)), ref.value, ref.scale, 1e-5));
+    }
+    EXPECT_EQ(allocated.shape().to_string(), "(4, 1)");
+}
+
+TEST(ReductionKernelGpu, RepeatedCallsGiveBitwiseIdenticalResults) {
+    KILN_REQUIRE_GPU();
+    struct Case {
+        Shape shape;
+        Axes axes;
+    };
+    for (const Case& c : {Case{{1 << 24}, Axes::all()}, Case{{4096, 4096}, Axes(0)}}) {
+        SCOPED_TRACE("shape " + text(c.shape) + ", axis=" + c.axes.to_string());
+        const auto x = uniform<float>(to_size(elements(c.shape)), 1201);
+        const Array xa = kiln::from_host(x, kiln::Dims(c.shape));
+        const Sums ref = sums(x, c.shape, c.axes);
+        std::vector<float> first;
+        for (int run = 0; run < 5; ++run) {
+            const Array y = poisoned(result_shape(c.shape, c.axes), DType::float32);
+            sum_kernel()(ReduceCall{c.axes}, xa, y);
+            const auto got = y.to_host<float>();
+            if (run == 0) {
+                EXPECT_TRUE(near(doubles(got), ref.value, ref.scale, 1e-5));
+                first = got;
+                continue;
+            }
+            ASSERT_EQ(got.size(), first.size());
+            ASSERT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0)
+                << "run " << run << " differs from the first";
+        }
+    }
+}
+
+TEST(ReductionKernelGpu, AReduceExpressionThatDoesNotCompileIsNamedInTheError) {
+    KILN_REQUIRE_GPU();
+    const ReductionKernel bad("T x", "T y", "x", "a +* b", "y = a", "0", "bad_reduce");
+    const Array x = kiln::from_host(uniform<float>(1000, 1301));
+    try {
+        bad(x);
+        FAIL() << "no CompileError";
+    } catch (const kiln::CompileError& e) {
+        EXPECT_NE(std::string(e.what()).find("the reduce expression"), std::string::npos)
+            << e.what();
+    }
+}
