@@ -82,10 +82,18 @@ struct Prepared {
 };
 
 std::int64_t max_offset(const Dims& shape, const Dims& strides) {
+    // An empty array reaches no element, whatever its strides (Array::wrap bounds them only where
+    // there are elements); neither does an axis of extent 1.
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
     std::int64_t extent = 0;
     for (int d = 0; d < shape.size(); ++d)
-        extent += (shape[d] - 1) * std::llabs(strides[d]);
+        if (shape[d] > 1) extent += (shape[d] - 1) * std::llabs(strides[d]);
     return extent;
+}
+
+// ceil(n / d) for n >= 0, d > 0, without the overflow of (n + d - 1) / d near INT64_MAX.
+std::int64_t ceil_div(std::int64_t n, std::int64_t d) {
+    return n / d + (n % d != 0);
 }
 
 // sizeof(kiln_acc) for reduce types Kiln knows, else a generous slot the kernel checks.
@@ -120,7 +128,11 @@ struct ReductionKernel::Impl {
         }
     };
     mutable std::mutex mutex;
-    mutable std::unordered_map<CacheKey, Function, CacheKeyHash> functions;
+    struct Loaded {
+        Function function;
+        int blocks_per_multiprocessor; // occupancy, which sizes the grid
+    };
+    mutable std::unordered_map<CacheKey, Loaded, CacheKeyHash> functions;
 
     [[noreturn]] void bad_call(const std::string& what) const {
         throw ArgumentError("ReductionKernel '" + def.name + "': " + what);
@@ -139,7 +151,8 @@ struct ReductionKernel::Impl {
     std::shared_ptr<const Program> compile(const Prepared& p, const std::string& arch) const;
     std::string compile_error_summary(const Prepared& p, const detail::GeneratedReduction& generated,
                                       const std::string& log) const;
-    const Function& function(const Prepared& p, CUcontext context) const;
+    const Loaded& function(const Prepared& p, CUcontext context) const;
+    void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
     void launch(const Prepared& p, const Function& f, CUcontext context, StreamRef stream) const;
 };
 
@@ -311,8 +324,13 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
         auto stride_of = [&](int k) { return k < nin ? full[k][d] : full[k][out_d]; };
         auto takes_part = [&](int k) { return is_array_input(k) || (!is_reduced && k >= nin); };
         bool merge = reduce_dims && ext.size() > 0;
-        for (int k = 0; merge && k < plan.count; ++k)
-            if (takes_part(k)) merge = st[k][ext.size() - 1] == stride_of(k) * shape[d];
+        for (int k = 0; merge && k < plan.count; ++k) {
+            if (!takes_part(k)) continue;
+            // A product that overflows is no stride of this array: the axes do not merge.
+            std::int64_t outer = 0;
+            merge = !__builtin_mul_overflow(stride_of(k), shape[d], &outer) &&
+                    st[k][ext.size() - 1] == outer;
+        }
         if (merge) {
             ext[ext.size() - 1] *= shape[d];
             for (int k = 0; k < plan.count; ++k)
@@ -405,23 +423,6 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
                            threads * vec * plan.slot_bytes > 32 * 1024))
             vec /= 2;
         plan.vec = static_cast<std::uint8_t>(vec);
-        const std::int64_t columns = (C + 32 * vec - 1) / (32 * vec);
-        const std::int64_t batches = p.n_out / C;
-        const std::int64_t z = std::min<std::int64_t>(batches, 65535);
-        const std::int64_t target = std::int64_t{sms} * (2048 / threads) * 2;
-        std::int64_t split = 1;
-        if (columns * z < target)
-            split = std::min((target + columns * z - 1) / (columns * z),
-                             std::max<std::int64_t>(1, p.n_red / (plan.block_y * 16)));
-        split = std::min<std::int64_t>(split, 65535);
-        p.split = split;
-        p.grid = Dim3(static_cast<unsigned>(columns), static_cast<unsigned>(split),
-                      static_cast<unsigned>(z));
-        p.block = Dim3(32, plan.block_y);
-        if (split > 1) {
-            p.partial_bytes = static_cast<std::size_t>(batches * split * C) * plan.slot_bytes;
-            p.counters = static_cast<std::size_t>(batches * columns);
-        }
         return;
     }
 
@@ -431,26 +432,45 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     while (vec > 1 && !vectorizable(vec, K + R - 1, rshape[R - 1]))
         vec /= 2;
     plan.vec = static_cast<std::uint8_t>(vec);
-    const std::int64_t vectors = p.n_red / vec;
-    plan.warp_group = p.n_out >= std::int64_t{sms} * 16 && vectors <= 32 * 16;
-    if (plan.warp_group) {
-        plan.block_x = 256;
-        const std::int64_t blocks = (p.n_out + 7) / 8;
-        p.grid = Dim3(static_cast<unsigned>(std::min<std::int64_t>(blocks, 0x7fffffff)));
-        p.block = Dim3(plan.block_x);
+    plan.warp_group = p.n_out >= std::int64_t{sms} * 16 && p.n_red / vec <= 32 * 16;
+    plan.block_x = plan.warp_group ? 256 : p.n_out < sms * 4 ? 512 : 256;
+}
+
+void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocessor) const {
+    const ReductionPlan& plan = p.plan;
+    // One full wave of blocks: splitting further would leave a tail of idle multiprocessors.
+    const std::int64_t resident =
+        std::int64_t{p.multiprocessors} * std::max(1, blocks_per_multiprocessor);
+    p.block = Dim3(plan.block_x, plan.block_y);
+    if (plan.layout == ReduceLayout::outer) {
+        const std::int64_t C = p.kshape[plan.kept_ndim - 1];
+        const std::int64_t columns = ceil_div(C, 32 * plan.vec);
+        const std::int64_t batches = p.n_out / C;
+        const std::int64_t z = std::min<std::int64_t>(batches, 65535);
+        std::int64_t split = 1;
+        if (columns * z < resident) // each thread still reads 16 rows or more
+            split = std::min(resident / (columns * z),
+                             std::max<std::int64_t>(1, p.n_red / (plan.block_y * 16)));
+        p.split = std::clamp<std::int64_t>(split, 1, 65535);
+        p.grid = Dim3(static_cast<unsigned>(columns), static_cast<unsigned>(p.split),
+                      static_cast<unsigned>(z));
+        if (p.split > 1) {
+            p.partial_bytes = static_cast<std::size_t>(batches * p.split * C) * plan.slot_bytes;
+            p.counters = static_cast<std::size_t>(batches * columns);
+        }
         return;
     }
-    plan.block_x = p.n_out < sms * 4 ? 512 : 256;
-    const std::int64_t resident = std::int64_t{sms} * (2048 / plan.block_x);
-    std::int64_t split = 1;
-    if (p.n_out < resident) {
-        // Few outputs: split each across blocks, each thread still reading several vectors.
-        split = std::min((resident + p.n_out - 1) / p.n_out,
-                         std::max<std::int64_t>(1, vectors / (plan.block_x * 8)));
+    if (plan.warp_group) {
+        p.grid = Dim3(static_cast<unsigned>(
+            std::min<std::int64_t>(ceil_div(p.n_out, plan.block_x / 32), 0x7fffffff)));
+        return;
     }
+    std::int64_t split = 1;
+    if (p.n_out < resident) // few outputs: split each, each thread still reading 8 vectors
+        split = std::min(resident / p.n_out,
+                         std::max<std::int64_t>(1, p.n_red / plan.vec / (plan.block_x * 8)));
     p.split = split;
     p.grid = Dim3(static_cast<unsigned>(std::min<std::int64_t>(p.n_out * split, 0x7fffffff)));
-    p.block = Dim3(plan.block_x);
     if (split > 1) {
         p.partial_bytes = static_cast<std::size_t>(p.n_out * split) * plan.slot_bytes;
         p.counters = static_cast<std::size_t>(p.n_out);
@@ -500,7 +520,8 @@ std::string ReductionKernel::Impl::compile_error_summary(const Prepared& p,
     return summary + ": " + log.substr(at + 3, end == std::string::npos ? end : end - at - 3);
 }
 
-const Function& ReductionKernel::Impl::function(const Prepared& p, CUcontext context) const {
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
+                                                                   CUcontext context) const {
     const CacheKey key{p.plan, context};
     {
         std::lock_guard<std::mutex> lock(mutex);
@@ -515,8 +536,9 @@ const Function& ReductionKernel::Impl::function(const Prepared& p, CUcontext con
     auto program = compile(p, options.arch);
     auto module = Module::load(program, options);
     Function f = module->function(def.name);
+    const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
     std::lock_guard<std::mutex> lock(mutex);
-    return functions.emplace(key, std::move(f)).first->second;
+    return functions.emplace(key, Loaded{std::move(f), blocks}).first->second;
 }
 
 void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUcontext context,
@@ -614,7 +636,11 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     }
     p.multiprocessors = last_multiprocessors;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p);
-    if (p.n_out > 0) m_impl->launch(p, m_impl->function(p, context), context, how.stream);
+    if (p.n_out > 0) {
+        const Impl::Loaded& loaded = m_impl->function(p, context);
+        m_impl->size_launch(p, loaded.blocks_per_multiprocessor);
+        m_impl->launch(p, loaded.function, context, how.stream);
+    }
     Outputs outputs;
     for (std::size_t k = m_impl->inputs.size(); k < m_impl->def.params.size(); ++k)
         outputs.push_back(p.arrays[k]);
