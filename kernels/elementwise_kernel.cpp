@@ -55,14 +55,22 @@ struct Prepared {
 }
 
 std::int64_t max_offset(const Dims& shape, const Dims& strides) {
+    // An empty array reaches no element, whatever its strides (Array::wrap bounds them only where
+    // there are elements); neither does an axis of extent 1.
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
     std::int64_t extent = 0;
     for (int d = 0; d < shape.size(); ++d)
-        extent += (shape[d] - 1) * std::llabs(strides[d]);
+        if (shape[d] > 1) extent += (shape[d] - 1) * std::llabs(strides[d]);
     return extent;
 }
 
 bool aligned(CUdeviceptr p, std::size_t bytes) {
     return p % bytes == 0;
+}
+
+// ceil(n / d) for n >= 0, d > 0, without the overflow of (n + d - 1) / d near INT64_MAX.
+std::int64_t ceil_div(std::int64_t n, std::int64_t d) {
+    return n / d + (n % d != 0);
 }
 
 } // namespace
@@ -262,9 +270,13 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     for (int d = 0; d < nd_full; ++d) {
         if (reduce_dims && p.shape[d] == 1) continue;
         bool merge = reduce_dims && shape.size() > 0;
-        for (int k = 0; merge && k < plan.count; ++k)
-            if (plan.operands[k].kind == OperandKind::array)
-                merge = strides[k][shape.size() - 1] == p.layouts[k].strides[d] * p.shape[d];
+        for (int k = 0; merge && k < plan.count; ++k) {
+            if (plan.operands[k].kind != OperandKind::array) continue;
+            // A product that overflows is no stride of this array: the axes do not merge.
+            std::int64_t outer = 0;
+            merge = !__builtin_mul_overflow(p.layouts[k].strides[d], p.shape[d], &outer) &&
+                    strides[k][shape.size() - 1] == outer;
+        }
         if (merge) {
             shape[shape.size() - 1] *= p.shape[d];
             for (int k = 0; k < plan.count; ++k)
@@ -329,13 +341,12 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     const int user_block = options.block_size.value_or(0);
     plan.block = static_cast<std::uint16_t>(user_block ? user_block : kDefaultBlock);
     const auto blocks_for = [](std::int64_t threads, int block) {
-        return static_cast<unsigned>(
-            std::min<std::int64_t>((threads + block - 1) / block, 0x7fffffff));
+        return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(threads, block), 0x7fffffff));
     };
     if (flat) {
         plan.layout = Layout::flat;
         plan.vec = static_cast<std::uint8_t>(p.n >= 8 ? vector_width(false) : 1);
-        const std::int64_t threads = plan.vec > 1 ? (p.n + plan.vec - 1) / plan.vec : p.n;
+        const std::int64_t threads = ceil_div(p.n, plan.vec);
         p.block = Dim3(plan.block);
         p.grid = Dim3(std::max(1u, blocks_for(threads, plan.block)));
         return;
@@ -359,7 +370,7 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
                                           strides[k][0] == 1 && std::llabs(strides[k][1]) > 1;
         p.block = Dim3(32, 8);
         p.grid = Dim3(blocks_for(shape[1], 32),
-                      static_cast<unsigned>(std::min<std::int64_t>((shape[0] + 31) / 32, 65535)));
+                      static_cast<unsigned>(std::min<std::int64_t>(ceil_div(shape[0], 32), 65535)));
         return;
     }
 
@@ -376,7 +387,7 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
         const std::int64_t inner_threads = inner / plan.vec;
         if (!user_block) // no idle threads on short rows
             plan.block = static_cast<std::uint16_t>(
-                std::min<std::int64_t>(kDefaultBlock, (inner_threads + 31) / 32 * 32));
+                ceil_div(std::min<std::int64_t>(inner_threads, kDefaultBlock), 32) * 32);
         p.block = Dim3(plan.block);
         p.grid = Dim3(blocks_for(inner_threads, plan.block),
                       static_cast<unsigned>(std::min<std::int64_t>(p.n / inner, 65535)));

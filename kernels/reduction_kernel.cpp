@@ -1,14 +1,14 @@
 #include "kiln/reduction_kernel.hpp"
 
 #include "device_headers.hpp"
-#include "reduction_codegen.hpp"
-#include "reduction_plan.hpp"
-#include "reduction_workspace.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "reduction_codegen.hpp"
+#include "reduction_plan.hpp"
+#include "reduction_workspace.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -149,7 +149,8 @@ struct ReductionKernel::Impl {
         return detail::generate_reduction(def, p.plan, p.bindings);
     }
     std::shared_ptr<const Program> compile(const Prepared& p, const std::string& arch) const;
-    std::string compile_error_summary(const Prepared& p, const detail::GeneratedReduction& generated,
+    std::string compile_error_summary(const Prepared& p,
+                                      const detail::GeneratedReduction& generated,
                                       const std::string& log) const;
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
@@ -389,8 +390,7 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     if (reduce_dtype.empty()) reduce_dtype = kiln::name(plan.operands[nin].dtype);
     if (reduce_dtype.size() == 1 && p.bindings[static_cast<unsigned char>(reduce_dtype[0])])
         reduce_dtype = kiln::name(*p.bindings[static_cast<unsigned char>(reduce_dtype[0])]);
-    plan.slot_bytes =
-        static_cast<std::uint8_t>(slot_bytes(reduce_dtype, !def.identity.empty()));
+    plan.slot_bytes = static_cast<std::uint8_t>(slot_bytes(reduce_dtype, !def.identity.empty()));
     if (p.n_out == 0) return; // nothing to launch
 
     // Whether every array input can be read @p vec elements at a time along axis @p axis (an
@@ -419,8 +419,8 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
         plan.block_y = 8;
         const int threads = plan.block_x * plan.block_y;
         int vec = max_vec;
-        while (vec > 1 && (!vectorizable(vec, K - 1, C) ||
-                           threads * vec * plan.slot_bytes > 32 * 1024))
+        while (vec > 1 &&
+               (!vectorizable(vec, K - 1, C) || threads * vec * plan.slot_bytes > 32 * 1024))
             vec /= 2;
         plan.vec = static_cast<std::uint8_t>(vec);
         return;
@@ -494,18 +494,18 @@ std::shared_ptr<const Program> ReductionKernel::Impl::compile(const Prepared& p,
 }
 
 // Names the piece of the kernel at fault: NVRTC reports "<program>(LINE): error: ...".
-std::string ReductionKernel::Impl::compile_error_summary(const Prepared& p,
-                                                         const detail::GeneratedReduction& generated,
-                                                         const std::string& log) const {
+std::string ReductionKernel::Impl::compile_error_summary(
+    const Prepared& p, const detail::GeneratedReduction& generated, const std::string& log) const {
     std::string summary = "ReductionKernel '" + def.name + "' does not compile";
     const std::size_t at = log.find("): error");
     if (at == std::string::npos) return summary;
     const std::size_t open = log.rfind('(', at);
-    const char* piece =
-        open == std::string::npos ? nullptr : generated.lines.piece_at(std::atoi(log.c_str() + open + 1));
+    const char* piece = open == std::string::npos
+                            ? nullptr
+                            : generated.lines.piece_at(std::atoi(log.c_str() + open + 1));
     if (piece) {
         const std::string what = piece;
-        const std::string text = what == "the identity"            ? def.identity
+        const std::string text = what == "the identity"              ? def.identity
                                  : what == "the reduce expression"   ? def.reduce_expr
                                  : what == "the map expression"      ? def.map_expr
                                  : what == "the post-map expression" ? def.post_map_expr
@@ -521,7 +521,7 @@ std::string ReductionKernel::Impl::compile_error_summary(const Prepared& p,
 }
 
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
-                                                                   CUcontext context) const {
+                                                                     CUcontext context) const {
     const CacheKey key{p.plan, context};
     {
         std::lock_guard<std::mutex> lock(mutex);
@@ -577,8 +577,8 @@ void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUconte
 
 ReductionKernel::ReductionKernel(std::string in_params, std::string out_params,
                                  std::string map_expr, std::string reduce_expr,
-                                 std::string post_map_expr, std::string identity,
-                                 std::string name, ReductionOptions options)
+                                 std::string post_map_expr, std::string identity, std::string name,
+                                 ReductionOptions options)
     : m_impl(std::make_unique<Impl>()) {
     if (!is_identifier(name)) throw SpecError("kernel name '" + name + "' is not a C identifier");
     m_impl->inputs = parse_param_specs(in_params);

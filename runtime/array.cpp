@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -27,14 +28,39 @@ void check_extents(const Dims& shape) {
             throw ArgumentError("negative dimensions are not allowed: shape " + shape.to_string());
 }
 
+// Whether @p unit times the product of the non-zero extents fits in int64. As NumPy, zero
+// extents are left out, so that every partial product of an accepted shape (Dims::product(), C
+// strides) fits too, also for an empty array such as (0, 2^40, 2^40).
+bool product_fits(const Dims& shape, std::int64_t unit) {
+    std::int64_t total = unit;
+    for (std::int64_t extent : shape)
+        if (extent != 0 && __builtin_mul_overflow(total, extent, &total)) return false;
+    return true;
+}
+
 // Elements times itemsize, refusing sizes that do not fit in a signed 64-bit byte count.
 std::size_t checked_nbytes(const Dims& shape, std::size_t itemsize) {
-    std::int64_t total = static_cast<std::int64_t>(itemsize);
-    for (std::int64_t extent : shape)
-        if (__builtin_mul_overflow(total, extent, &total))
-            throw ArgumentError("an array of shape " + shape.to_string() + " and " +
-                                std::to_string(itemsize) + "-byte elements is too large");
-    return static_cast<std::size_t>(total);
+    if (!product_fits(shape, static_cast<std::int64_t>(itemsize)))
+        throw ArgumentError("an array of shape " + shape.to_string() + " and " +
+                            std::to_string(itemsize) + "-byte elements is too large");
+    return static_cast<std::size_t>(shape.product()) * itemsize;
+}
+
+// Strides that put two elements of @p shape more than INT64_MAX bytes apart: no memory is that
+// large, and offset arithmetic over such a view (extent_bounds, kernels' index checks) would
+// overflow.
+void check_span(const Dims& shape, const Dims& strides) {
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return; // nothing to address
+    std::int64_t span = 0;
+    for (int i = 0; i < shape.size(); ++i) {
+        if (shape[i] == 1) continue;
+        std::int64_t step = 0;
+        if (strides[i] == std::numeric_limits<std::int64_t>::min() ||
+            __builtin_mul_overflow(shape[i] - 1, std::llabs(strides[i]), &step) ||
+            __builtin_add_overflow(span, step, &span))
+            throw ArgumentError("strides " + strides.to_string() + " over shape " +
+                                shape.to_string() + " reach beyond any memory (over 2^63 bytes)");
+    }
 }
 
 CUdeviceptr offset_pointer(CUdeviceptr pointer, std::int64_t offset) noexcept {
@@ -164,6 +190,9 @@ Array Array::wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides,
     if (!strides.empty() && strides.size() != shape.size())
         throw ArgumentError("strides " + strides.to_string() + " do not match shape " +
                             shape.to_string() + ": give one stride per dimension, or none");
+    // Sizes and offsets of a description must fit in 64 bits, as those of memory Kiln allocates.
+    checked_nbytes(shape, kiln::itemsize(dtype));
+    if (!strides.empty()) check_span(shape, strides);
     Array array;
     array.m_data = data;
     array.m_dtype = dtype;
@@ -432,6 +461,11 @@ Dims broadcast_shapes(const Dims* shapes, std::size_t count) {
             target = extent;
         }
     }
+    // Each shape's element count fits in 64 bits; their broadcast's, e.g. (2^40, 1) with
+    // (1, 2^40), need not.
+    if (!product_fits(result, 1))
+        throw ShapeError("shapes " + join_shapes(shapes, count) + " broadcast to " +
+                         result.to_string() + ", more elements than 64 bits can count");
     return result;
 }
 

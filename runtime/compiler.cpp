@@ -13,6 +13,7 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <future>
@@ -194,6 +195,7 @@ struct Compiler::Impl {
     std::unordered_map<cache::Key, std::shared_future<std::shared_ptr<const Program>>,
                        cache::KeyHash>
         programs;
+    std::atomic<std::uint64_t> compiles{0}, disk_hits{0}, memory_hits{0};
 
     bool disk_usable() const { return store && !store->config().disabled; }
 
@@ -225,6 +227,7 @@ struct Compiler::Impl {
                 program->m_log = std::move(entry->log);
                 program->m_lowered_names = std::move(entry->lowered_names);
                 program->m_origin = ProgramOrigin::disk_cache;
+                disk_hits.fetch_add(1, std::memory_order_relaxed);
                 if (save_source) program->m_source_path = store->save_source(r.key, r.source);
                 program->m_ms = ms_since(start);
                 return program;
@@ -242,6 +245,7 @@ struct Compiler::Impl {
         NvrtcOutput out;
         {
             nvtx::TimeRange range("compile " + r.key.hex(), nvtx::kOrange);
+            compiles.fetch_add(1, std::memory_order_relaxed);
             out = run_nvrtc(r, name, trace);
         }
         if (time_trace)
@@ -282,7 +286,10 @@ struct Compiler::Impl {
                 owner = true;
             }
         }
-        if (!owner) return future.get(); // another thread compiles it (or has): wait for it
+        if (!owner) { // another thread compiles it (or has): wait for it
+            memory_hits.fetch_add(1, std::memory_order_relaxed);
+            return future.get();
+        }
         try {
             auto program = produce(r, use);
             promise.set_value(program);
@@ -310,6 +317,14 @@ Compiler& Compiler::global() {
 
 cache::Store* Compiler::store() const noexcept {
     return m_impl->store;
+}
+
+CompileStatistics Compiler::statistics() const noexcept {
+    CompileStatistics s;
+    s.compiles = m_impl->compiles.load(std::memory_order_relaxed);
+    s.disk_hits = m_impl->disk_hits.load(std::memory_order_relaxed);
+    s.memory_hits = m_impl->memory_hits.load(std::memory_order_relaxed);
+    return s;
 }
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {

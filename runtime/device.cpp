@@ -106,9 +106,25 @@ namespace detail {
 CUcontext current_context() {
     CUcontext context = nullptr;
     KILN_CU(cuCtxGetCurrent(&context));
-    if (context) return context;
-    Device(0).make_current();
-    KILN_CU(cuCtxGetCurrent(&context));
+    if (!context) {
+        Device(0).make_current();
+        KILN_CU(cuCtxGetCurrent(&context));
+        return context;
+    }
+    // The application's context. Where its device's primary context is active (the one the CUDA
+    // runtime and most frameworks share, and most likely this one), Kiln holds a reference too:
+    // otherwise the application releasing its own would destroy the context under Kiln's
+    // modules, memory and streams. Checked once per thread and context.
+    thread_local CUcontext checked = nullptr;
+    if (context != checked) {
+        CUdevice device = 0;
+        KILN_CU(cuCtxGetDevice(&device));
+        unsigned flags = 0;
+        int active = 0;
+        KILN_CU(cuDevicePrimaryCtxGetState(device, &flags, &active));
+        if (active) retain_primary(device, static_cast<int>(device));
+        checked = context;
+    }
     return context;
 }
 

@@ -5,14 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libxxhash-dev libdlpack-dev
           libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev binutils)
-missing=()
-for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if ((${#missing[@]})); then
-    sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
-fi
+scripts/install_packages.sh "${packages[@]}"
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cmake -S . -B build -DCUDAToolkit_ROOT="$cuda" -DKILN_BUILD_BENCH=ON ${KILN_CMAKE_ARGS:-}
 cmake --build build -j"$(nproc)"

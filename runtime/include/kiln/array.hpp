@@ -93,6 +93,8 @@ class Array {
 
     /// Wrap memory the caller owns (not freed by Kiln). @p strides in bytes; C order if empty.
     /// @p owner, when given, is kept alive as long as any view of this array.
+    /// @throws ArgumentError for a negative extent, strides that do not match the shape, or a
+    /// size or stride span over 2^63 - 1 bytes.
     static Array wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides = {},
                       std::shared_ptr<void> owner = nullptr);
 

@@ -4,6 +4,7 @@
 
 #include "kiln/cache/key.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <initializer_list>
 #include <memory>
@@ -96,6 +97,19 @@ class Program {
     std::optional<std::filesystem::path> m_source_path;
 };
 
+/// What a Compiler has done since it was made: plain counters, read as one snapshot. For
+/// Compiler::global(), what this process did (every front end compiles through it), so a test or a
+/// service can check that each kernel was compiled once.
+struct CompileStatistics {
+    /// NVRTC compiles run, failed ones included.
+    std::uint64_t compiles = 0;
+    /// Programs read from the disk cache instead of compiled.
+    std::uint64_t disk_hits = 0;
+    /// Requests answered from memory, including those that waited for another thread's compile
+    /// of the same program.
+    std::uint64_t memory_hits = 0;
+};
+
 /// Compiles CUDA source with NVRTC. Each distinct (source, options, headers, name expressions,
 /// architecture, NVRTC version) compiles once per Compiler, also when threads ask at once; results
 /// go to and come from the disk cache. Thread-safe.
@@ -123,6 +137,10 @@ class Compiler {
     std::shared_ptr<const Program> recompile(const Program& program, const CompileOptions& options);
 
     cache::Store* store() const noexcept;
+
+    /// The counters so far. Cheap (relaxed atomic loads); concurrent compiles may land between
+    /// the loads of two fields.
+    CompileStatistics statistics() const noexcept;
 
   private:
     struct Impl;

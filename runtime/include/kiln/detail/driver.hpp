@@ -21,6 +21,7 @@
     X(cuDeviceTotalMem)                                                                            \
     X(cuDevicePrimaryCtxRetain)                                                                    \
     X(cuDevicePrimaryCtxRelease)                                                                   \
+    X(cuDevicePrimaryCtxGetState)                                                                  \
     X(cuCtxGetCurrent)                                                                             \
     X(cuCtxSetCurrent)                                                                             \
     X(cuCtxGetDevice)                                                                              \
@@ -48,6 +49,8 @@
     X(cuProfilerStop)                                                                              \
     X(cuMemAllocAsync)                                                                             \
     X(cuMemFreeAsync)                                                                              \
+    X(cuMemAlloc)                                                                                  \
+    X(cuMemFree)                                                                                   \
     X(cuDeviceGetDefaultMemPool)                                                                   \
     X(cuMemPoolGetAttribute)                                                                       \
     X(cuMemPoolSetAttribute)                                                                       \

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Build Kiln with sanitizers and run its CPU test suite under them; any report fails the run.
+#   scripts/sanitize.sh address   # AddressSanitizer + UndefinedBehaviorSanitizer (+ LeakSanitizer),
+#                                 # built in build-asan
+#   scripts/sanitize.sh thread    # ThreadSanitizer, built in build-tsan
+# Builds at -O1 -g1 (line tables for the reports) without benchmarks or GPU tests (they would only
+# skip). Every process the tests
+# start (the `kiln` tool included) inherits the options, so a report anywhere stops that process
+# and is also written under <build>/sanitizer-logs: a report in a process whose failure a test
+# expects still fails the run. The GPU suite is checked with compute-sanitizer instead
+# (scripts/gpu_sanitize.sh): host sanitizers and the CUDA driver do not mix.
+# Left out: package_client, which installs this build and links a client project against it
+# without the sanitizer runtime (its link fails by design; it tests packaging, not memory).
+# Extra ctest arguments may follow the kind, e.g. `scripts/sanitize.sh thread -R test_threads`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:-}
+case "$kind" in
+address) build=build-asan sanitize="address;undefined" ;;
+thread) build=build-tsan sanitize=thread ;;
+*)
+    echo "usage: scripts/sanitize.sh address|thread [ctest arguments...]" >&2
+    exit 2
+    ;;
+esac
+shift
+suppressions=$PWD/scripts/sanitizers
+
+cmake -S . -B "$build" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
+    -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
+    -DKILN_SANITIZE="$sanitize" -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_GPU_TESTS=OFF >/dev/null
+cmake --build "$build" -j"$(nproc)"
+
+logs=$PWD/$build/sanitizer-logs
+rm -rf "$logs"
+mkdir -p "$logs"
+common="halt_on_error=1:print_stacktrace=1:log_path=$logs/report"
+export ASAN_OPTIONS="$common:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+export UBSAN_OPTIONS="$common"
+export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
+export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp"
+
+status=0
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L cpu -E '^package_client$' "$@" ||
+    status=1
+if compgen -G "$logs/report*" >/dev/null; then
+    echo "sanitize.sh $kind: sanitizer reports (from $logs):"
+    cat "$logs"/report*
+    status=1
+fi
+echo "sanitize.sh $kind: $([ $status -eq 0 ] && echo clean || echo FAILED)"
+exit $status
