@@ -8,6 +8,7 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "type_binding.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -127,59 +128,21 @@ void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
                            (nout ? " optionally followed by " + std::to_string(nout) + " output(s)"
                                  : std::string()) +
                            "; " + std::to_string(count) + " argument(s) were given");
-    const bool outputs_given = count == nin + nout && nout > 0;
     if (options.block_size && (*options.block_size <= 0 || *options.block_size > 1024))
         bad_call(name, "block size " + std::to_string(*options.block_size) +
                            " is out of range: use 1 to 1024 threads");
 
     Plan& plan = p.plan;
     plan.count = static_cast<std::uint8_t>(nin + nout);
-    auto bind = [&](const ParamSpec& param, DType dtype, bool from_array) {
-        if (param.dtype) {
-            if (from_array && *param.dtype != dtype)
-                bad_call(name, "parameter '" + param.name + "' is " + kiln::name(*param.dtype) +
-                                   " but the array given is " + kiln::name(dtype));
-            return;
-        }
-        auto& slot = p.bindings[static_cast<unsigned char>(param.placeholder[0])];
-        if (!slot) {
-            slot = dtype;
-        } else if (*slot != dtype && from_array) {
-            bad_call(name, "type placeholder " + param.placeholder + " is bound to " +
-                               kiln::name(*slot) + ", but parameter '" + param.name +
-                               "' is given " + kiln::name(dtype));
-        }
-    };
     auto param_of = [&](std::size_t k) -> const ParamSpec& {
         return k < nin ? inputs[k] : outputs[k - nin];
     };
-    // CuPy's order: output arrays bind placeholders first, then input arrays, then scalars.
-    if (outputs_given)
-        for (std::size_t k = nin; k < count; ++k) {
-            if (!args[k].is_array())
-                bad_call(name, "output '" + param_of(k).name + "' must be an array, not a scalar");
-            bind(param_of(k), args[k].array().dtype(), true);
-        }
-    for (std::size_t k = 0; k < nin; ++k)
-        if (args[k].is_array()) bind(param_of(k), args[k].array().dtype(), true);
-    for (std::size_t k = 0; k < nin; ++k)
-        if (!args[k].is_array()) {
-            if (param_of(k).raw)
-                bad_call(name,
-                         "raw parameter '" + param_of(k).name + "' needs an array, not a scalar");
-            bind(param_of(k), args[k].scalar().dtype(), false);
-        }
+    DType dtypes[detail::kMaxParams];
+    detail::bind_types(inputs, outputs, args, count, "ElementwiseKernel '" + name + "'", p.bindings,
+                       dtypes);
     for (std::size_t k = 0; k < nin + nout; ++k) {
         const ParamSpec& param = param_of(k);
-        DType dtype;
-        if (param.dtype) {
-            dtype = *param.dtype;
-        } else if (auto bound = p.bindings[static_cast<unsigned char>(param.placeholder[0])]) {
-            dtype = *bound;
-        } else {
-            bad_call(name, "cannot tell the type of '" + param.name + "': placeholder " +
-                               param.placeholder + " is bound by no argument (give the output)");
-        }
+        const DType dtype = dtypes[k];
         auto& op = plan.operands[k];
         op.dtype = dtype;
         op.kind = param.raw                            ? OperandKind::raw

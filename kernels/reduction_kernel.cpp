@@ -9,6 +9,7 @@
 #include "reduction_codegen.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
+#include "type_binding.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -163,42 +164,13 @@ void ReductionKernel::Impl::bind(const Arg* args, std::size_t count, Prepared& p
         bad_call("takes " + std::to_string(nin) + " input(s) optionally followed by " +
                  std::to_string(nout) + " output(s); " + std::to_string(count) +
                  " argument(s) were given");
-    auto bind_one = [&](const ParamSpec& spec, DType dtype, bool from_array) {
-        if (spec.dtype) {
-            if (from_array && *spec.dtype != dtype)
-                bad_call("parameter '" + spec.name + "' is " + kiln::name(*spec.dtype) +
-                         " but the array given is " + kiln::name(dtype));
-            return;
-        }
-        auto& slot = p.bindings[static_cast<unsigned char>(spec.placeholder[0])];
-        if (!slot)
-            slot = dtype;
-        else if (*slot != dtype && from_array)
-            bad_call("type placeholder " + spec.placeholder + " is bound to " + kiln::name(*slot) +
-                     ", but parameter '" + spec.name + "' is given " + kiln::name(dtype));
-    };
-    // CuPy's order: output arrays bind placeholders first, then input arrays, then scalars.
-    for (std::size_t k = nin; k < count; ++k) {
-        if (!args[k].is_array()) bad_call("output '" + param(k).name + "' must be an array");
-        bind_one(param(k), args[k].array().dtype(), true);
-    }
-    for (std::size_t k = 0; k < nin; ++k)
-        if (args[k].is_array()) bind_one(param(k), args[k].array().dtype(), true);
-    for (std::size_t k = 0; k < nin; ++k)
-        if (!args[k].is_array()) bind_one(param(k), args[k].scalar().dtype(), false);
+    DType dtypes[detail::kMaxParams];
+    detail::bind_types(inputs, outputs, args, count, "ReductionKernel '" + def.name + "'",
+                       p.bindings, dtypes);
     ReductionPlan& plan = p.plan;
     plan.count = static_cast<std::uint8_t>(nin + nout);
     for (std::size_t k = 0; k < nin + nout; ++k) {
-        const ParamSpec& spec = param(k);
-        DType dtype;
-        if (spec.dtype) {
-            dtype = *spec.dtype;
-        } else if (auto bound = p.bindings[static_cast<unsigned char>(spec.placeholder[0])]) {
-            dtype = *bound;
-        } else {
-            bad_call("cannot tell the type of '" + spec.name + "': placeholder " +
-                     spec.placeholder + " is bound by no argument (give the output)");
-        }
+        const DType dtype = dtypes[k];
         auto& op = plan.operands[k];
         op.dtype = dtype;
         op.kind = k < count && !args[k].is_array() ? OperandKind::scalar : OperandKind::array;

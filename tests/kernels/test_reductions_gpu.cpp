@@ -3,6 +3,7 @@
 // values over axes, keepdims, `dtype=`, `out=`, ddof, NaN, ties, empty reductions and errors.
 
 #include "gpu.hpp"
+#include "reduction_reference.hpp"
 
 #include "kiln/kiln.hpp"
 #include "kiln/reductions.hpp"
@@ -15,86 +16,30 @@
 #include <limits>
 #include <random>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 using kiln::Array;
 using kiln::Axes;
 using kiln::DType;
 using kiln::ReduceOptions;
+using kiln::test::Complex;
+using kiln::test::Data;
+using kiln::test::device_data;
+using kiln::test::doubles;
+using kiln::test::elements;
+using kiln::test::poisoned;
+using kiln::test::reference;
+using kiln::test::result_shape;
+using kiln::test::Shape;
+using kiln::test::text;
+using kiln::test::to_size;
+using kiln::test::values_of;
+using kiln::test::visit;
 
 namespace {
 
-using Shape = std::vector<std::int64_t>;
-using Complex = std::complex<double>;
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::int64_t elements(const Shape& shape) {
-    std::int64_t n = 1;
-    for (std::int64_t e : shape)
-        n *= e;
-    return n;
-}
-
-std::size_t to_size(std::int64_t n) {
-    return static_cast<std::size_t>(n);
-}
-
-std::string text(const Shape& shape) {
-    return kiln::Dims(shape).to_string();
-}
-
-std::vector<bool> reduced_axes(const Axes& axes, int ndim) {
-    std::vector<bool> reduced(to_size(ndim), axes.is_all());
-    for (int k = 0; k < axes.size(); ++k)
-        reduced[to_size((axes[k] + ndim) % ndim)] = true;
-    return reduced;
-}
-
-Shape result_shape(const Shape& shape, const Axes& axes, bool keepdims = false) {
-    const auto reduced = reduced_axes(axes, static_cast<int>(shape.size()));
-    Shape out;
-    for (std::size_t d = 0; d < shape.size(); ++d)
-        if (!reduced[d])
-            out.push_back(shape[d]);
-        else if (keepdims)
-            out.push_back(1);
-    return out;
-}
-
-// Calls f(flat, out, j) for every element of a C-order array: its flat index, the C-order index
-// of its output (over the kept axes) and its index within its reduction (C order over the reduced
-// axes; the flat index for Axes::all(), as NumPy's argmax counts).
-template <class F> void visit(const Shape& shape, const Axes& axes, F&& f) {
-    const auto reduced = reduced_axes(axes, static_cast<int>(shape.size()));
-    std::vector<std::int64_t> at(shape.size(), 0);
-    const std::int64_t n = elements(shape);
-    for (std::int64_t flat = 0; flat < n; ++flat) {
-        std::int64_t out = 0, j = 0;
-        for (std::size_t d = 0; d < shape.size(); ++d) {
-            std::int64_t& index = reduced[d] ? j : out;
-            index = index * shape[d] + at[d];
-        }
-        f(flat, out, j);
-        for (std::size_t d = shape.size(); d-- > 0;) {
-            if (++at[d] < shape[d]) break;
-            at[d] = 0;
-        }
-    }
-}
-
-// Per output: op(...op(op(init, x0, j0), x1, j1)..., xn, jn) over its elements in C order.
-template <class Acc, class V, class Op>
-std::vector<Acc> reference(const std::vector<V>& x, const Shape& shape, const Axes& axes, Acc init,
-                           Op op) {
-    std::vector<Acc> out(to_size(elements(result_shape(shape, axes))), init);
-    visit(shape, axes, [&](std::int64_t flat, std::int64_t o, std::int64_t j) {
-        out[to_size(o)] = op(out[to_size(o)], x[to_size(flat)], j);
-    });
-    return out;
-}
 
 // Every got[i] within tolerance * scale[i] of want[i] (exactly equal where that is 0); NaN in
 // want asks for NaN. NaN elsewhere, the poison of floating outputs, never passes.
@@ -117,10 +62,6 @@ std::vector<Acc> reference(const std::vector<V>& x, const Shape& shape, const Ax
     return near(got, want, std::vector<double>(want.size(), 0.0), 0);
 }
 
-template <class T> std::vector<double> doubles(const std::vector<T>& v) {
-    return {v.begin(), v.end()};
-}
-
 std::vector<double> magnitudes(const std::vector<double>& v) {
     std::vector<double> out;
     for (double e : v)
@@ -128,87 +69,11 @@ std::vector<double> magnitudes(const std::vector<double>& v) {
     return out;
 }
 
-// One stored element of any dtype as a complex double; bool as its raw byte, so that poison
-// (0x7f) reads as neither false nor true.
-template <class T> Complex load(const unsigned char* p) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    if constexpr (std::is_same_v<T, kiln::float16> || std::is_same_v<T, kiln::bfloat16>)
-        return kiln::to_double(v);
-    else if constexpr (std::is_same_v<T, std::complex<float>> || std::is_same_v<T, Complex>)
-        return Complex(v);
-    else
-        return static_cast<double>(v);
-}
-Complex decode(const unsigned char* p, DType dtype) {
-    switch (dtype) {
-    case DType::bool_:
-        return static_cast<double>(*p);
-    case DType::int8:
-        return load<std::int8_t>(p);
-    case DType::int16:
-        return load<std::int16_t>(p);
-    case DType::int32:
-        return load<std::int32_t>(p);
-    case DType::int64:
-        return load<std::int64_t>(p);
-    case DType::uint8:
-        return load<std::uint8_t>(p);
-    case DType::uint16:
-        return load<std::uint16_t>(p);
-    case DType::uint32:
-        return load<std::uint32_t>(p);
-    case DType::uint64:
-        return load<std::uint64_t>(p);
-    case DType::float16:
-        return load<kiln::float16>(p);
-    case DType::bfloat16:
-        return load<kiln::bfloat16>(p);
-    case DType::float32:
-        return load<float>(p);
-    case DType::float64:
-        return load<double>(p);
-    case DType::complex64:
-        return load<std::complex<float>>(p);
-    case DType::complex128:
-        return load<Complex>(p);
-    }
-    return {};
-}
-
-std::vector<Complex> values_of(const Array& a) {
-    std::vector<unsigned char> bytes(a.nbytes());
-    if (!bytes.empty()) a.copy_to_host_bytes(bytes.data());
-    std::vector<Complex> out;
-    for (std::size_t at = 0; at < bytes.size(); at += a.itemsize())
-        out.push_back(decode(bytes.data() + at, a.dtype()));
-    return out;
-}
 std::vector<double> reals(const Array& a) {
     std::vector<double> out;
     for (const Complex& v : values_of(a))
         out.push_back(v.real());
     return out;
-}
-
-// An array of `dtype` from `values` converted as kiln::cast_scalar converts, with the values it
-// holds exactly (16-bit floats rounded, say) for host references.
-struct Data {
-    Array array;
-    std::vector<Complex> values;
-    Shape shape;
-};
-Data device_data(const std::vector<Complex>& values, const Shape& shape, DType dtype) {
-    const std::size_t item = kiln::itemsize(dtype);
-    std::vector<unsigned char> bytes(values.size() * item);
-    Data data;
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        kiln::cast_scalar(values[i], dtype, bytes.data() + i * item);
-        data.values.push_back(decode(bytes.data() + i * item, dtype));
-    }
-    data.array = kiln::from_host_bytes(bytes.data(), kiln::Dims(shape), dtype);
-    data.shape = shape;
-    return data;
 }
 
 // Random elements: bool half true, integers in [-50, 50] ([0, 100] unsigned), reals uniform in
@@ -225,16 +90,6 @@ Data random_array(const Shape& shape, DType dtype, unsigned seed) {
             : kiln::is_complex(dtype)          ? Complex(real(engine), real(engine))
                                                : Complex(real(engine));
     return device_data(v, shape, dtype);
-}
-
-// An output whose every byte is 0xff (NaN in every floating type) or 0x7f (integers and bool), so
-// an element left unwritten fails its comparison.
-Array poisoned(const Shape& shape, DType dtype) {
-    const bool floating = kiln::is_floating(dtype) || kiln::is_complex(dtype);
-    const std::vector<unsigned char> bytes(to_size(elements(shape)) * kiln::itemsize(dtype),
-                                           floating ? 0xff : 0x7f);
-    if (bytes.empty()) return kiln::empty(kiln::Dims(shape), dtype);
-    return kiln::from_host_bytes(bytes.data(), kiln::Dims(shape), dtype);
 }
 
 // Host references over the elements of `x` (exact values as stored).
