@@ -58,7 +58,7 @@ if has reduction; then
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_reduction.json" --benchmark_out_format=json \
         >"$out/bench_reduction.txt" 2>&1 || status=1
     grep -E "median|ERROR" "$out/bench_reduction.txt"
-    for run in 1 2 3; do
+    for run in 1 2 3 4 5; do
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
     done | tee "$out/reduction_first_call.txt"
     has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
