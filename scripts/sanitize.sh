@@ -12,6 +12,8 @@
 # Left out: package_client, which installs this build and links a client project against it
 # without the sanitizer runtime (its link fails by design; it tests packaging, not memory).
 # Extra ctest arguments may follow the kind, e.g. `scripts/sanitize.sh thread -R test_threads`.
+# KILN_SANITIZE_GPU=1 (on a GPU machine) builds and runs the GPU tests too; host sanitizers see
+# Kiln's threads and memory around the driver, compute-sanitizer sees the kernels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-}
@@ -25,10 +27,14 @@ thread) build=build-tsan sanitize=thread ;;
 esac
 shift
 suppressions=$PWD/scripts/sanitizers
+gpu_tests=OFF labels=cpu
+if [[ ${KILN_SANITIZE_GPU:-0} == 1 ]]; then
+    gpu_tests=ON labels="cpu|gpu"
+fi
 
 cmake -S . -B "$build" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
     -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
-    -DKILN_SANITIZE="$sanitize" -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_GPU_TESTS=OFF >/dev/null
+    -DKILN_SANITIZE="$sanitize" -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_GPU_TESTS="$gpu_tests" >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 logs=$PWD/$build/sanitizer-logs
@@ -36,12 +42,14 @@ rm -rf "$logs"
 mkdir -p "$logs"
 common="halt_on_error=1:print_stacktrace=1:log_path=$logs/report"
 export ASAN_OPTIONS="$common:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+# The CUDA driver maps memory where AddressSanitizer's shadow gap would be protected.
+[[ $gpu_tests == ON ]] && ASAN_OPTIONS="$ASAN_OPTIONS:protect_shadow_gap=0"
 export UBSAN_OPTIONS="$common"
 export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
 export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp"
 
 status=0
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L cpu -E '^package_client$' "$@" ||
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L "$labels" -E '^package_client$' "$@" ||
     status=1
 if compgen -G "$logs/report*" >/dev/null; then
     echo "sanitize.sh $kind: sanitizer reports (from $logs):"
