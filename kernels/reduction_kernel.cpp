@@ -48,7 +48,7 @@ std::string Axes::to_string() const {
     std::string s = "(";
     for (int k = 0; k < m_count; ++k)
         s += (k ? ", " : "") + std::to_string(m_values[k]);
-    return s + (m_count == 1 ? ",)" : ")");
+    return s + ")";
 }
 
 namespace {
