@@ -20,11 +20,11 @@ namespace {
 
 using kiln::Array;
 using kiln::DType;
+using kiln::ReduceCall;
 using kiln::bench::have_gpu;
 using kiln::bench::random_array;
 using kiln::bench::time_device;
 using kiln::bench::time_host;
-using kiln::ReduceCall;
 
 const kiln::ReductionKernel& l2norm() {
     static kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
@@ -83,8 +83,9 @@ void BM_Reduction_SumMixed(benchmark::State& state) { // axes (0, 2) of a 256^3 
     kiln::ReduceOptions options;
     options.out = &out;
     std::size_t next = 0;
-    time_device(state, 4.0 * (1 << 24),
-                [&] { kiln::sum(cubes[next++ % cubes.size()], {0, 2}, options); });
+    time_device(state, 4.0 * (1 << 24), [&] {
+        kiln::sum(cubes[next++ % cubes.size()], {0, 2}, options);
+    });
 }
 
 void BM_Reduction_ArgmaxAll(benchmark::State& state) {
@@ -194,8 +195,7 @@ int first_call() {
         return std::chrono::duration<double, std::milli>(b - a).count();
     };
     const auto t0 = Clock::now();
-    kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm",
-                            options);
+    kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm", options);
     const kiln::Arg args[] = {x};
     k.compile_for(args, 1, ReduceCall{1}, arch);
     const auto t1 = Clock::now();

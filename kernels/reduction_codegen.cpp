@@ -123,7 +123,8 @@ class Emitter {
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
         piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
-                  "kiln_index_t _J, " + indexers + scalars + ") { return static_cast<_type_reduce>(",
+                  "kiln_index_t _J, " + indexers + scalars +
+                  ") { return static_cast<_type_reduce>(",
               m_def.map_expr, "); }", "the map expression");
         std::string outs;
         for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
@@ -211,9 +212,7 @@ class Emitter {
         }
         line(indent + "}");
     }
-    std::string offset_name(int k) const {
-        return (is_output(k) ? "_o_" : "_k_") + param(k).name;
-    }
+    std::string offset_name(int k) const { return (is_output(k) ? "_o_" : "_k_") + param(k).name; }
 
     // Declares `_e_<x>`, the offset of element J of the reduction (relative to the kept offset).
     void emit_reduced_offsets(const std::string& j, const std::string& suffix,
@@ -238,8 +237,8 @@ class Emitter {
                        : "_r;";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array_input(k))
-                    s += " _e_" + param(k).name + suffix + " += _c * " + stride(k, kept() + d) +
-                         ';';
+                    s +=
+                        " _e_" + param(k).name + suffix + " += _c * " + stride(k, kept() + d) + ';';
             line(s + " }");
         }
         line(indent + "}");
@@ -318,9 +317,9 @@ class Emitter {
                         per_lane_acc ? "(" + i + " + " + std::to_string(lane) + ")" : i;
                     // Group layout: one accumulator per unrolled load, so the chains of
                     // dependent reduce steps run side by side.
-                    const std::string target = per_lane_acc
-                                                   ? acc + '[' + std::to_string(lane) + ']'
-                                                   : (u == 0 ? acc : acc + "_u" + std::to_string(u));
+                    const std::string target =
+                        per_lane_acc ? acc + '[' + std::to_string(lane) + ']'
+                                     : (u == 0 ? acc : acc + "_u" + std::to_string(u));
                     line(in + target + ".add(" + map_call(std::to_string(u), lane, j, out_i) +
                          ");");
                 }
@@ -351,7 +350,8 @@ class Emitter {
         if (m_plan.warp_group) {
             // A warp per output: short reductions, many outputs.
             line("    const int _lane = threadIdx.x & 31;");
-            line("    for (kiln_index_t _i = (kiln_index_t)blockIdx.x * " + std::to_string(block / 32) +
+            line("    for (kiln_index_t _i = (kiln_index_t)blockIdx.x * " +
+                 std::to_string(block / 32) +
                  " + (threadIdx.x >> 5); _i < _p._n_out; _i += (kiln_index_t)gridDim.x * " +
                  std::to_string(block / 32) + ") {");
             emit_kept_offsets("_i", kept() - 1, "        ");
@@ -427,8 +427,8 @@ class Emitter {
         line("        #pragma unroll");
         line("        for (int _q = 0; _q < " + v + "; ++_q) _acc[_q].init();");
         line("        if (_active) {");
-        emit_accumulate("_j0 + threadIdx.y", ys, "_j1", "_acc", "_b * _C + _c", "",
-                        "            ", true);
+        emit_accumulate("_j0 + threadIdx.y", ys, "_j1", "_acc", "_b * _C + _c", "", "            ",
+                        true);
         line("        }");
         // The block's rows meet in shared memory; row 0 merges them in order.
         line("        const int _t = threadIdx.y * 32 + threadIdx.x;");
@@ -439,8 +439,9 @@ class Emitter {
         line("        if (threadIdx.y == 0) {");
         line("            for (int _y = 1; _y < " + ys + "; ++_y)");
         line("                #pragma unroll");
-        line("                for (int _q = 0; _q < " + v + "; ++_q) _acc[_q].merge(_scratch[(_y * "
-                                                              "32 + threadIdx.x) * " +
+        line("                for (int _q = 0; _q < " + v +
+             "; ++_q) _acc[_q].merge(_scratch[(_y * "
+             "32 + threadIdx.x) * " +
              v + " + _q]);");
         line("        }");
         line("        if (_S == 1) {");
@@ -456,8 +457,9 @@ class Emitter {
         line("            const kiln_index_t _slot = (_b * _S + blockIdx.y) * _C + _c;");
         line("            if (threadIdx.y == 0 && _active) {");
         line("                #pragma unroll");
-        line("                for (int _q = 0; _q < " + v + "; ++_q) if (_c + _q < _C) "
-                                                              "_partials[_slot + _q] = _acc[_q];");
+        line("                for (int _q = 0; _q < " + v +
+             "; ++_q) if (_c + _q < _C) "
+             "_partials[_slot + _q] = _acc[_q];");
         line("                __threadfence();");
         line("            }");
         line("            __syncthreads();");

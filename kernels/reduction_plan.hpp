@@ -24,12 +24,12 @@ enum class ReduceLayout : std::uint8_t {
 
 struct ReductionPlan {
     ReduceLayout layout = ReduceLayout::group;
-    std::uint8_t kept_ndim = 1; ///< collapsed kept axes (at least 1, extent 1 for a scalar)
-    std::uint8_t red_ndim = 1;  ///< collapsed reduced axes (at least 1)
-    std::uint8_t vec = 1;       ///< elements per vector load
-    bool index64 = false;       ///< 64-bit indexing
-    bool warp_group = false;    ///< group layout: a warp per output instead of a block
-    std::uint8_t count = 0;     ///< operands: inputs then outputs
+    std::uint8_t kept_ndim = 1;  ///< collapsed kept axes (at least 1, extent 1 for a scalar)
+    std::uint8_t red_ndim = 1;   ///< collapsed reduced axes (at least 1)
+    std::uint8_t vec = 1;        ///< elements per vector load
+    bool index64 = false;        ///< 64-bit indexing
+    bool warp_group = false;     ///< group layout: a warp per output instead of a block
+    std::uint8_t count = 0;      ///< operands: inputs then outputs
     std::uint8_t slot_bytes = 0; ///< bytes per partial result in the workspace
     std::uint16_t block_x = 256, block_y = 1;
     std::uint8_t unroll = 4; ///< independent loads in flight per thread

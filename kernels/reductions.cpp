@@ -51,11 +51,21 @@ Spec spec_of(Op op, bool complex_sqrt) {
     case Op::prod:
         return {"T x", "kiln::cast<R>(x)", "a * b", "y = kiln::cast<O>(a)", "1", {}};
     case Op::max:
-        return {"T x", "kiln::cast<R>(x)", "kiln_max(a, b)", "y = kiln::cast<O>(a)",
-                "kiln::lowest<R>()", {}, true};
+        return {"T x",
+                "kiln::cast<R>(x)",
+                "kiln_max(a, b)",
+                "y = kiln::cast<O>(a)",
+                "kiln::lowest<R>()",
+                {},
+                true};
     case Op::min:
-        return {"T x", "kiln::cast<R>(x)", "kiln_min(a, b)", "y = kiln::cast<O>(a)",
-                "kiln::highest<R>()", {}, true};
+        return {"T x",
+                "kiln::cast<R>(x)",
+                "kiln_min(a, b)",
+                "y = kiln::cast<O>(a)",
+                "kiln::highest<R>()",
+                {},
+                true};
     case Op::argmax:
         return {"T x",
                 "kiln::make_pair(kiln::cast<R>(x), _J)",
@@ -73,14 +83,18 @@ Spec spec_of(Op op, bool complex_sqrt) {
                 "kiln::pair<R, kiln_index_t>",
                 true};
     case Op::mean:
-        return {"T x", "kiln::cast<R>(x)", "a + b",
-                "y = kiln::cast<O>(a / R(_in_ind.size() / _out_ind.size()))", "0", {}};
+        return {"T x",   "kiln::cast<R>(x)",
+                "a + b", "y = kiln::cast<O>(a / R(_in_ind.size() / _out_ind.size()))",
+                "0",     {}};
     case Op::squared_deviation:
-        return {"T x, M m, int64 ddof", "kiln_abs2(kiln::cast<C>(x) - kiln::cast<C>(m))", "a + b",
+        return {"T x, M m, int64 ddof",
+                "kiln_abs2(kiln::cast<C>(x) - kiln::cast<C>(m))",
+                "a + b",
                 complex_sqrt ? "y = kiln::cast<O>(sqrt(a / R(_in_ind.size() / _out_ind.size() - "
                                "ddof)))"
                              : "y = kiln::cast<O>(a / R(_in_ind.size() / _out_ind.size() - ddof))",
-                "0", {}};
+                "0",
+                {}};
     case Op::norm:
         return {"T x", "kiln_abs2(kiln::cast<C>(x))", "a + b", "y = kiln::cast<O>(sqrt(a))", "0",
                 {}};
@@ -96,10 +110,9 @@ Spec spec_of(Op op, bool complex_sqrt) {
 
 // Kernel names as profilers show them.
 const char* kernel_name(Op op) {
-    static const char* const kNames[] = {"kiln_sum",    "kiln_prod",   "kiln_max",
-                                         "kiln_min",    "kiln_argmax", "kiln_argmin",
-                                         "kiln_mean",   "kiln_var",    "kiln_norm",
-                                         "kiln_any",    "kiln_all",    "kiln_count_nonzero"};
+    static const char* const kNames[] = {
+        "kiln_sum",  "kiln_prod", "kiln_max",  "kiln_min", "kiln_argmax", "kiln_argmin",
+        "kiln_mean", "kiln_var",  "kiln_norm", "kiln_any", "kiln_all",    "kiln_count_nonzero"};
     return kNames[static_cast<int>(op)];
 }
 
@@ -172,8 +185,8 @@ Array argreduce(Op op, const Array& a, const Axes& axis, const ReduceOptions& op
                 const char* what) {
     if (is_complex(a.dtype())) unordered(what);
     if (!axis.is_all() && axis.size() != 1)
-        throw AxisError(std::string(what) + ": takes one axis or all of them, not axis=" +
-                        axis.to_string());
+        throw AxisError(std::string(what) +
+                        ": takes one axis or all of them, not axis=" + axis.to_string());
     return run(op, a, widen(a.dtype()), DType::int64, axis, options);
 }
 

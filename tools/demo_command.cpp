@@ -152,13 +152,13 @@ void run_l2norm(const std::string& arch) {
         const Arg args[] = {x};
         const auto start = std::chrono::steady_clock::now();
         auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
-        std::printf("  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n",
-                    program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
-                    program->key().hex().c_str(),
-                    std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              start)
-                        .count(),
-                    rows, cols);
+        std::printf(
+            "  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n",
+            program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
+            program->key().hex().c_str(),
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count(),
+            rows, cols);
         std::printf("  run: skipped, no GPU (%s)\n", reason.c_str());
         return;
     }
@@ -172,8 +172,7 @@ void run_l2norm(const std::string& arch) {
     Array norms = l2norm(ReduceCall{1}, x);
     const auto host = norms.to_host<float>();
     const double first_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first)
-            .count();
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
     double worst = 0;
     for (int r = 0; r < rows; ++r) {
         double ref = 0;

@@ -152,10 +152,9 @@ TEST(ReductionCodegen, KernelsWithoutIdentityTrackWhetherAValueIsHeld) {
 }
 
 TEST(ReductionCodegen, PairReduceTypesServeArgmax) {
-    const ReductionKernel argmax("T x", "int64 y", "kiln::make_pair(x, _J)",
-                                 "kiln::argmax_merge(a, b)", "y = a.second",
-                                 "_type_reduce(kiln::lowest<T>(), -1)", "my_argmax",
-                                 {"kiln::pair<T, long long>"});
+    const ReductionKernel argmax(
+        "T x", "int64 y", "kiln::make_pair(x, _J)", "kiln::argmax_merge(a, b)", "y = a.second",
+        "_type_reduce(kiln::lowest<T>(), -1)", "my_argmax", {"kiln::pair<T, long long>"});
     Array x = fake({1 << 20});
     compiles(argmax, {x});
     Array m = fake({512, 512});
@@ -178,7 +177,9 @@ TEST(ReductionCodegen, KeepdimsAndGivenOutputsShapeTheResult) {
     Array x = fake({4, 5, 6});
     Array given = fake({4, 1, 6});
     compiles(k, {x, given}, ReduceCall{1, true});
-    EXPECT_TRUE(has(error_of<kiln::ShapeError>([&] { source(k, {x, given}, ReduceCall{1}); }),
+    EXPECT_TRUE(has(error_of<kiln::ShapeError>([&] {
+                        source(k, {x, given}, ReduceCall{1});
+                    }),
                     "(4, 6)"));
 }
 
@@ -187,9 +188,10 @@ TEST(ReductionCodegen, AxesOutOfRangeOrRepeatedAreAxisErrors) {
     Array x = fake({4, 5, 6});
     EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{3}); }),
                     "axis 3 is out of bounds for an array of dimension 3"));
-    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{-4}); }),
-                    "axis -4"));
-    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{{0, -3}}); }),
+    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] { source(k, {x}, ReduceCall{-4}); }), "axis -4"));
+    EXPECT_TRUE(has(error_of<kiln::AxisError>([&] {
+                        source(k, {x}, ReduceCall{{0, -3}});
+                    }),
                     "repeated"));
     EXPECT_NO_THROW(source(k, {x}, ReduceCall{{-1, 0}}));
 }
@@ -197,8 +199,8 @@ TEST(ReductionCodegen, AxesOutOfRangeOrRepeatedAreAxisErrors) {
 TEST(ReductionCodegen, AnEmptyReductionWithoutIdentityIsAnError) {
     const ReductionKernel k("T x", "T y", "x", "max(a, b)", "y = a", "", "maxk");
     Array x = fake({0, 5});
-    EXPECT_TRUE(has(error_of<kiln::ArgumentError>([&] { source(k, {x}, ReduceCall{0}); }),
-                    "no identity"));
+    EXPECT_TRUE(
+        has(error_of<kiln::ArgumentError>([&] { source(k, {x}, ReduceCall{0}); }), "no identity"));
     // Reducing the non-empty axis of an empty array has no outputs: fine.
     EXPECT_NO_THROW(source(k, {x}, ReduceCall{1}));
     // With an identity the empty reduction gives the identity.

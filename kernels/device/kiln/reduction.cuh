@@ -42,10 +42,16 @@ KILN_LIMITS(float, __int_as_float(0xff800000), __int_as_float(0x7f800000))
 KILN_LIMITS(double, __longlong_as_double(0xfff0000000000000ll),
             __longlong_as_double(0x7ff0000000000000ll))
 #undef KILN_LIMITS
-template <class T> __device__ T lowest() { return limits<T>::lowest(); }
-template <class T> __device__ T highest() { return limits<T>::highest(); }
+template <class T> __device__ T lowest() {
+    return limits<T>::lowest();
+}
+template <class T> __device__ T highest() {
+    return limits<T>::highest();
+}
 
-template <class T> __device__ __forceinline__ bool is_nan(const T& v) { return v != v; }
+template <class T> __device__ __forceinline__ bool is_nan(const T& v) {
+    return v != v;
+}
 
 /// NumPy's argmax order on (value, index) pairs: the larger value, NaN above everything, the
 /// smaller index on ties; an index below 0 marks "no element". Commutative and associative, so
@@ -110,8 +116,8 @@ template <class Acc> __device__ __forceinline__ void warp_reduce(Acc& acc) {
 
 /// Reduce the accumulators of a block of kBlock threads (a multiple of 32, threadIdx.x only) into
 /// thread 0. @p scratch holds 32 accumulators; the function ends with the block synchronized.
-template <int kBlock, class Acc> __device__ __forceinline__ Acc block_reduce(Acc acc,
-                                                                          Acc* scratch) {
+template <int kBlock, class Acc>
+__device__ __forceinline__ Acc block_reduce(Acc acc, Acc* scratch) {
     warp_reduce(acc);
     if (kBlock == 32) return acc;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

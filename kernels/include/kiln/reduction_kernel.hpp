@@ -74,7 +74,7 @@ struct ReductionOptions {
     /// The type partial results have (`_type_reduce`): a C++ type, a dtype name or a type
     /// placeholder. Empty: the first output's type.
     std::string reduce_type;
-    std::string preamble; ///< at file scope, before the kernel (helper functions, macros)
+    std::string preamble;    ///< at file scope, before the kernel (helper functions, macros)
     bool reduce_dims = true; ///< merge dimensions that are contiguous for every operand
     /// Also for kernels with an identity, make an empty reduction an error (as NumPy's max): the
     /// identity then only seeds the kernel.
