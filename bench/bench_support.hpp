@@ -1,12 +1,13 @@
 #pragma once
 // What the GPU benches share: random inputs, event timing of device work, host timing of hot
-// calls, and skipping without a GPU.
+// calls, skipping without a GPU, and a main() with a --first-call mode.
 
 #include "kiln/kiln.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -61,6 +62,17 @@ inline bool have_gpu(benchmark::State& state) {
     if (Device::available(&reason)) return true;
     state.SkipWithError(reason.c_str());
     return false;
+}
+
+/// A bench's main(): with --first-call, @p first_call alone (run it in a fresh process with a
+/// fresh KILN_CACHE_DIR); otherwise the Google Benchmark cases.
+inline int bench_main(int argc, char** argv, int (*first_call)()) {
+    for (int i = 1; i < argc; ++i)
+        if (std::strcmp(argv[i], "--first-call") == 0) return first_call();
+    benchmark::Initialize(&argc, argv);
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
 }
 
 } // namespace kiln::bench

@@ -5,48 +5,15 @@ with an empty cache in a fresh process. Prints one JSON object."""
 
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 import cupy as cp
+from cupy_timing import device_ms, host_us, rand
 
 fma3 = cp.ElementwiseKernel("T x, T y, T b", "T z", "z = x * y + b", "fma3")
-
-
-def device_ms(call, repeat=200):
-    for _ in range(3):
-        call()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(repeat):
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
-
-
-def host_us(call, batches=2000, batch=64):
-    for _ in range(100):
-        call()
-    cp.cuda.Device().synchronize()
-    per_call = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            call()
-        t1 = time.perf_counter()
-        cp.cuda.Device().synchronize()
-        per_call.append((t1 - t0) / batch * 1e6)
-    return statistics.median(per_call)
-
-
-def rand(*shape):
-    return cp.random.uniform(-1, 1, shape, dtype=cp.float32)
 
 
 def first_call():

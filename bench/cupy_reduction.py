@@ -5,9 +5,9 @@ timed region; each case with CuPy's CUB accelerator and without it; the first ca
 ReductionKernel and of cupy.sum with CUB with an empty cache in a fresh process. Prints one JSON
 object."""
 
+import functools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -16,40 +16,13 @@ import time
 import cupy as cp
 from cupy._core import _accelerator
 
+import cupy_timing
+from cupy_timing import rand
+
+# Fewer repetitions than the elementwise script: each case runs twice (with and without CUB).
+device_ms = functools.partial(cupy_timing.device_ms, repeat=100)
+host_us = functools.partial(cupy_timing.host_us, batches=500)
 l2norm = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
-
-
-def device_ms(call, repeat=100):
-    for _ in range(3):
-        call()
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    times = []
-    for _ in range(repeat):
-        start.record()
-        call()
-        stop.record()
-        stop.synchronize()
-        times.append(cp.cuda.get_elapsed_time(start, stop))
-    return statistics.median(times)
-
-
-def host_us(call, batches=500, batch=64):
-    for _ in range(100):
-        call()
-    cp.cuda.Device().synchronize()
-    per_call = []
-    for _ in range(batches):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            call()
-        t1 = time.perf_counter()
-        cp.cuda.Device().synchronize()
-        per_call.append((t1 - t0) / batch * 1e6)
-    return statistics.median(per_call)
-
-
-def rand(*shape):
-    return cp.random.uniform(-1, 1, shape, dtype=cp.float32)
 
 
 def accelerate(cub):

@@ -3,6 +3,7 @@
 #include "device_headers.hpp"
 #include "elementwise_codegen.hpp"
 #include "elementwise_plan.hpp"
+#include "index_math.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
@@ -18,22 +19,17 @@
 
 namespace kiln {
 
+using detail::ceil_div;
+using detail::is_identifier;
+using detail::kIndex32Limit;
 using detail::Layout;
+using detail::max_offset;
 using detail::OperandKind;
 using detail::Plan;
 
 namespace {
 
 constexpr int kDefaultBlock = 256;
-constexpr std::int64_t kIndex32Limit = std::int64_t{1} << 30; // keeps i + grid stride < 2^31
-
-bool is_identifier(const std::string& s) {
-    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
-}
-
 // Per array operand, the loop's view of it: element strides over the (collapsed) loop shape.
 struct OperandLayout {
     Dims strides; // in elements
@@ -55,23 +51,8 @@ struct Prepared {
     throw ArgumentError("ElementwiseKernel '" + kernel + "': " + what);
 }
 
-std::int64_t max_offset(const Dims& shape, const Dims& strides) {
-    // An empty array reaches no element, whatever its strides (Array::wrap bounds them only where
-    // there are elements); neither does an axis of extent 1.
-    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
-    std::int64_t extent = 0;
-    for (int d = 0; d < shape.size(); ++d)
-        if (shape[d] > 1) extent += (shape[d] - 1) * std::llabs(strides[d]);
-    return extent;
-}
-
 bool aligned(CUdeviceptr p, std::size_t bytes) {
     return p % bytes == 0;
-}
-
-// ceil(n / d) for n >= 0, d > 0, without the overflow of (n + d - 1) / d near INT64_MAX.
-std::int64_t ceil_div(std::int64_t n, std::int64_t d) {
-    return n / d + (n % d != 0);
 }
 
 } // namespace
@@ -362,10 +343,7 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
 }
 
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
-    CUcontext context = nullptr;
-    detail::driver().cuCtxGetCurrent(&context);
-    if (!context) context = detail::current_context();
-    const CacheKey key{p.plan, context};
+    const CacheKey key{p.plan, detail::current_context()};
     {
         std::lock_guard<std::mutex> lock(mutex);
         auto found = functions.find(key);

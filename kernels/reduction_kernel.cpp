@@ -1,6 +1,7 @@
 #include "kiln/reduction_kernel.hpp"
 
 #include "device_headers.hpp"
+#include "index_math.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
@@ -19,6 +20,10 @@
 
 namespace kiln {
 
+using detail::ceil_div;
+using detail::is_identifier;
+using detail::kIndex32Limit;
+using detail::max_offset;
 using detail::OperandKind;
 using detail::ReduceLayout;
 using detail::ReductionPlan;
@@ -53,16 +58,8 @@ std::string Axes::to_string() const {
 
 namespace {
 
-constexpr std::int64_t kIndex32Limit = std::int64_t{1} << 30;
 constexpr int kAssumedMultiprocessors = 132; // source_for without a device (an H100)
 constexpr int kUnknownSlotBytes = 64; // partial-result slot for reduce types Kiln cannot size
-
-bool is_identifier(const std::string& s) {
-    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
-}
 
 bool blank(const std::string& s) {
     return std::all_of(s.begin(), s.end(), [](char c) { return std::isspace(c); });
@@ -81,21 +78,6 @@ struct Prepared {
     Dim3 grid, block;
     int multiprocessors = kAssumedMultiprocessors;
 };
-
-std::int64_t max_offset(const Dims& shape, const Dims& strides) {
-    // An empty array reaches no element, whatever its strides (Array::wrap bounds them only where
-    // there are elements); neither does an axis of extent 1.
-    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return 0;
-    std::int64_t extent = 0;
-    for (int d = 0; d < shape.size(); ++d)
-        if (shape[d] > 1) extent += (shape[d] - 1) * std::llabs(strides[d]);
-    return extent;
-}
-
-// ceil(n / d) for n >= 0, d > 0, without the overflow of (n + d - 1) / d near INT64_MAX.
-std::int64_t ceil_div(std::int64_t n, std::int64_t d) {
-    return n / d + (n % d != 0);
-}
 
 // sizeof(kiln_acc) for reduce types Kiln knows, else a generous slot the kernel checks.
 int slot_bytes(const std::string& reduce_type, bool has_identity) {
@@ -149,7 +131,13 @@ struct ReductionKernel::Impl {
     detail::GeneratedReduction source(const Prepared& p) const {
         return detail::generate_reduction(def, p.plan, p.bindings);
     }
-    std::shared_ptr<const Program> compile(const Prepared& p, const std::string& arch) const;
+    // What compile() made and with which options: Module::load recompiles with the same ones
+    // when the driver rejects a cubin read from the disk cache.
+    struct Compiled {
+        std::shared_ptr<const Program> program;
+        CompileOptions options;
+    };
+    Compiled compile(const Prepared& p, const std::string& arch) const;
     std::string compile_error_summary(const Prepared& p,
                                       const detail::GeneratedReduction& generated,
                                       const std::string& log) const;
@@ -449,8 +437,8 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
     }
 }
 
-std::shared_ptr<const Program> ReductionKernel::Impl::compile(const Prepared& p,
-                                                              const std::string& arch) const {
+ReductionKernel::Impl::Compiled ReductionKernel::Impl::compile(const Prepared& p,
+                                                               const std::string& arch) const {
     CompileOptions options;
     options.arch = arch;
     options.options = nvrtc_options;
@@ -458,7 +446,8 @@ std::shared_ptr<const Program> ReductionKernel::Impl::compile(const Prepared& p,
     const detail::GeneratedReduction generated = source(p);
     options.cuda_headers = generated.source.find("#include <cuda_fp16.h>") != std::string::npos;
     try {
-        return Compiler::global().compile(generated.source, options);
+        auto program = Compiler::global().compile(generated.source, options);
+        return {std::move(program), std::move(options)};
     } catch (const CompileError& e) {
         throw CompileError(compile_error_summary(p, generated, e.log()), e.log(), e.options(),
                            e.source());
@@ -501,12 +490,8 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepa
         if (found != functions.end()) return found->second;
     }
     // First call with this signature: generate, compile (memory and disk caches), load.
-    CompileOptions options;
-    options.arch = Device::current().arch();
-    options.options = nvrtc_options;
-    options.headers = detail::device_headers();
-    auto program = compile(p, options.arch);
-    auto module = Module::load(program, options);
+    const Compiled compiled = compile(p, Device::current().arch());
+    auto module = Module::load(compiled.program, compiled.options);
     Function f = module->function(def.name);
     const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
     std::lock_guard<std::mutex> lock(mutex);
@@ -596,9 +581,7 @@ ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = defaul
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
     Prepared p;
-    CUcontext context = nullptr;
-    detail::driver().cuCtxGetCurrent(&context);
-    if (!context) context = detail::current_context();
+    const CUcontext context = detail::current_context();
     // The multiprocessor count shapes the grid: remembered per thread for the last context.
     thread_local CUcontext last_context = nullptr;
     thread_local int last_multiprocessors = 0;
@@ -631,7 +614,7 @@ std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std
                                                             const std::string& arch) const {
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
-    return m_impl->compile(p, arch);
+    return m_impl->compile(p, arch).program;
 }
 
 const std::string& ReductionKernel::name() const noexcept {

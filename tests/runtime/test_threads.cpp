@@ -4,6 +4,7 @@
 // ThreadSanitizer in CI (scripts/sanitize.sh thread).
 
 #include "process_cache_dir.hpp"
+#include "start_line.hpp"
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
@@ -21,6 +22,8 @@
 
 namespace {
 
+using kiln::test::StartLine;
+
 const auto* const kCacheDir = ::testing::AddGlobalTestEnvironment(new kiln::test::ProcessCacheDir);
 
 constexpr int kThreads = 12;
@@ -34,21 +37,6 @@ std::string kernel_source(const std::string& tag) {
            "    if (i < n) x[i] = x[i] * a + " +
            std::to_string(tag.size()) + ".0f;\n}\n";
 }
-
-// Starts every thread at once, so their first requests really overlap.
-class StartLine {
-  public:
-    explicit StartLine(int threads)
-        : m_waiting(threads) {}
-    void arrive_and_wait() {
-        m_waiting.fetch_sub(1);
-        while (m_waiting.load() > 0)
-            std::this_thread::yield();
-    }
-
-  private:
-    std::atomic<int> m_waiting;
-};
 
 kiln::CompileStatistics operator-(const kiln::CompileStatistics& a,
                                   const kiln::CompileStatistics& b) {

@@ -5,12 +5,12 @@
 
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
+#include "start_line.hpp"
 
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -20,6 +20,8 @@
 #include <vector>
 
 namespace {
+
+using kiln::test::StartLine;
 
 using kiln::Array;
 using kiln::DType;
@@ -46,21 +48,6 @@ Array poisoned(kiln::StreamRef stream) {
         cuMemsetD32Async(out.data(), 0xffffffffu, static_cast<std::size_t>(kCount), stream.get()));
     return out;
 }
-
-// Starts every thread at once, so first calls (and so compiles) really overlap.
-class StartLine {
-  public:
-    explicit StartLine(int threads)
-        : m_waiting(threads) {}
-    void arrive_and_wait() {
-        m_waiting.fetch_sub(1);
-        while (m_waiting.load() > 0)
-            std::this_thread::yield();
-    }
-
-  private:
-    std::atomic<int> m_waiting;
-};
 
 constexpr const char* kSaxpy = R"(
 extern "C" __global__ void saxpy_threads(float a, const float* x, const float* y, float* out,

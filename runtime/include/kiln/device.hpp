@@ -46,7 +46,8 @@ class Device {
 
 namespace detail {
 /// The calling thread's current context, making device 0's primary context current if there is
-/// none. The fast path is a single cuCtxGetCurrent.
+/// none; an application's context also gets Kiln's reference to its device's primary context.
+/// The fast path, on every launch, is one cuCtxGetCurrent and a thread-local comparison.
 CUcontext current_context();
 } // namespace detail
 
