@@ -3,6 +3,7 @@
 //
 //   <dir>/<ab>/<key>.kiln    an entry (ab = the key's first two hex digits, 256 shards)
 //   <dir>/<ab>/<key>.cu      its source, when sources are saved
+//   <dir>/<ab>/<key>.json    NVRTC's compile time trace (KILN_COMPILE_TIME_TRACE=1)
 //   <dir>/<ab>/stats         the shard's counters (stats_file.hpp)
 //   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale
 
@@ -20,6 +21,7 @@ namespace kiln::cache::detail {
 inline constexpr int kShardCount = 256;
 inline constexpr std::string_view kEntrySuffix = ".kiln";
 inline constexpr std::string_view kSourceSuffix = ".cu";
+inline constexpr std::string_view kTraceSuffix = ".json";
 inline constexpr std::string_view kTempPrefix = ".tmp.";
 inline constexpr std::string_view kStatsName = "stats";
 /// No entry file can be larger; a bigger file is damage, not something to read into memory.
@@ -42,6 +44,10 @@ inline std::filesystem::path entry_path(const std::filesystem::path& root, const
 }
 inline std::filesystem::path source_file(const std::filesystem::path& root, const Key& key) {
     return shard_dir(root, shard_of(key)) / (key.hex() + std::string(kSourceSuffix));
+}
+
+inline std::filesystem::path trace_file(const std::filesystem::path& root, const Key& key) {
+    return shard_dir(root, shard_of(key)) / (key.hex() + std::string(kTraceSuffix));
 }
 
 /// The key named by `<32 lower-case hex digits><suffix>`; nullopt for any other name.

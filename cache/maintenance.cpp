@@ -3,6 +3,7 @@
 #include "fs.hpp"
 #include "layout.hpp"
 #include "shard.hpp"
+#include "stats_file.hpp"
 #include "store_impl.hpp"
 
 #include <fcntl.h>
@@ -132,6 +133,54 @@ PruneResult Store::clear() {
     // Everything goes, temporaries of live writers too: their rename then fails (a miss).
     const std::int64_t future = std::numeric_limits<std::int64_t>::max();
     return m_impl->evict(all_shards(), 0, future, nullptr, detail::LockWait::patient, future);
+}
+
+bool Store::zero_stats() {
+    bool all = true;
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        auto stats = detail::LockedStats::open(m_impl->shard_dir(shard), false, m_impl->file_mode,
+                                               m_impl->config.shared, detail::LockWait::patient);
+        if (!stats) {
+            all = all && errno == ENOENT; // a shard without counters has nothing to reset
+            continue;
+        }
+        // Only the cumulative counters: the entry and byte estimate drives eviction.
+        const detail::Counters old = stats->read();
+        detail::Counters zeroed;
+        zeroed.files = old.files;
+        zeroed.bytes = old.bytes;
+        all = stats->write(zeroed) == 0 && all;
+    }
+    return all;
+}
+
+std::vector<DirProblem> Store::check_dir() {
+    std::vector<DirProblem> problems;
+    const auto& root = m_impl->config.dir;
+    struct stat st;
+    if (::stat(root.c_str(), &st) != 0) {
+        problems.push_back({root, std::strerror(errno), true});
+        return problems;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        problems.push_back({root, "not a directory", true});
+        return problems;
+    }
+    if (::access(root.c_str(), R_OK | X_OK) != 0) {
+        problems.push_back({root, std::strerror(errno), true});
+        return problems;
+    }
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        const auto dir = m_impl->shard_dir(shard);
+        if (::lstat(dir.c_str(), &st) != 0) continue;
+        if (S_ISLNK(st.st_mode))
+            problems.push_back({dir, "a symbolic link, not a shard directory"});
+        else if (!S_ISDIR(st.st_mode))
+            problems.push_back({dir, "not a directory"});
+        else if (::access(dir.c_str(), R_OK | X_OK) != 0)
+            problems.push_back({dir, std::string("unreadable: ") + std::strerror(errno)});
+    }
+    return problems;
 }
 
 std::optional<Entry> Store::peek(const Key& key, std::string* why) {

@@ -5,6 +5,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <unordered_map>
 
 namespace kiln::cache::detail {
@@ -45,7 +47,12 @@ int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before
             ShardItem& item = item_for(*source_key);
             item.has_source = true;
             item.source_size = file.size;
-            if (!item.has_entry) item.mtime_ns = file.mtime_ns;
+            if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
+        } else if (auto trace_key = key_from_name(file.name, kTraceSuffix)) {
+            ShardItem& item = item_for(*trace_key);
+            item.has_trace = true;
+            item.trace_size = file.size;
+            if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
         } else if (is_temp_name(file.name) && file.mtime_ns < stale_before_ns) {
             out.stale_temps.push_back(file.name);
         }
@@ -60,6 +67,8 @@ std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardIte
         freed += item.entry_size;
     if (item.has_source && ::unlink((shard_dir / (hex + std::string(kSourceSuffix))).c_str()) == 0)
         freed += item.source_size;
+    if (item.has_trace && ::unlink((shard_dir / (hex + std::string(kTraceSuffix))).c_str()) == 0)
+        freed += item.trace_size;
     return freed;
 }
 

@@ -11,17 +11,19 @@
 
 namespace kiln::cache::detail {
 
-/// An entry and/or its saved source: the unit that eviction removes.
+/// An entry and/or its saved source and time trace: the unit that eviction removes.
 struct ShardItem {
     Key key;
     bool has_entry = false;
     bool has_source = false;
+    bool has_trace = false;
     std::uint64_t entry_size = 0;
     std::uint64_t source_size = 0;
-    /// The entry's modification time (refreshed on each hit), else the source's.
+    std::uint64_t trace_size = 0;
+    /// The entry's modification time (refreshed on each hit), else the newest of the others.
     std::int64_t mtime_ns = 0;
 
-    std::uint64_t size() const { return entry_size + source_size; }
+    std::uint64_t size() const { return entry_size + source_size + trace_size; }
 };
 
 struct ShardContents {
@@ -40,7 +42,7 @@ inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
 int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before_ns,
                ShardContents& out);
 
-/// Unlink an item's entry and source (a reader that has one open keeps reading it). Returns the
+/// Unlink an item's entry, source and trace (a reader that has one open keeps reading it). Returns the
 /// bytes freed.
 std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardItem& item);
 

@@ -119,6 +119,31 @@ std::optional<std::filesystem::path> Store::save_source(const Key& key, std::str
     }
 }
 
+std::filesystem::path Store::trace_path(const Key& key) const {
+    return detail::trace_file(m_impl->config.dir, key);
+}
+
+std::optional<std::filesystem::path> Store::save_time_trace(const Key& key,
+                                                            std::string_view json) {
+    if (m_impl->config.disabled || m_impl->config.readonly) return std::nullopt;
+    try {
+        auto path = trace_path(key);
+        struct stat before;
+        const bool replaces = ::lstat(path.c_str(), &before) == 0 && S_ISREG(before.st_mode);
+        if (int error = m_impl->publish(path, json)) {
+            m_impl->warn_write(path.string(), error);
+            return std::nullopt;
+        }
+        detail::Counters delta;
+        delta.bytes = static_cast<std::int64_t>(json.size()) - (replaces ? before.st_size : 0);
+        m_impl->count(detail::shard_of(key), delta);
+        return path;
+    } catch (const std::exception& e) {
+        detail::warn(std::string("kernel cache could not save a time trace: ") + e.what());
+        return std::nullopt;
+    }
+}
+
 Stats Store::stats() {
     detail::Counters counters = m_impl->pending_total();
     Stats stats;

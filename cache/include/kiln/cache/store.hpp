@@ -53,8 +53,16 @@ struct EntryInfo {
     std::string arch;
     std::string nvrtc_version;
     std::size_t kernel_count = 0; ///< name expressions with a lowered name
+    std::vector<std::string> kernel_names; ///< kernels in the cubin (extern "C" ones included)
     std::uint64_t payload_size = 0;
     bool has_source = false;
+};
+
+/// Something wrong with the cache directory itself or one of its shard directories.
+struct DirProblem {
+    std::filesystem::path path;
+    std::string what;
+    bool fatal = false; ///< the cache directory as a whole cannot be used (missing, unreadable)
 };
 
 /// What verify() found.
@@ -103,6 +111,20 @@ class Store {
 
     /// Cumulative statistics (shared across processes) plus a fresh count of entries and bytes.
     Stats stats();
+    /// Set the cumulative counters of every shard to zero (`kiln cache stats --zero`); entries
+    /// are kept. Returns false when some shard's counters could not be reset.
+    bool zero_stats();
+
+    /// Path of the compile time trace of @p key (`<dir>/<ab>/<key>.json`).
+    std::filesystem::path trace_path(const Key& key) const;
+    /// Publish NVRTC's time trace for @p key beside its entry (atomic, never through a planted
+    /// link). Returns the path, or nullopt when the cache is disabled, read-only or unwritable.
+    std::optional<std::filesystem::path> save_time_trace(const Key& key, std::string_view json);
+
+    /// What is wrong with the cache directory and its shards: missing or unreadable (fatal),
+    /// not owned as it should be, shard directories that are links, files or unreadable.
+    /// Empty when all is well. Never throws.
+    std::vector<DirProblem> check_dir();
 
     /// Process-wide default store from the environment, created on first use.
     /// @throws kiln::ConfigError (on first use) when a KILN_CACHE_* variable does not parse.
