@@ -51,8 +51,8 @@ constexpr std::size_t kRecordHeaderSize = 16 + 8 + 8;
     throw Error("archive " + file.string() + ": " + what);
 }
 
-std::string read_or_empty(const std::filesystem::path& path, std::uint64_t max_size) {
-    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
+std::string read_or_empty(int dir_fd, const std::string& name, std::uint64_t max_size) {
+    detail::UniqueFd fd = detail::open_at(dir_fd, name, detail::kReadFlags);
     std::string bytes;
     if (!fd || detail::read_all(fd.get(), max_size, bytes) != 0) return {};
     return bytes;
@@ -109,19 +109,22 @@ TransferResult Store::export_to(const std::filesystem::path& file) {
     TransferResult result;
     std::uint64_t records = 0;
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        const auto dir = m_impl->shard_dir(shard);
+        auto ref = m_impl->open_shard(shard, false);
         detail::ShardContents contents;
-        if (detail::scan_shard(dir, 0, contents) != 0) continue;
+        if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         for (const auto& item : contents.items) {
             if (!item.has_entry || detail::shard_of(item.key) != shard) continue;
+            const std::string hex = item.key.hex();
             const std::string entry = read_or_empty(
-                detail::entry_path(m_impl->config.dir, item.key), detail::kMaxEntryFileSize);
+                ref.get(), hex + std::string(detail::kEntrySuffix), detail::kMaxEntryFileSize);
             if (!decode_entry(entry, item.key).entry) {
                 ++result.skipped; // damaged (or evicted meanwhile): nothing worth carrying
                 continue;
             }
             const std::string source =
-                item.has_source ? read_or_empty(source_path(item.key), kMaxSourceSize) : "";
+                item.has_source ? read_or_empty(ref.get(), hex + std::string(detail::kSourceSuffix),
+                                                kMaxSourceSize)
+                                : "";
             buffer.clear();
             detail::ByteWriter record(buffer);
             record.raw(std::string_view(&kRecordTag, 1));

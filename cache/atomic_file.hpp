@@ -7,16 +7,20 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 namespace kiln::cache::detail {
 
 class AtomicFile {
   public:
-    /// Open a fresh temporary in @p target's directory (O_CREAT|O_EXCL|O_NOFOLLOW, so nothing
-    /// planted there is followed or reused). With @p force_mode it is fchmod-ed to @p mode, past
-    /// the umask. Check error().
-    AtomicFile(std::filesystem::path target, mode_t mode, bool force_mode);
+    /// Open a fresh temporary for @p name in the directory @p dir_fd (borrowed: it must outlive
+    /// this object), O_CREAT|O_EXCL|O_NOFOLLOW with an unpredictable name, so nothing planted
+    /// there is followed or reused. With @p force_mode it is fchmod-ed to @p mode, past the
+    /// umask. Check error().
+    AtomicFile(int dir_fd, std::string name, mode_t mode, bool force_mode);
+    /// The same for a file the user named (an export archive): its directory is opened first.
+    AtomicFile(const std::filesystem::path& target, mode_t mode, bool force_mode);
     /// Removes the temporary unless commit() published it.
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;
@@ -30,17 +34,21 @@ class AtomicFile {
     int commit();
 
   private:
-    std::filesystem::path m_target;
-    std::filesystem::path m_temp;
+    void open_temp(mode_t mode, bool force_mode);
+
+    UniqueFd m_own_dir; // set when this object opened the directory itself
+    int m_dir = -1;
+    std::string m_name;
+    std::string m_temp;
     UniqueFd m_fd;
     int m_error = 0;
     bool m_committed = false;
 };
 
-/// Publish @p bytes at @p target, a file named by its content's key, through an AtomicFile.
-/// 0 on success, also when the rename failed but the target exists (another writer published
-/// the same content first), else an errno.
-int write_atomically(const std::filesystem::path& target, std::string_view bytes, mode_t mode,
+/// Publish @p bytes as @p name in @p dir_fd, a file named by its content's key, through an
+/// AtomicFile. 0 on success, also when the rename failed but the target exists (another writer
+/// published the same content first), else an errno.
+int write_atomically(int dir_fd, const std::string& name, std::string_view bytes, mode_t mode,
                      bool force_mode);
 
 } // namespace kiln::cache::detail

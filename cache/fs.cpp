@@ -37,6 +37,14 @@ UniqueFd open_file(const std::filesystem::path& path, int flags, mode_t mode) {
     return UniqueFd(fd);
 }
 
+UniqueFd open_at(int dir_fd, const std::string& name, int flags, mode_t mode) {
+    int fd;
+    do {
+        fd = ::openat(dir_fd, name.c_str(), flags | O_CLOEXEC, mode);
+    } while (fd < 0 && errno == EINTR);
+    return UniqueFd(fd);
+}
+
 int read_all(int fd, std::uint64_t max_size, std::string& out) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return errno;
@@ -90,43 +98,53 @@ int write_all(int fd, std::string_view bytes) {
     return 0;
 }
 
-int make_dirs(const std::filesystem::path& dir, mode_t mode, bool force_mode) {
-    std::filesystem::path partial;
-    for (const auto& part : dir) {
-        partial /= part;
-        if (part.empty() || part == "/") continue;
-        if (::mkdir(partial.c_str(), mode) == 0) {
-            if (force_mode && ::chmod(partial.c_str(), mode) != 0) return errno;
-            continue;
-        }
+int list_dir(int dir_fd, std::vector<DirItem>& out) {
+    // fdopendir takes ownership of its descriptor: give it a duplicate.
+    const int own = ::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) return errno;
+    DIR* handle = ::fdopendir(own);
+    if (!handle) {
         const int error = errno;
-        if (error != EEXIST) return error;
-        struct stat st;
-        if (::stat(partial.c_str(), &st) != 0) return errno;
-        if (!S_ISDIR(st.st_mode)) return ENOTDIR;
+        ::close(own);
+        return error;
     }
-    return 0;
-}
-
-int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out) {
-    DIR* handle = ::opendir(dir.c_str());
-    if (!handle) return errno;
-    const int dir_fd = ::dirfd(handle);
+    ::rewinddir(handle);
     while (const dirent* item = ::readdir(handle)) {
         const std::string_view name = item->d_name;
         if (name == "." || name == "..") continue;
         struct stat st;
         // The file may vanish between readdir and fstatat (another process evicted it).
-        if (::fstatat(dir_fd, item->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-        if (S_ISDIR(st.st_mode)) continue;
+        if (::fstatat(own, item->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         DirItem entry;
         entry.name = std::string(name);
         entry.size = static_cast<std::uint64_t>(st.st_size);
         entry.mtime_ns = std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+        entry.is_dir = S_ISDIR(st.st_mode);
         out.push_back(std::move(entry));
     }
     ::closedir(handle);
     return 0;
+}
+
+namespace {
+
+int remove_tree_at(int dir_fd, const std::string& name, int depth) {
+    if (::unlinkat(dir_fd, name.c_str(), 0) == 0) return 0;
+    if (errno != EISDIR && errno != EPERM) return errno;
+    if (depth > 4) return ELOOP; // deeper than anything Kiln or plain damage makes
+    UniqueFd sub = open_at(dir_fd, name, kDirFlags);
+    if (!sub) return errno;
+    std::vector<DirItem> items;
+    if (int error = list_dir(sub.get(), items)) return error;
+    for (const auto& item : items)
+        if (int error = remove_tree_at(sub.get(), item.name, depth + 1)) return error;
+    return ::unlinkat(dir_fd, name.c_str(), AT_REMOVEDIR) == 0 ? 0 : errno;
+}
+
+} // namespace
+
+int remove_at(int dir_fd, const std::string& name) {
+    return remove_tree_at(dir_fd, name, 0);
 }
 
 std::int64_t now_ns() {

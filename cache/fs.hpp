@@ -42,6 +42,10 @@ inline constexpr int kReadFlags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK;
 
 /// open(2), retried on EINTR. On failure the result is empty and errno is set.
 UniqueFd open_file(const std::filesystem::path& path, int flags, mode_t mode = 0);
+/// openat(2) relative to @p dir_fd, retried on EINTR. On failure empty, errno set.
+UniqueFd open_at(int dir_fd, const std::string& name, int flags, mode_t mode = 0);
+/// How the store opens a directory it works in: never through a link, never a non-directory.
+inline constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
 /// Read all of @p fd from its start into @p out. 0, an errno, or EFBIG when over @p max_size.
 int read_all(int fd, std::uint64_t max_size, std::string& out);
@@ -50,20 +54,20 @@ int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out);
 /// Write all of @p bytes. 0 or an errno.
 int write_all(int fd, std::string_view bytes);
 
-/// Create @p dir and its missing parents with @p mode; with @p force_mode the ones created are
-/// chmod-ed to @p mode so the umask cannot drop group bits. 0 or an errno (ENOTDIR when a
-/// component is a file).
-int make_dirs(const std::filesystem::path& dir, mode_t mode, bool force_mode);
-
 /// One name in a directory, with lstat's answer.
 struct DirItem {
     std::string name;
     std::uint64_t size = 0;
     std::int64_t mtime_ns = 0;
+    bool is_dir = false;
 };
 
-/// Everything in @p dir but subdirectories. 0 or an errno.
-int list_dir(const std::filesystem::path& dir, std::vector<DirItem>& out);
+/// Everything in the directory @p dir_fd (which stays open and unmoved). 0 or an errno.
+int list_dir(int dir_fd, std::vector<DirItem>& out);
+
+/// Remove @p name in @p dir_fd, whatever it is: a file, a link (not what it points to), or a
+/// directory tree (walked with O_NOFOLLOW, at most a few levels deep). 0 or an errno.
+int remove_at(int dir_fd, const std::string& name);
 
 /// Nanoseconds since the epoch, as file times are kept.
 std::int64_t now_ns();

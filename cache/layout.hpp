@@ -5,6 +5,7 @@
 //   <dir>/<ab>/<key>.cu      its source, when sources are saved
 //   <dir>/<ab>/<key>.json    NVRTC's compile time trace (KILN_COMPILE_TIME_TRACE=1)
 //   <dir>/<ab>/stats         the shard's counters (stats_file.hpp)
+//   <dir>/usage              the estimate of the whole cache's entries and bytes (stats_file.hpp)
 //   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale
 
 #include "kiln/cache/entry.hpp"
@@ -24,6 +25,7 @@ inline constexpr std::string_view kSourceSuffix = ".cu";
 inline constexpr std::string_view kTraceSuffix = ".json";
 inline constexpr std::string_view kTempPrefix = ".tmp.";
 inline constexpr std::string_view kStatsName = "stats";
+inline constexpr std::string_view kUsageName = "usage";
 /// No entry file can be larger; a bigger file is damage, not something to read into memory.
 inline constexpr std::uint64_t kMaxEntryFileSize =
     kEntryHeaderSize + kMaxMetadataSize + kMaxPayloadSize;

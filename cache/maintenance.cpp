@@ -13,17 +13,10 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
-#include <numeric>
 
 namespace kiln::cache {
 
 namespace {
-
-std::vector<int> all_shards() {
-    std::vector<int> shards(detail::kShardCount);
-    std::iota(shards.begin(), shards.end(), 0);
-    return shards;
-}
 
 // The header and metadata of the entry at @p path, verified; nullopt when unreadable or damaged.
 std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key& key) {
@@ -54,18 +47,19 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
     return info;
 }
 
-// Why the entry file at @p path is not a good entry for @p key, or "" when it is.
-std::string check_entry(const std::filesystem::path& path, const Key& key, int shard) {
+// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is.
+std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard) {
     if (detail::shard_of(key) != shard) return "in the wrong shard directory";
-    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
+    detail::UniqueFd fd = detail::open_at(shard_fd, name, detail::kReadFlags);
     if (!fd) {
         if (errno == ENOENT) return {}; // evicted meanwhile
         return errno == ELOOP ? "a symbolic link, not an entry" : std::strerror(errno);
     }
     std::string bytes;
     if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes))
-        return error == EFBIG || error == EINVAL ? "not a regular file of a sane size"
-                                                 : std::strerror(error);
+        return error == EFBIG || error == EINVAL || error == EISDIR
+                   ? "not a regular file of a sane size"
+                   : std::strerror(error);
     DecodeResult decoded = decode_entry(bytes, key);
     return decoded.entry ? std::string() : to_string(decoded.error);
 }
@@ -75,9 +69,10 @@ std::string check_entry(const std::filesystem::path& path, const Key& key, int s
 std::vector<EntryInfo> Store::list() {
     std::vector<EntryInfo> infos;
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        const auto dir = m_impl->shard_dir(shard);
+        auto ref = m_impl->open_shard(shard, false);
         detail::ShardContents contents;
-        if (detail::scan_shard(dir, 0, contents) != 0) continue;
+        if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
+        const auto dir = m_impl->shard_dir(shard);
         for (const auto& item : contents.items) {
             if (!item.has_entry) continue;
             auto info =
@@ -93,29 +88,49 @@ std::vector<EntryInfo> Store::list() {
 
 VerifyResult Store::verify(bool fix) {
     VerifyResult result;
+    // Shard directories first: a file or link in a shard's place, or one not to be trusted.
+    for (const auto& problem : check_dir()) {
+        if (problem.fatal) return result;
+        ++result.damaged;
+        if (fix && !m_impl->config.readonly) {
+            auto root = m_impl->root(false);
+            struct stat st;
+            const std::string name = problem.path.filename().string();
+            // Only what Kiln can heal: a file or link where a shard should be.
+            if (root && ::fstatat(root->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                !S_ISDIR(st.st_mode) && ::unlinkat(root->get(), name.c_str(), 0) == 0) {
+                ++result.removed;
+                result.problems.emplace_back(problem.path, problem.what + " (removed)");
+                continue;
+            }
+        }
+        result.problems.emplace_back(problem.path, problem.what);
+    }
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        const auto dir = m_impl->shard_dir(shard);
+        auto ref = m_impl->open_shard(shard, false);
         detail::ShardContents contents;
-        if (detail::scan_shard(dir, 0, contents) != 0) continue;
+        if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         for (const auto& item : contents.items) {
             if (!item.has_entry) continue;
             ++result.checked;
-            const auto path = dir / (item.key.hex() + std::string(detail::kEntrySuffix));
-            std::string problem = check_entry(path, item.key, shard);
+            const std::string name = item.key.hex() + std::string(detail::kEntrySuffix);
+            std::string problem = check_entry(ref.get(), name, item.key, shard);
             if (problem.empty()) {
                 ++result.ok;
                 continue;
             }
             ++result.damaged;
-            if (fix && ::unlink(path.c_str()) == 0) {
+            if (fix && detail::remove_at(ref.get(), name) == 0) {
                 ++result.removed;
                 detail::Counters delta;
                 delta.damaged = 1;
-                delta.files = -1;
-                delta.bytes = -static_cast<std::int64_t>(item.entry_size);
-                m_impl->count(shard, delta);
+                if (!item.entry_is_dir) {
+                    delta.files = -1;
+                    delta.bytes = -static_cast<std::int64_t>(item.entry_size);
+                }
+                m_impl->count(ref, delta);
             }
-            result.problems.emplace_back(path, std::move(problem));
+            result.problems.emplace_back(m_impl->shard_dir(shard) / name, std::move(problem));
         }
     }
     return result;
@@ -125,71 +140,72 @@ PruneResult Store::prune(std::uint64_t max_size, std::optional<std::chrono::seco
     const std::int64_t now = detail::now_ns();
     std::optional<std::int64_t> older_than;
     if (max_age) older_than = now - std::chrono::nanoseconds(*max_age).count();
-    return m_impl->evict(all_shards(), max_size, older_than, nullptr, detail::LockWait::patient,
-                         now - detail::kStaleTempAgeNs);
+    return m_impl->evict(max_size, older_than, nullptr, detail::LockWait::patient,
+                         now - detail::kStaleTempAgeNs, true);
 }
 
 PruneResult Store::clear() {
     // Everything goes, temporaries of live writers too: their rename then fails (a miss).
+    // Cleared entries are not evictions: the counters keep telling how the limit worked.
     const std::int64_t future = std::numeric_limits<std::int64_t>::max();
-    return m_impl->evict(all_shards(), 0, future, nullptr, detail::LockWait::patient, future);
+    return m_impl->evict(0, future, nullptr, detail::LockWait::patient, future, false);
 }
 
 bool Store::zero_stats() {
     bool all = true;
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        auto stats = detail::LockedStats::open(m_impl->shard_dir(shard), false, m_impl->file_mode,
-                                               m_impl->config.shared, detail::LockWait::patient);
+        auto ref = m_impl->open_shard(shard, false);
+        if (!ref) continue;
+        auto stats = detail::LockedStats::open(ref.get(), std::string(detail::kStatsName), false,
+                                               m_impl->modes.file, m_impl->modes.shared,
+                                               detail::LockWait::patient);
         if (!stats) {
             all = all && errno == ENOENT; // a shard without counters has nothing to reset
             continue;
         }
-        // Only the cumulative counters: the entry and byte estimate drives eviction.
-        const detail::Counters old = stats->read();
-        detail::Counters zeroed;
-        zeroed.files = old.files;
-        zeroed.bytes = old.bytes;
-        all = stats->write(zeroed) == 0 && all;
+        all = stats->write({}) == 0 && all;
     }
     return all;
 }
 
 std::vector<DirProblem> Store::check_dir() {
     std::vector<DirProblem> problems;
-    const auto& root = m_impl->config.dir;
-    struct stat st;
-    if (::stat(root.c_str(), &st) != 0) {
-        problems.push_back({root, std::strerror(errno), true});
+    const auto& dir = m_impl->config.dir;
+    auto opened = detail::open_root(dir, m_impl->modes, false);
+    if (!opened.fd) {
+        problems.push_back({dir,
+                            opened.distrust.empty() ? std::string(std::strerror(opened.error))
+                                                    : "not used: " + opened.distrust,
+                            true});
         return problems;
     }
-    if (!S_ISDIR(st.st_mode)) {
-        problems.push_back({root, "not a directory", true});
-        return problems;
-    }
-    if (::access(root.c_str(), R_OK | X_OK) != 0) {
-        problems.push_back({root, std::strerror(errno), true});
+    if (::faccessat(opened.fd.get(), ".", R_OK | X_OK, 0) != 0) {
+        problems.push_back({dir, std::strerror(errno), true});
         return problems;
     }
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        const auto dir = m_impl->shard_dir(shard);
-        if (::lstat(dir.c_str(), &st) != 0) continue;
-        if (S_ISLNK(st.st_mode))
-            problems.push_back({dir, "a symbolic link, not a shard directory"});
-        else if (!S_ISDIR(st.st_mode))
-            problems.push_back({dir, "not a directory"});
-        else if (::access(dir.c_str(), R_OK | X_OK) != 0)
-            problems.push_back({dir, std::string("unreadable: ") + std::strerror(errno)});
+        auto shard_opened = detail::open_shard(opened.fd.get(), shard, m_impl->modes, false);
+        const auto path = m_impl->shard_dir(shard);
+        if (!shard_opened.problem.empty())
+            problems.push_back({path, shard_opened.problem});
+        else if (!shard_opened.fd && shard_opened.error != ENOENT)
+            problems.push_back(
+                {path, std::string("unreadable: ") + std::strerror(shard_opened.error)});
+        else if (shard_opened.fd && ::faccessat(shard_opened.fd.get(), ".", R_OK | X_OK, 0) != 0)
+            problems.push_back({path, std::string("unreadable: ") + std::strerror(errno)});
     }
     return problems;
 }
 
 std::optional<Entry> Store::peek(const Key& key, std::string* why) {
-    const auto path = detail::entry_path(m_impl->config.dir, key);
     auto fail = [&](std::string reason) -> std::optional<Entry> {
         if (why) *why = std::move(reason);
         return std::nullopt;
     };
-    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
+    auto ref = m_impl->open_shard(detail::shard_of(key), false);
+    if (!ref) return fail(ref.error == ENOENT ? "no such entry" : std::strerror(ref.error));
+    detail::UniqueFd fd = detail::open_at(ref.get(), key.hex() + std::string(detail::kEntrySuffix),
+                                          detail::kReadFlags);
     if (!fd) return fail(errno == ENOENT ? "no such entry" : std::strerror(errno));
     std::string bytes;
     if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes))
@@ -200,7 +216,10 @@ std::optional<Entry> Store::peek(const Key& key, std::string* why) {
 }
 
 std::optional<std::string> Store::read_source(const Key& key) {
-    detail::UniqueFd fd = detail::open_file(source_path(key), detail::kReadFlags);
+    auto ref = m_impl->open_shard(detail::shard_of(key), false);
+    if (!ref) return std::nullopt;
+    detail::UniqueFd fd = detail::open_at(ref.get(), key.hex() + std::string(detail::kSourceSuffix),
+                                          detail::kReadFlags);
     std::string text;
     if (!fd || detail::read_all(fd.get(), detail::kMaxEntryFileSize, text) != 0)
         return std::nullopt;

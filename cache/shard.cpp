@@ -25,10 +25,9 @@ std::uint64_t ShardContents::bytes() const {
     return total;
 }
 
-int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before_ns,
-               ShardContents& out) {
+int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
     std::vector<DirItem> files;
-    if (int error = list_dir(shard_dir, files)) return error;
+    if (int error = list_dir(shard_fd, files)) return error;
     std::unordered_map<Key, std::size_t, KeyHash> index;
     auto item_for = [&](const Key& key) -> ShardItem& {
         auto [it, inserted] = index.emplace(key, out.items.size());
@@ -41,8 +40,11 @@ int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before
         if (auto key = key_from_name(file.name, kEntrySuffix)) {
             ShardItem& item = item_for(*key);
             item.has_entry = true;
+            item.entry_is_dir = file.is_dir;
             item.entry_size = file.size;
             item.mtime_ns = file.mtime_ns;
+        } else if (file.is_dir) {
+            continue; // only an entry's name is checked for a directory in its place
         } else if (auto source_key = key_from_name(file.name, kSourceSuffix)) {
             ShardItem& item = item_for(*source_key);
             item.has_source = true;
@@ -60,23 +62,22 @@ int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before
     return 0;
 }
 
-std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardItem& item) {
+std::uint64_t remove_item(int shard_fd, const ShardItem& item) {
     std::uint64_t freed = 0;
     const std::string hex = item.key.hex();
-    if (item.has_entry && ::unlink((shard_dir / (hex + std::string(kEntrySuffix))).c_str()) == 0)
+    if (item.has_entry && remove_at(shard_fd, hex + std::string(kEntrySuffix)) == 0)
         freed += item.entry_size;
-    if (item.has_source && ::unlink((shard_dir / (hex + std::string(kSourceSuffix))).c_str()) == 0)
+    if (item.has_source && ::unlinkat(shard_fd, (hex + std::string(kSourceSuffix)).c_str(), 0) == 0)
         freed += item.source_size;
-    if (item.has_trace && ::unlink((shard_dir / (hex + std::string(kTraceSuffix))).c_str()) == 0)
+    if (item.has_trace && ::unlinkat(shard_fd, (hex + std::string(kTraceSuffix)).c_str(), 0) == 0)
         freed += item.trace_size;
     return freed;
 }
 
-std::uint64_t remove_stale_temps(const std::filesystem::path& shard_dir,
-                                 const ShardContents& contents) {
+std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents) {
     std::uint64_t removed = 0;
     for (const auto& name : contents.stale_temps)
-        removed += ::unlink((shard_dir / name).c_str()) == 0;
+        removed += ::unlinkat(shard_fd, name.c_str(), 0) == 0;
     return removed;
 }
 

@@ -17,6 +17,7 @@ struct ShardItem {
     bool has_entry = false;
     bool has_source = false;
     bool has_trace = false;
+    bool entry_is_dir = false; ///< damage: a directory where the entry should be
     std::uint64_t entry_size = 0;
     std::uint64_t source_size = 0;
     std::uint64_t trace_size = 0;
@@ -37,17 +38,15 @@ struct ShardContents {
 /// A writer needs well under a second; a temporary this old belongs to a writer that died.
 inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
 
-/// List @p shard_dir. Temporaries modified before @p stale_before_ns count as stale. Files with
-/// other names are left alone. 0 or an errno (ENOENT: the shard does not exist yet).
-int scan_shard(const std::filesystem::path& shard_dir, std::int64_t stale_before_ns,
-               ShardContents& out);
+/// List the shard directory @p shard_fd. Temporaries modified before @p stale_before_ns count as
+/// stale. Files with other names are left alone. 0 or an errno.
+int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out);
 
-/// Unlink an item's entry, source and trace (a reader that has one open keeps reading it). Returns the
-/// bytes freed.
-std::uint64_t remove_item(const std::filesystem::path& shard_dir, const ShardItem& item);
+/// Remove an item's entry, source and trace (a reader that has one open keeps reading it); a
+/// directory in an entry's place goes too. Returns the bytes freed.
+std::uint64_t remove_item(int shard_fd, const ShardItem& item);
 
 /// Unlink the stale temporaries found by the scan; returns how many went.
-std::uint64_t remove_stale_temps(const std::filesystem::path& shard_dir,
-                                 const ShardContents& contents);
+std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents);
 
 } // namespace kiln::cache::detail

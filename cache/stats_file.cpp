@@ -110,13 +110,22 @@ Counters parse_counters(std::string_view text) {
     return counters;
 }
 
-std::optional<LockedStats> LockedStats::open(const std::filesystem::path& shard_dir, bool create,
+std::optional<LockedStats> LockedStats::open(int dir_fd, const std::string& name, bool create,
                                              mode_t mode, bool force_mode, LockWait wait) {
-    UniqueFd fd = open_file(shard_dir / std::string(kStatsName),
-                            O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), mode);
+    UniqueFd fd =
+        open_at(dir_fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), mode);
     if (!fd) return std::nullopt;
+    // Updated in place, so it must be what Kiln makes: no FIFO, device or hard link to a file
+    // elsewhere, and in a private cache this user's own.
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return std::nullopt;
+    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (st.st_mode & S_IWOTH) ||
+        (!force_mode && st.st_uid != ::geteuid())) {
+        errno = EPERM;
+        return std::nullopt;
+    }
     // Only the owner may chmod; in a shared cache another member may own the file already.
-    if (force_mode) ::fchmod(fd.get(), mode);
+    if (force_mode && st.st_uid == ::geteuid()) ::fchmod(fd.get(), mode);
     if (!lock(fd.get(), LOCK_EX, wait)) return std::nullopt;
     return LockedStats(std::move(fd));
 }
@@ -135,9 +144,9 @@ int LockedStats::write(const Counters& counters) const {
     return 0;
 }
 
-std::optional<Counters> add_counters(const std::filesystem::path& shard_dir, const Counters& delta,
+std::optional<Counters> add_counters(int dir_fd, const std::string& name, const Counters& delta,
                                      mode_t mode, bool force_mode, LockWait wait) {
-    auto stats = LockedStats::open(shard_dir, true, mode, force_mode, wait);
+    auto stats = LockedStats::open(dir_fd, name, true, mode, force_mode, wait);
     if (!stats) return std::nullopt;
     Counters totals = stats->read();
     totals += delta;
@@ -145,9 +154,10 @@ std::optional<Counters> add_counters(const std::filesystem::path& shard_dir, con
     return totals;
 }
 
-Counters read_counters(const std::filesystem::path& shard_dir) {
-    UniqueFd fd = open_file(shard_dir / std::string(kStatsName), kReadFlags);
-    if (!fd) return {};
+Counters read_counters(int dir_fd, const std::string& name) {
+    UniqueFd fd = open_at(dir_fd, name, kReadFlags);
+    struct stat st;
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
     // A shared lock keeps a half-written file out of view; if it stays busy, read anyway.
     lock(fd.get(), LOCK_SH, LockWait::brief);
     return parse_counters(read_text(fd.get()));

@@ -1,15 +1,15 @@
 #pragma once
-// Per-shard counters in `<dir>/<ab>/stats`, a few text lines ("hits 12"), updated under flock()
-// by every process that uses the directory, so statistics add up across processes. Each shard
-// also keeps an estimate of its entry count and bytes, which drives amortized eviction; a
-// clean-up of the shard replaces the estimate with a recount.
+// Counter files, a few text lines ("hits 12"), updated under flock() by every process that uses
+// the directory, so statistics add up across processes. Each shard keeps its event counters in
+// `<dir>/<ab>/stats`; the cache directory keeps the estimate of the whole cache's entry count and
+// bytes in `<dir>/usage`, which drives amortized eviction; each clean-up replaces the estimate
+// with a recount.
 
 #include "fs.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -34,9 +34,11 @@ enum class LockWait { brief, patient };
 /// A shard's stats file, locked exclusively for as long as this object lives.
 class LockedStats {
   public:
-    /// Lock `<shard_dir>/stats`, creating it with @p mode (when @p create). nullopt when the file
-    /// cannot be opened (errno tells) or stays locked (errno = EWOULDBLOCK).
-    static std::optional<LockedStats> open(const std::filesystem::path& shard_dir, bool create,
+    /// Lock @p name in the directory @p dir_fd, creating it with @p mode (when @p create). It is
+    /// opened O_NOFOLLOW and must be a regular file with one link, owned by this user unless the
+    /// cache is shared (@p force_mode). nullopt when the file cannot be opened or is not such a
+    /// file (errno tells), or stays locked (errno = EWOULDBLOCK).
+    static std::optional<LockedStats> open(int dir_fd, const std::string& name, bool create,
                                            mode_t mode, bool force_mode, LockWait wait);
 
     Counters read() const;
@@ -51,10 +53,10 @@ class LockedStats {
 
 /// Add @p delta to a shard's counters and return the totals; nullopt when the file could not be
 /// updated (the caller keeps the delta for later).
-std::optional<Counters> add_counters(const std::filesystem::path& shard_dir, const Counters& delta,
+std::optional<Counters> add_counters(int dir_fd, const std::string& name, const Counters& delta,
                                      mode_t mode, bool force_mode, LockWait wait);
 
-/// A shard's counters for display; zero when there is no stats file.
-Counters read_counters(const std::filesystem::path& shard_dir);
+/// Counters for display; zero when there is no such file (or it is not a regular file).
+Counters read_counters(int dir_fd, const std::string& name);
 
 } // namespace kiln::cache::detail

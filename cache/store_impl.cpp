@@ -4,7 +4,6 @@
 
 #include "atomic_file.hpp"
 #include "eviction.hpp"
-#include "fs.hpp"
 #include "shard.hpp"
 
 #include <sys/stat.h>
@@ -42,38 +41,130 @@ void ignore_sigxfsz_once() {
 
 } // namespace detail
 
+namespace {
+
+// The usage estimate: entries and bytes only.
+detail::Counters usage_part(const detail::Counters& counters) {
+    detail::Counters usage;
+    usage.files = counters.files;
+    usage.bytes = counters.bytes;
+    return usage;
+}
+
+detail::Counters event_part(detail::Counters counters) {
+    counters.files = 0;
+    counters.bytes = 0;
+    return counters;
+}
+
+} // namespace
+
 Store::Impl::Impl(Config c)
     : config(std::move(c))
-    , dir_mode(config.shared ? 02770 : 0700)
-    , file_mode(config.shared ? 0660 : 0600) {}
+    , modes(detail::modes_for(config.shared)) {}
 
 Store::Impl::~Impl() {
     flush_pending();
 }
 
-std::optional<detail::Counters> Store::Impl::count(int shard, const detail::Counters& delta,
-                                                   detail::LockWait wait) {
+std::shared_ptr<const detail::UniqueFd> Store::Impl::root(bool create) {
+    std::lock_guard<std::mutex> lock(m_root_mutex);
+    if (!m_root_refused.empty()) return nullptr;
+    if (m_root) {
+        // A cache directory removed while this process runs: open the one now at its path.
+        struct stat st;
+        if (::fstat(m_root->get(), &st) == 0 && st.st_nlink > 0) return m_root;
+        m_root.reset();
+    }
+    auto opened = detail::open_root(config.dir, modes, create && !config.readonly);
+    if (opened.fd) {
+        m_root = std::make_shared<const detail::UniqueFd>(std::move(opened.fd));
+        return m_root;
+    }
+    if (!opened.distrust.empty()) {
+        m_root_refused = opened.distrust;
+        // Neither read nor written: a cubin planted there is as dangerous as a clobbered file.
+        detail::warn("the kernel cache directory " + config.dir.string() +
+                     " is not used: " + opened.distrust +
+                     ". Kernels are compiled and kept in memory only. Fix its owner or "
+                     "permissions, or set KILN_CACHE_DIR to a directory of your own.");
+    } else if (opened.error != ENOENT) {
+        if (create && !config.readonly)
+            warn_write(config.dir.string(), opened.error);
+        else
+            warn_read(config.dir.string(), opened.error);
+    }
+    return nullptr;
+}
+
+std::string Store::Impl::root_problem() {
+    std::lock_guard<std::mutex> lock(m_root_mutex);
+    return m_root_refused;
+}
+
+detail::ShardRef Store::Impl::open_shard(int shard, bool create) {
+    detail::ShardRef ref;
+    ref.shard = shard;
+    ref.root = root(create);
+    if (!ref.root) {
+        ref.error = ENOENT;
+        return ref;
+    }
+    create = create && !config.readonly;
+    auto opened = detail::open_shard(ref.root->get(), shard, modes, create);
+    ref.fd = std::move(opened.fd);
+    ref.error = opened.error;
+    if (!opened.problem.empty() && !m_warned_shard.exchange(true)) {
+        const std::string action =
+            opened.removed
+                ? std::string("it was removed") + (ref.fd ? " and the shard made anew" : "")
+            : config.readonly
+                ? "it was left in place (the cache is read-only) and the shard is not used"
+                : "the shard is not used";
+        detail::warn("kernel cache " + shard_dir(shard).string() + ": " + opened.problem + "; " +
+                     action +
+                     ". Further problems with shard directories are not reported; "
+                     "`kiln cache verify` lists them.");
+    }
+    return ref;
+}
+
+std::optional<detail::Counters>
+Store::Impl::count(detail::ShardRef& ref, const detail::Counters& delta, detail::LockWait wait) {
     detail::Counters merged;
     {
         std::lock_guard<std::mutex> lock(m_pending_mutex);
-        merged = m_pending[shard];
+        merged = m_pending[ref.shard];
         merged += delta;
-        m_pending[shard] = {};
+        m_pending[ref.shard] = {};
     }
     // A read-only cache is never written, counters included; they stay in this process.
+    detail::Counters left = merged;
     std::optional<detail::Counters> totals;
-    if (!config.readonly) {
-        totals = detail::add_counters(shard_dir(shard), merged, file_mode, config.shared, wait);
-        // A miss in a shard nothing was stored in yet: make the shard, or the count is lost.
-        if (!totals && errno == ENOENT &&
-            detail::make_dirs(shard_dir(shard), dir_mode, config.shared) == 0)
-            totals = detail::add_counters(shard_dir(shard), merged, file_mode, config.shared, wait);
+    if (!config.readonly && ref) {
+        left = {};
+        const detail::Counters events = event_part(merged);
+        if (!events.empty() && !detail::add_counters(ref.get(), std::string(detail::kStatsName),
+                                                     events, modes.file, modes.shared, wait))
+            left += events;
+        const detail::Counters usage = usage_part(merged);
+        if (!usage.empty()) {
+            totals = detail::add_counters(ref.root->get(), std::string(detail::kUsageName), usage,
+                                          modes.file, modes.shared, wait);
+            if (!totals) left += usage;
+        }
     }
-    if (!totals) {
+    if (!left.empty()) {
         std::lock_guard<std::mutex> lock(m_pending_mutex);
-        m_pending[shard] += merged;
+        m_pending[ref.shard] += left;
     }
     return totals;
+}
+
+std::optional<detail::Counters> Store::Impl::count(int shard, const detail::Counters& delta,
+                                                   detail::LockWait wait) {
+    auto ref = open_shard(shard, true);
+    return count(ref, delta, wait);
 }
 
 detail::Counters Store::Impl::pending_total() {
@@ -97,106 +188,134 @@ void Store::Impl::flush_pending() {
     }
 }
 
-int Store::Impl::publish(const std::filesystem::path& target, std::string_view bytes) {
+int Store::Impl::put_file(const Key& key, std::string_view suffix, std::string_view bytes,
+                          bool is_entry) {
     detail::ignore_sigxfsz_once();
-    int error = detail::write_atomically(target, bytes, file_mode, config.shared);
-    if (error == ENOENT) {
-        // The first write into this shard (or into a fresh cache): create what is missing.
-        error = detail::make_dirs(target.parent_path(), dir_mode, config.shared);
-        if (error == 0) error = detail::write_atomically(target, bytes, file_mode, config.shared);
+    auto ref = open_shard(detail::shard_of(key), true);
+    if (!ref) return ref.error;
+    const std::string name = key.hex() + std::string(suffix);
+    struct stat before;
+    bool replaces = ::fstatat(ref.get(), name.c_str(), &before, AT_SYMLINK_NOFOLLOW) == 0;
+    // rename() cannot replace a directory: one in the file's place is damage, removed first.
+    if (replaces && S_ISDIR(before.st_mode)) {
+        if (int error = detail::remove_at(ref.get(), name)) return error;
+        replaces = false;
     }
-    return error;
+    if (int error = detail::write_atomically(ref.get(), name, bytes, modes.file, modes.shared))
+        return error;
+    detail::Counters delta;
+    delta.stores = is_entry ? 1 : 0;
+    delta.files = is_entry && !replaces ? 1 : 0;
+    delta.bytes = static_cast<std::int64_t>(bytes.size()) - (replaces ? before.st_size : 0);
+    auto totals = count(ref, delta);
+    // The cache as a whole keeps to its limit: past it, one clean-up brings it down to 90%,
+    // which leaves room for the next stores before another is due (amortized).
+    if (is_entry && totals && config.max_size != 0 &&
+        totals->bytes > static_cast<std::int64_t>(config.max_size))
+        evict(config.max_size / 10 * 9, std::nullopt, &key, detail::LockWait::brief,
+              detail::now_ns() - detail::kStaleTempAgeNs, true);
+    return 0;
 }
 
 int Store::Impl::put(const Key& key, std::string_view bytes) {
-    const auto path = detail::entry_path(config.dir, key);
-    struct stat before;
-    const bool replaces = ::lstat(path.c_str(), &before) == 0;
-    if (int error = publish(path, bytes)) return error;
-    detail::Counters delta;
-    delta.stores = 1;
-    delta.files = replaces ? 0 : 1;
-    delta.bytes = static_cast<std::int64_t>(bytes.size()) - (replaces ? before.st_size : 0);
-    const int shard = detail::shard_of(key);
-    if (auto totals = count(shard, delta)) clean_if_over(shard, *totals, key);
-    return 0;
+    return put_file(key, detail::kEntrySuffix, bytes, true);
 }
 
 int Store::Impl::put_source(const Key& key, std::string_view source) {
-    const auto path = detail::source_file(config.dir, key);
-    struct stat before;
-    const bool replaces = ::lstat(path.c_str(), &before) == 0;
-    if (int error = publish(path, source)) return error;
-    detail::Counters delta;
-    delta.bytes = static_cast<std::int64_t>(source.size()) - (replaces ? before.st_size : 0);
-    count(detail::shard_of(key), delta);
-    return 0;
+    return put_file(key, detail::kSourceSuffix, source, false);
 }
 
-void Store::Impl::damaged(const Key& key, const std::string& reason, bool count_miss) {
+void Store::Impl::damaged(detail::ShardRef& ref, const Key& key, const std::string& reason,
+                          bool count_miss) {
     static std::atomic<bool> warned{false};
-    const auto path = detail::entry_path(config.dir, key);
-    if (!warned.exchange(true))
-        detail::warn("cache entry " + path.string() + " is damaged (" + reason +
-                     "): it was removed and will be compiled again. Further damaged entries are "
-                     "not reported; `kiln cache stats` counts them.");
+    const std::string name = key.hex() + std::string(detail::kEntrySuffix);
     detail::Counters delta;
     delta.damaged = 1;
     delta.misses = count_miss ? 1 : 0;
-    struct stat st;
-    if (!config.readonly && ::lstat(path.c_str(), &st) == 0 && ::unlink(path.c_str()) == 0) {
-        delta.files = -1;
-        delta.bytes = -static_cast<std::int64_t>(st.st_size);
+    int error = ENOENT;
+    if (!config.readonly && ref) {
+        struct stat st;
+        if (::fstatat(ref.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+            error = detail::remove_at(ref.get(), name);
+            if (error == 0 && !S_ISDIR(st.st_mode)) {
+                delta.files = -1;
+                delta.bytes = -static_cast<std::int64_t>(st.st_size);
+            }
+        }
     }
-    count(detail::shard_of(key), delta);
+    if (!warned.exchange(true)) {
+        std::string done;
+        if (config.readonly)
+            done = "it was left in place, since the cache is read-only (KILN_CACHE_READONLY=1), "
+                   "and the kernel is compiled instead. Further damaged entries are not reported.";
+        else if (error == 0)
+            done = "it was removed and will be compiled again. Further damaged entries are not "
+                   "reported; `kiln cache stats` counts them.";
+        else
+            done = std::string("it could not be removed (") + std::strerror(error) +
+                   "), so the kernel is compiled instead. Further damaged entries are not "
+                   "reported; `kiln cache verify` lists them.";
+        detail::warn("cache entry " + (shard_dir(ref.shard) / name).string() + " is damaged (" +
+                     reason + "): " + done);
+    }
+    count(ref, delta);
 }
 
-void Store::Impl::clean_if_over(int shard, const detail::Counters& totals, const Key& keep) {
-    if (config.max_size == 0) return;
-    // Each shard holds about 1/256 of the entries, so each keeps to 1/256 of the limit; going
-    // down to 90% leaves room for the next stores before it cleans again.
-    const std::uint64_t share = config.max_size / detail::kShardCount;
-    if (totals.bytes <= static_cast<std::int64_t>(share)) return;
-    evict({shard}, share / 10 * 9, std::nullopt, &keep, detail::LockWait::brief,
-          detail::now_ns() - detail::kStaleTempAgeNs);
-}
+PruneResult Store::Impl::evict(std::uint64_t max_bytes, std::optional<std::int64_t> older_than_ns,
+                               const Key* keep, detail::LockWait wait, std::int64_t stale_before_ns,
+                               bool count_evicted) {
+    PruneResult result;
+    auto root_fd = root(false);
+    if (!root_fd) return result;
+    // The usage lock makes this the one clean-up running: writers meanwhile keep their counts
+    // in memory and add them after, on top of the recount.
+    auto usage = detail::LockedStats::open(root_fd->get(), std::string(detail::kUsageName),
+                                           !config.readonly, modes.file, modes.shared, wait);
+    if (!usage && errno == EWOULDBLOCK && wait == detail::LockWait::brief) return result;
 
-PruneResult Store::Impl::evict(const std::vector<int>& shards, std::uint64_t max_bytes,
-                               std::optional<std::int64_t> older_than_ns, const Key* keep,
-                               detail::LockWait wait, std::int64_t stale_before_ns) {
-    std::vector<detail::ShardContents> contents(shards.size());
+    std::vector<detail::ShardRef> refs(detail::kShardCount);
+    std::vector<detail::ShardContents> contents(detail::kShardCount);
     std::vector<detail::Candidate> candidates;
-    for (std::size_t i = 0; i < shards.size(); ++i) {
-        if (detail::scan_shard(shard_dir(shards[i]), stale_before_ns, contents[i]) != 0) continue;
-        for (const auto& item : contents[i].items)
-            candidates.push_back({&item, static_cast<int>(i)});
+    std::uint64_t entries = 0, bytes = 0;
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        refs[shard] = open_shard(shard, false);
+        if (!refs[shard] ||
+            detail::scan_shard(refs[shard].get(), stale_before_ns, contents[shard]) != 0)
+            continue;
+        entries += contents[shard].entries();
+        bytes += contents[shard].bytes();
+        for (const auto& item : contents[shard].items)
+            candidates.push_back({&item, shard});
     }
     const auto victims =
         detail::choose_victims(std::move(candidates), max_bytes, older_than_ns, keep);
-    std::vector<std::vector<const detail::ShardItem*>> by_shard(shards.size());
-    for (const auto& victim : victims)
-        by_shard[victim.shard].push_back(victim.item);
-
-    PruneResult result;
-    for (std::size_t i = 0; i < shards.size(); ++i) {
-        if (by_shard[i].empty() && contents[i].stale_temps.empty()) continue;
-        const auto dir = shard_dir(shards[i]);
-        auto stats = detail::LockedStats::open(dir, true, file_mode, config.shared, wait);
-        if (!stats) continue; // another process is cleaning this shard
-        result.temporaries += detail::remove_stale_temps(dir, contents[i]);
-        std::uint64_t removed_entries = 0, freed = 0;
-        for (const detail::ShardItem* item : by_shard[i]) {
-            freed += detail::remove_item(dir, *item);
-            removed_entries += item->has_entry;
-        }
-        // Recount from the scan: the estimate in the file heals from drift at each clean-up.
-        detail::Counters counters = stats->read();
-        counters.files = static_cast<std::int64_t>(contents[i].entries() - removed_entries);
-        counters.bytes = static_cast<std::int64_t>(contents[i].bytes() - freed);
-        counters.evicted += removed_entries;
-        stats->write(counters);
-        result.entries += removed_entries;
+    std::vector<std::uint64_t> removed(detail::kShardCount, 0);
+    for (const auto& victim : victims) {
+        auto& ref = refs[victim.shard];
+        const std::uint64_t freed = detail::remove_item(ref.get(), *victim.item);
         result.bytes += freed;
+        bytes -= std::min(bytes, freed);
+        if (victim.item->has_entry) {
+            ++removed[victim.shard];
+            ++result.entries;
+            --entries;
+        }
+    }
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        if (!refs[shard]) continue;
+        result.temporaries += detail::remove_stale_temps(refs[shard].get(), contents[shard]);
+        if (count_evicted && removed[shard] != 0) {
+            detail::Counters delta;
+            delta.evicted = removed[shard];
+            count(refs[shard], delta, wait);
+        }
+    }
+    // Recount: the estimate heals from drift (killed writers, removals by hand) at each clean-up.
+    if (usage) {
+        detail::Counters recount = usage->read();
+        recount.files = static_cast<std::int64_t>(entries);
+        recount.bytes = static_cast<std::int64_t>(bytes);
+        usage->write(recount);
     }
     return result;
 }

@@ -1,9 +1,11 @@
 #pragma once
 // Store's private state, shared by the files that implement its parts (store.cpp: the hot path,
-// store_impl.cpp: counters, publishing and eviction, maintenance.cpp, archive.cpp).
+// store_impl.cpp: directories, counters, publishing and eviction, maintenance.cpp, archive.cpp).
 
 #include "kiln/cache/store.hpp"
 
+#include "cache_dir.hpp"
+#include "fs.hpp"
 #include "layout.hpp"
 #include "stats_file.hpp"
 
@@ -11,26 +13,53 @@
 
 #include <array>
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 namespace kiln::cache {
 
+namespace detail {
+
+/// An open, checked shard directory of an open cache directory.
+struct ShardRef {
+    std::shared_ptr<const UniqueFd> root;
+    UniqueFd fd;
+    int shard = -1;
+    int error = 0; ///< when !fd: why (ENOENT: it does not exist)
+
+    explicit operator bool() const noexcept { return static_cast<bool>(fd); }
+    int get() const noexcept { return fd.get(); }
+};
+
+} // namespace detail
+
 struct Store::Impl {
     explicit Impl(Config config);
     ~Impl();
 
     Config config;
-    mode_t dir_mode;
-    mode_t file_mode;
+    detail::Modes modes;
 
     std::filesystem::path shard_dir(int shard) const {
         return detail::shard_dir(config.dir, shard);
     }
 
-    /// Add @p delta to a shard's counters; when the file cannot be updated now (locked, missing,
-    /// read-only), keep it and add it with the next update. Returns the totals when written.
+    /// The cache directory, opened and checked, or nullptr when it cannot be used (missing, or
+    /// refused with one warning). A missing one is created when @p create and not read-only.
+    std::shared_ptr<const detail::UniqueFd> root(bool create);
+    /// Why root() refused the directory, or "" (check_dir reports it).
+    std::string root_problem();
+    /// A shard directory, opened and checked; created (and healed) when @p create and not
+    /// read-only. Problems are warned about once per process.
+    detail::ShardRef open_shard(int shard, bool create);
+
+    /// Add @p delta to the counters (events to the shard's file, entries and bytes to the cache's
+    /// usage file); what cannot be written now (locked, missing, read-only) is kept and added with
+    /// the next update. Returns the usage totals when they were written.
+    std::optional<detail::Counters> count(detail::ShardRef& ref, const detail::Counters& delta,
+                                          detail::LockWait wait = detail::LockWait::brief);
     std::optional<detail::Counters> count(int shard, const detail::Counters& delta,
                                           detail::LockWait wait = detail::LockWait::brief);
     /// This process's counts not yet in the files.
@@ -38,33 +67,37 @@ struct Store::Impl {
     /// Try once more to write what count() kept.
     void flush_pending();
 
-    /// Publish a file named by its key (creating directories on demand). 0 or an errno.
-    int publish(const std::filesystem::path& target, std::string_view bytes);
-
-    /// Publish an encoded entry, count it, and clean its shard when over its share. 0 or an errno.
+    /// Publish @p name in the shard: an entry, source or trace of @p key (a directory in its way
+    /// is removed first). Counts its bytes, and a store (when @p is_entry). 0 or an errno.
+    int put_file(const Key& key, std::string_view suffix, std::string_view bytes, bool is_entry);
+    /// Publish an encoded entry, count it, and clean the cache when over its limit. 0 or errno.
     int put(const Key& key, std::string_view bytes);
     /// Publish a source beside its entry and count its bytes. 0 or an errno.
     int put_source(const Key& key, std::string_view source);
 
-    /// A damaged entry (or one the driver rejected): remove it, count it, warn once per process.
-    void damaged(const Key& key, const std::string& reason, bool count_miss);
+    /// A damaged entry (or one the driver rejected): remove it unless read-only, count it, warn
+    /// once per process saying what was done.
+    void damaged(detail::ShardRef& ref, const Key& key, const std::string& reason, bool count_miss);
 
-    /// After a store brought a shard to @p totals: clean it if it is over its share of max_size.
-    void clean_if_over(int shard, const detail::Counters& totals, const Key& keep);
-
-    /// Remove, over @p shards together, entries modified before @p older_than_ns and then the
-    /// least recently used until they hold at most @p max_bytes (never @p keep), plus stale
-    /// temporaries; recount the shards' counters. Shards that stay locked are skipped.
-    PruneResult evict(const std::vector<int>& shards, std::uint64_t max_bytes,
-                      std::optional<std::int64_t> older_than_ns, const Key* keep,
-                      detail::LockWait wait, std::int64_t stale_before_ns);
+    /// Remove, over the whole cache, entries modified before @p older_than_ns and then the least
+    /// recently used until it holds at most @p max_bytes (never @p keep), plus stale temporaries;
+    /// recount the usage. One clean-up at a time: with LockWait::brief a clean-up already running
+    /// elsewhere makes this one return at once. @p count_evicted: add the removed entries to the
+    /// `evicted` counters (not for `clear`).
+    PruneResult evict(std::uint64_t max_bytes, std::optional<std::int64_t> older_than_ns,
+                      const Key* keep, detail::LockWait wait, std::int64_t stale_before_ns,
+                      bool count_evicted);
 
     void warn_write(const std::string& what, int error);
     void warn_read(const std::string& what, int error);
 
   private:
+    std::mutex m_root_mutex;
+    std::shared_ptr<const detail::UniqueFd> m_root;
+    std::string m_root_refused;
     std::atomic<bool> m_warned_write{false};
     std::atomic<bool> m_warned_read{false};
+    std::atomic<bool> m_warned_shard{false};
     std::mutex m_pending_mutex;
     std::array<detail::Counters, detail::kShardCount> m_pending{};
 };

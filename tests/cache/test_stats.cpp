@@ -77,7 +77,7 @@ TEST(Stats, AGarbledStatsFileIsIgnoredAndRewritten) {
     EXPECT_NE(kiln::test::read_file(stats_file).find("hits 1\n"), std::string::npos);
 }
 
-TEST(Stats, AreKeptPerShardInPlainText) {
+TEST(Stats, AreKeptPerShardAndTheUsageForTheWholeCacheInPlainText) {
     TempDir dir;
     Store store(config_for(dir.path()));
     const auto entry = make_entry(key_of("a"));
@@ -87,5 +87,9 @@ TEST(Stats, AreKeptPerShardInPlainText) {
         kiln::test::read_file(entry_file(dir.path(), entry.key).parent_path() / "stats");
     EXPECT_NE(text.find("hits 1\n"), std::string::npos) << text;
     EXPECT_NE(text.find("stores 1\n"), std::string::npos) << text;
-    EXPECT_NE(text.find("files 1\n"), std::string::npos) << text;
+    const std::string usage = kiln::test::read_file(dir / "usage");
+    EXPECT_NE(usage.find("files 1\n"), std::string::npos) << usage;
+    EXPECT_NE(usage.find("bytes " + std::to_string(kiln::cache::encode_entry(entry).size()) + "\n"),
+              std::string::npos)
+        << usage;
 }

@@ -14,6 +14,7 @@
 
 #include <csignal>
 
+using kiln::cache::Config;
 using kiln::cache::Store;
 using kiln::test::config_for;
 using kiln::test::entry_file;
@@ -65,14 +66,18 @@ TEST(StoreFailure, AFileWhereTheDirectoryShouldBeDegrades) {
     EXPECT_EQ(kiln::test::read_file(dir / "file"), "not a directory");
 }
 
-TEST(StoreFailure, AFileWhereAShardShouldBeDegrades) {
+TEST(StoreFailure, AFileWhereAShardShouldBeInAReadOnlyCacheIsAMissOfThatShardOnly) {
     TempDir dir;
     const auto entry = make_entry(key_of("x"));
+    const auto other = make_entry(key_in_shard_other_than(entry.key));
+    ASSERT_TRUE(Store(config_for(dir.path())).store(other));
     kiln::test::write_file(entry_file(dir.path(), entry.key).parent_path(), "in the way");
-    Store store(config_for(dir.path()));
-    EXPECT_FALSE(store.store(entry));
+    Config config = config_for(dir.path());
+    config.readonly = true;
+    Store store(config);
     EXPECT_FALSE(store.load(entry.key));
-    EXPECT_TRUE(store.store(make_entry(key_in_shard_other_than(entry.key))));
+    EXPECT_TRUE(store.load(other.key));
+    EXPECT_EQ(kiln::test::read_file(entry_file(dir.path(), entry.key).parent_path()), "in the way");
 }
 
 TEST(StoreFailure, AFullFilesystemFailsTheStoreWithoutDamage) {
