@@ -117,8 +117,8 @@ OpenedShard open_shard(int root_fd, int shard, const Modes& modes, bool create) 
         // A link or a file where the shard should be: damage (or a plant) that heals by removal.
         // (O_DIRECTORY|O_NOFOLLOW reports a link to a directory as ENOTDIR, so look.)
         struct stat st;
-        const bool is_link = ::fstatat(root_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                             S_ISLNK(st.st_mode);
+        const bool is_link =
+            ::fstatat(root_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
         result.problem = is_link ? "a symbolic link where a shard directory should be"
                                  : "a file where a shard directory should be";
         if (!create || result.removed || ::unlinkat(root_fd, name.c_str(), 0) != 0) return result;
