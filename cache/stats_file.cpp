@@ -130,6 +130,11 @@ std::optional<LockedStats> LockedStats::open(int dir_fd, const std::string& name
     return LockedStats(std::move(fd));
 }
 
+bool LockedStats::fresh() const {
+    struct stat st;
+    return ::fstat(m_fd.get(), &st) == 0 && st.st_size == 0;
+}
+
 Counters LockedStats::read() const {
     return parse_counters(read_text(m_fd.get()));
 }

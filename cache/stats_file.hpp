@@ -42,6 +42,8 @@ class LockedStats {
                                            mode_t mode, bool force_mode, LockWait wait);
 
     Counters read() const;
+    /// Whether the file was empty when locked: just created, so it holds no estimate yet.
+    bool fresh() const;
     /// Replace the counters. 0 or an errno.
     int write(const Counters& counters) const;
 

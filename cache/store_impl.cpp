@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 
@@ -148,10 +149,24 @@ Store::Impl::count(detail::ShardRef& ref, const detail::Counters& delta, detail:
                                                      events, modes.file, modes.shared, wait))
             left += events;
         const detail::Counters usage = usage_part(merged);
+        bool fresh = false;
         if (!usage.empty()) {
-            totals = detail::add_counters(ref.root->get(), std::string(detail::kUsageName), usage,
-                                          modes.file, modes.shared, wait);
+            auto file = detail::LockedStats::open(ref.root->get(), std::string(detail::kUsageName),
+                                                  true, modes.file, modes.shared, wait);
+            if (file) {
+                fresh = file->fresh();
+                detail::Counters sum = file->read();
+                sum += usage;
+                if (file->write(sum) == 0) totals = sum;
+            }
             if (!totals) left += usage;
+        }
+        // A cache with no estimate yet (one made by an older Kiln, or whose usage file was
+        // removed) is recounted now; the caller then cleans it if it is over the limit.
+        if (fresh) {
+            evict(UINT64_MAX, std::nullopt, nullptr, wait,
+                  detail::now_ns() - detail::kStaleTempAgeNs, true);
+            totals = detail::read_counters(ref.root->get(), std::string(detail::kUsageName));
         }
     }
     if (!left.empty()) {

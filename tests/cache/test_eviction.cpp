@@ -198,3 +198,24 @@ TEST(Eviction, ClearRemovesEverythingAndKeepsTheCountersWithoutCountingEvictions
     EXPECT_EQ(stats.evicted, 0u) << "cleared entries are not evictions";
     EXPECT_FALSE(store.load(key_of("3")));
 }
+
+TEST(Eviction, ACacheWithoutAUsageEstimateIsRecountedOnItsFirstStore) {
+    // A cache filled by an older Kiln has no usage file: its first store recounts and cleans.
+    TempDir dir;
+    const std::size_t entry_size =
+        kiln::cache::encode_entry(make_entry(key_of("size"), 4000)).size();
+    {
+        Config unlimited = config_for(dir.path());
+        unlimited.max_size = 0;
+        Store store(unlimited);
+        for (int i = 0; i < 20; ++i)
+            ASSERT_TRUE(store.store(make_entry(key_of(std::to_string(i)), 4000)));
+    }
+    std::filesystem::remove(dir / "usage");
+    Config config = config_for(dir.path());
+    config.max_size = 5 * entry_size;
+    Store store(config);
+    ASSERT_TRUE(store.store(make_entry(key_of("new"), 4000)));
+    EXPECT_LE(bytes_on_disk(dir.path()), config.max_size + entry_size);
+    EXPECT_TRUE(store.load(key_of("new")));
+}
