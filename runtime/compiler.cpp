@@ -199,10 +199,8 @@ struct Compiler::Impl {
 
     bool disk_usable() const { return store && !store->config().disabled; }
 
-    const std::string& nvrtc() const {
-        return detail::nvrtc_full_version(disk_usable() ? store->config().dir
-                                                        : std::filesystem::path{});
-    }
+    // What identifies the NVRTC build in keys; computed once per process, from its ELF build id.
+    static const std::string& nvrtc() { return detail::nvrtc_full_version(); }
 
     // How a compile uses the disk cache: both ways, not at all, or only to write (a recompile of
     // an entry the driver rejected replaces it).
@@ -262,7 +260,7 @@ struct Compiler::Impl {
             entry.kind = cache::PayloadKind::cubin;
             entry.payload = program->m_cubin;
             entry.lowered_names = program->m_lowered_names;
-            entry.nvrtc_version = nvrtc();
+            entry.nvrtc_version = detail::nvrtc_display_version();
             entry.arch = r.arch;
             entry.compile_ms = program->m_ms;
             entry.log = program->m_log;
@@ -373,7 +371,7 @@ std::string normalize_arch(std::string_view arch) {
 }
 
 const std::string& nvrtc_version() {
-    return detail::nvrtc_full_version({});
+    return detail::nvrtc_display_version();
 }
 
 } // namespace kiln
