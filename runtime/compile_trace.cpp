@@ -2,17 +2,47 @@
 
 #include "kiln/cache/store.hpp"
 #include "kiln/env.hpp"
+#include "kiln/log.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
 #include <system_error>
+#include <vector>
 
 namespace kiln::detail {
 
 namespace {
 
-std::filesystem::path with_json(const std::filesystem::path& base) {
-    std::filesystem::path json = base;
-    json += ".json";
-    return json;
+// The whole regular file at @p path, never through a link; nullopt if there is none.
+std::optional<std::string> read_regular_file(const std::filesystem::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return std::nullopt;
+    std::optional<std::string> content;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        content.emplace();
+        char buffer[64 << 10];
+        for (;;) {
+            const ssize_t n = ::read(fd, buffer, sizeof buffer);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) content.reset();
+            if (n <= 0) break;
+            content->append(buffer, static_cast<std::size_t>(n));
+        }
+    }
+    ::close(fd);
+    return content;
+}
+
+std::string temporary_directory() {
+    const char* dir = std::getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
 }
 
 } // namespace
@@ -21,34 +51,67 @@ bool compile_time_trace_enabled() {
     return env::get_flag("KILN_COMPILE_TIME_TRACE", false);
 }
 
-std::filesystem::path time_trace_base(const cache::Store* store, const cache::Key& key) {
-    std::error_code error;
-    if (store && !store->config().disabled && !store->config().readonly) {
-        std::filesystem::path base = store->source_path(key).replace_extension();
-        std::filesystem::create_directories(base.parent_path(), error);
-        if (!error) return base;
+TimeTrace::TimeTrace(const cache::Key& key) noexcept
+    : m_key(key) {
+    try {
+        std::string name = temporary_directory() + "/kiln-time-trace-XXXXXX";
+        std::vector<char> path(name.begin(), name.end());
+        path.push_back('\0');
+        if (!::mkdtemp(path.data())) {
+            logger().warn("cannot make a directory for NVRTC's time trace ({}: {}); compiling "
+                          "without a trace",
+                          name, std::strerror(errno));
+            return;
+        }
+        m_dir = path.data();
+        m_option = "--fdevice-time-trace=" + (m_dir / key.hex()).string();
+    } catch (...) {
+        // Out of memory for a path: no trace.
+        m_option.clear();
     }
-    error.clear();
-    std::filesystem::path dir = std::filesystem::temp_directory_path(error);
-    if (error) dir = "/tmp";
-    dir /= "kiln-time-trace";
-    std::filesystem::create_directories(dir, error);
-    return dir / key.hex();
 }
 
-std::filesystem::path finish_time_trace(const std::filesystem::path& base) noexcept {
+TimeTrace::~TimeTrace() {
+    if (m_dir.empty() || m_keep) return;
     try {
-        const std::filesystem::path json = with_json(base);
         std::error_code error;
-        if (std::filesystem::exists(json, error)) return json;
-        if (std::filesystem::exists(base, error)) {
-            std::filesystem::rename(base, json, error);
-            if (!error) return json;
-        }
+        std::filesystem::remove_all(m_dir, error);
     } catch (...) {
-        // Out of memory for a path: report no trace.
+        // Destructors never throw; a leftover private directory harms no one.
     }
-    return {};
+}
+
+std::filesystem::path TimeTrace::publish(cache::Store* store, const std::string& program) noexcept {
+    if (m_option.empty()) return {};
+    try {
+        const std::filesystem::path base = m_dir / m_key.hex();
+        std::filesystem::path json_path = base;
+        json_path += ".json";
+        // NVRTC appends ".json" to the name it is given; be ready for one that does not.
+        std::filesystem::path written = json_path;
+        std::optional<std::string> json = read_regular_file(json_path);
+        if (!json) {
+            written = base;
+            json = read_regular_file(base);
+        }
+        if (!json) return {};
+        if (store) {
+            if (auto published = store->save_time_trace(m_key, *json)) {
+                logger().info("NVRTC time trace of {}: {}", program, published->string());
+                return *published;
+            }
+        }
+        std::error_code error;
+        if (written != json_path) std::filesystem::rename(written, json_path, error);
+        if (error) json_path = written;
+        m_keep = true;
+        logger().warn("NVRTC time trace of {} is in {} (the cache could not take it)", program,
+                      json_path.string());
+        return json_path;
+    } catch (...) {
+        // Out of memory, or logging failed: the trace is lost, the compile is not.
+        return {};
+    }
 }
 
 } // namespace kiln::detail

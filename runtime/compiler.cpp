@@ -18,6 +18,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 
 namespace kiln {
@@ -122,7 +123,7 @@ struct NvrtcOutput {
 };
 
 NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
-                      const std::filesystem::path& time_trace = {}) {
+                      const std::string& time_trace_option = {}) {
     std::vector<const char*> header_sources, header_names;
     for (const auto& h : r.headers) {
         header_sources.push_back(h.source.c_str());
@@ -140,8 +141,7 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
     for (const auto& option : r.options)
         options.push_back(option.c_str());
     // Not in the key: where the trace goes changes nothing in the cubin.
-    const std::string trace_option = "--fdevice-time-trace=" + time_trace.string();
-    if (!time_trace.empty()) options.push_back(trace_option.c_str());
+    if (!time_trace_option.empty()) options.push_back(time_trace_option.c_str());
     if (r.cuda_headers)
         for (const auto& include : detail::cuda_include_options())
             options.push_back(include.c_str());
@@ -199,10 +199,8 @@ struct Compiler::Impl {
 
     bool disk_usable() const { return store && !store->config().disabled; }
 
-    const std::string& nvrtc() const {
-        return detail::nvrtc_full_version(disk_usable() ? store->config().dir
-                                                        : std::filesystem::path{});
-    }
+    // What identifies the NVRTC build in keys; computed once per process, from its ELF build id.
+    static const std::string& nvrtc() { return detail::nvrtc_full_version(); }
 
     // How a compile uses the disk cache: both ways, not at all, or only to write (a recompile of
     // an entry the driver rejected replaces it).
@@ -239,18 +237,15 @@ struct Compiler::Impl {
         if (disk_usable()) name = store->source_path(r.key).string();
         if (save_source) program->m_source_path = store->save_source(r.key, r.source);
 
-        const std::filesystem::path trace =
-            time_trace ? detail::time_trace_base(disk_usable() ? store : nullptr, r.key)
-                       : std::filesystem::path{};
+        std::optional<detail::TimeTrace> trace;
+        if (time_trace) trace.emplace(r.key);
         NvrtcOutput out;
         {
             nvtx::TimeRange range("compile " + r.key.hex(), nvtx::kOrange);
             compiles.fetch_add(1, std::memory_order_relaxed);
-            out = run_nvrtc(r, name, trace);
+            out = run_nvrtc(r, name, trace ? trace->option() : std::string());
         }
-        if (time_trace)
-            logger().info("NVRTC time trace of {}: {}", name,
-                          detail::finish_time_trace(trace).string());
+        if (trace) trace->publish(disk_usable() ? store : nullptr, name);
         program->m_cubin = std::move(out.cubin);
         program->m_log = std::move(out.log);
         program->m_lowered_names = std::move(out.lowered_names);
@@ -262,7 +257,7 @@ struct Compiler::Impl {
             entry.kind = cache::PayloadKind::cubin;
             entry.payload = program->m_cubin;
             entry.lowered_names = program->m_lowered_names;
-            entry.nvrtc_version = nvrtc();
+            entry.nvrtc_version = detail::nvrtc_display_version();
             entry.arch = r.arch;
             entry.compile_ms = program->m_ms;
             entry.log = program->m_log;
@@ -373,7 +368,7 @@ std::string normalize_arch(std::string_view arch) {
 }
 
 const std::string& nvrtc_version() {
-    return detail::nvrtc_full_version({});
+    return detail::nvrtc_display_version();
 }
 
 } // namespace kiln

@@ -1,16 +1,28 @@
 #pragma once
-// The exact NVRTC version ("13.0.88"). nvrtcVersion() gives only major.minor, so patch releases
-// would share cache keys; the full version is read once from the library file itself.
+// Which NVRTC build compiles. nvrtcVersion() gives only major.minor, so patch releases would share
+// cache keys; the library's ELF build id (NT_GNU_BUILD_ID) tells every build apart and is read
+// from the first page of the file, instead of scanning the ~100 MB library for its version banner.
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
 namespace kiln::detail {
 
-/// The full NVRTC version, computed at most once per process. When the cache directory is given,
-/// the answer is also remembered there per NVRTC install (path, size, mtime), so a fresh process
-/// skips the scan of the ~100 MB library.
-const std::string& nvrtc_full_version(const std::filesystem::path& memo_dir);
+/// The identity of the loaded NVRTC that goes into cache keys, computed once per process:
+/// "13.0+build.<hex build id>"; for a library without a build id the version from its banner
+/// ("13.0.88", a scan of the whole file), else "13.0+<hash of path, size and mtime>". Never
+/// written to disk.
+const std::string& nvrtc_full_version();
+
+/// The same build for people (kiln::nvrtc_version()): "13.0 (build 65be0db3)", the build id
+/// shortened to 8 hex digits; for a library without a build id, nvrtc_full_version().
+const std::string& nvrtc_display_version();
+
+/// The GNU build id of the ELF file @p path as lowercase hex; empty when the file cannot be read,
+/// is not ELF, is damaged or has no NT_GNU_BUILD_ID note. Reads only the ELF header, the program
+/// headers and the notes they point to (else the section headers and note sections), with pread.
+std::string elf_build_id(const std::filesystem::path& path);
 
 /// Find "release X.Y, VX.Y.Z" in a buffer; empty if absent. Exposed for tests.
 std::string find_version_banner(const char* data, std::size_t size);

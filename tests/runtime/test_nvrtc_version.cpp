@@ -1,12 +1,154 @@
+// The NVRTC build identity: the ELF build-id reader over the real library, crafted files and
+// damaged ones; the key and the readable version built from it; nothing written to the cache.
+
 #include "nvrtc_version.hpp"
 
+#include "compiler_fixture.hpp"
 #include "kiln/compiler.hpp"
+#include "run_command.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <random>
 #include <regex>
+#include <string>
+#include <vector>
+
+using kiln::detail::elf_build_id;
+using kiln::test::TempDir;
+using kiln::test::write_file;
+
+namespace {
+
+// The NVRTC library this process uses, found as Kiln finds it.
+std::string nvrtc_library() {
+    Dl_info info{};
+    if (!dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) || !info.dli_fname) return {};
+    return std::filesystem::canonical(info.dli_fname).string();
+}
+
+// Builds small ELF files of either class and byte order.
+class ElfBuilder {
+  public:
+    ElfBuilder(bool is64, bool little)
+        : m_is64(is64)
+        , m_little(little) {}
+
+    // One note: owner name, type, descriptor; each padded to 4 bytes.
+    std::string note(const std::string& name, std::uint32_t type, const std::string& desc) const {
+        std::string out;
+        put(out, name.size() + 1, 4);
+        put(out, desc.size(), 4);
+        put(out, type, 4);
+        out += name;
+        out.push_back('\0');
+        out.resize((out.size() + 3) / 4 * 4, '\0');
+        out += desc;
+        out.resize((out.size() + 3) / 4 * 4, '\0');
+        return out;
+    }
+
+    // An ELF file whose note blocks are PT_NOTE segments (or, with @p as_sections, SHT_NOTE
+    // sections after a null section), the notes last in the file.
+    std::string file(const std::vector<std::string>& blocks, bool as_sections = false) const {
+        const std::uint64_t header_size = m_is64 ? 64 : 52;
+        const std::uint64_t entry_size = as_sections ? (m_is64 ? 64 : 40) : (m_is64 ? 56 : 32);
+        const std::uint64_t entries = blocks.size() + (as_sections ? 1 : 0);
+        const std::uint64_t table = header_size;
+        std::uint64_t data = table + entries * entry_size;
+
+        std::string out = {'\x7f',
+                           'E',
+                           'L',
+                           'F',
+                           static_cast<char>(m_is64 ? 2 : 1),
+                           static_cast<char>(m_little ? 1 : 2),
+                           1};
+        out.resize(16, '\0');
+        put(out, 3, 2);  // ET_DYN
+        put(out, 62, 2); // EM_X86_64
+        put(out, 1, 4);  // EV_CURRENT
+        put(out, 0, word());
+        put(out, as_sections ? 0 : table, word());
+        put(out, as_sections ? table : 0, word());
+        put(out, 0, 4);
+        put(out, header_size, 2);
+        put(out, as_sections ? 0 : entry_size, 2);
+        put(out, as_sections ? 0 : entries, 2);
+        put(out, as_sections ? entry_size : 0, 2);
+        put(out, as_sections ? entries : 0, 2);
+        put(out, 0, 2);
+
+        if (as_sections) out.append(entry_size, '\0'); // SHN_UNDEF
+        for (const std::string& block : blocks) {
+            if (as_sections) {
+                put(out, 0, 4);
+                put(out, 7, 4); // SHT_NOTE
+                put(out, 2, word());
+                put(out, 0, word());
+                put(out, data, word());
+                put(out, block.size(), word());
+                put(out, 0, 4);
+                put(out, 0, 4);
+                put(out, 4, word());
+                put(out, 0, word());
+            } else if (m_is64) {
+                put(out, 4, 4); // PT_NOTE
+                put(out, 4, 4); // PF_R
+                for (std::uint64_t value : {data, data, data, std::uint64_t(block.size()),
+                                            std::uint64_t(block.size()), std::uint64_t(4)})
+                    put(out, value, 8);
+            } else {
+                put(out, 4, 4);
+                for (std::uint64_t value :
+                     {data, data, data, std::uint64_t(block.size()), std::uint64_t(block.size()),
+                      std::uint64_t(4), std::uint64_t(4)})
+                    put(out, value, 4);
+            }
+            data += block.size();
+        }
+        for (const std::string& block : blocks)
+            out += block;
+        return out;
+    }
+
+  private:
+    std::size_t word() const { return m_is64 ? 8 : 4; }
+    void put(std::string& out, std::uint64_t value, std::size_t width) const {
+        for (std::size_t i = 0; i < width; ++i) {
+            const std::size_t shift = 8 * (m_little ? i : width - 1 - i);
+            out.push_back(static_cast<char>((value >> shift) & 0xff));
+        }
+    }
+
+    bool m_is64, m_little;
+};
+
+// Holds a zero byte, so a reader that stops at one would be caught.
+const std::string
+    kId("\x01\x23\x45\x67\x89\xab\xcd\xef\x10\x32\x54\x76\x98\xba\xdc\xfe\x00\x11\x22\x33", 20);
+const std::string kIdHex = "0123456789abcdef1032547698badcfe00112233";
+const std::string kAbiTag(16, '\x03');
+
+std::string id_of_bytes(const TempDir& dir, const std::string& bytes) {
+    write_file(dir / "elf", bytes);
+    return elf_build_id(dir / "elf");
+}
+
+// A compile over a cache directory of its own.
+class NvrtcVersionCompile : public kiln::test::CompilerTest {};
+
+bool is_hex_id(const std::string& id) {
+    static const std::regex hex("([0-9a-f]{2}){1,64}");
+    return std::regex_match(id, hex);
+}
+
+} // namespace
 
 TEST(NvrtcVersion, FindsTheBannerAndSkipsThePrintfTemplate) {
     using namespace std::string_literals;
@@ -20,10 +162,107 @@ TEST(NvrtcVersion, AbsentBannerGivesNothing) {
     EXPECT_EQ(kiln::detail::find_version_banner(blob.data(), blob.size()), "");
 }
 
-TEST(NvrtcVersion, TellsPatchReleasesApartAndAgreesWithNvrtc) {
+TEST(NvrtcVersion, ReadsTheBuildIdOfTheNvrtcLibraryAsReadelfDoes) {
+    const std::string library = nvrtc_library();
+    ASSERT_FALSE(library.empty());
+    const auto readelf = kiln::test::run_command("readelf -n '" + library + "'");
+    if (readelf.status != 0) GTEST_SKIP() << "readelf is not available: " << readelf.err;
+    std::smatch match;
+    ASSERT_TRUE(std::regex_search(readelf.out, match, std::regex("Build ID: ([0-9a-f]+)")))
+        << readelf.out;
+    EXPECT_EQ(elf_build_id(library), match[1].str());
+}
+
+TEST(NvrtcVersion, KeyAndReadableVersionNameTheBuild) {
     int major = 0, minor = 0;
     ASSERT_EQ(nvrtcVersion(&major, &minor), NVRTC_SUCCESS);
-    const std::string& version = kiln::nvrtc_version();
-    const std::regex full(std::to_string(major) + "\\." + std::to_string(minor) + "\\.[0-9]+");
-    EXPECT_TRUE(std::regex_match(version, full)) << version;
+    const std::string short_version = std::to_string(major) + "." + std::to_string(minor);
+    const std::string id = elf_build_id(nvrtc_library());
+    ASSERT_TRUE(is_hex_id(id)) << id;
+    EXPECT_EQ(kiln::detail::nvrtc_full_version(), short_version + "+build." + id);
+    EXPECT_EQ(kiln::nvrtc_version(), short_version + " (build " + id.substr(0, 8) + ")");
+}
+
+TEST(NvrtcVersion, FindsTheBuildIdInEitherClassAndByteOrder) {
+    TempDir dir;
+    for (bool is64 : {true, false}) {
+        for (bool little : {true, false}) {
+            const ElfBuilder elf(is64, little);
+            const std::string notes = elf.note("GNU", 1, kAbiTag) + elf.note("GNU", 3, kId);
+            EXPECT_EQ(id_of_bytes(dir, elf.file({notes})), kIdHex)
+                << "ELF" << (is64 ? 64 : 32) << (little ? " LSB" : " MSB");
+            EXPECT_EQ(id_of_bytes(dir, elf.file({elf.note("GNU", 1, kAbiTag), notes}, true)),
+                      kIdHex)
+                << "sections, ELF" << (is64 ? 64 : 32) << (little ? " LSB" : " MSB");
+        }
+    }
+}
+
+TEST(NvrtcVersion, AnElfWithoutTheNoteHasNoBuildId) {
+    TempDir dir;
+    const ElfBuilder elf(true, true);
+    EXPECT_EQ(id_of_bytes(dir, elf.file({})), "");
+    EXPECT_EQ(id_of_bytes(dir, elf.file({elf.note("GNU", 1, kAbiTag)})), "");
+    EXPECT_EQ(id_of_bytes(dir, elf.file({elf.note("XYZ", 3, kId)})), "") << "another owner";
+    EXPECT_EQ(id_of_bytes(dir, elf.file({elf.note("GNU", 3, "")})), "") << "an empty id";
+}
+
+TEST(NvrtcVersion, ATruncatedElfHasNoBuildId) {
+    TempDir dir;
+    const ElfBuilder elf(true, true);
+    const std::string whole = elf.file({elf.note("GNU", 1, kAbiTag) + elf.note("GNU", 3, kId)});
+    ASSERT_EQ(id_of_bytes(dir, whole), kIdHex);
+    for (std::size_t size = 0; size < whole.size(); ++size)
+        EXPECT_EQ(id_of_bytes(dir, whole.substr(0, size)), "") << size << " bytes";
+}
+
+TEST(NvrtcVersion, PrefixesOfTheRealLibraryGiveTheIdOrNothing) {
+    const std::string id = elf_build_id(nvrtc_library());
+    ASSERT_FALSE(id.empty());
+    const std::string head = kiln::test::read_file(nvrtc_library()).substr(0, 4096);
+    TempDir dir;
+    for (std::size_t size = 0; size < head.size(); size += 7) {
+        const std::string found = id_of_bytes(dir, head.substr(0, size));
+        EXPECT_TRUE(found.empty() || found == id) << size << " bytes: " << found;
+        if (size < 64) {
+            EXPECT_EQ(found, "") << size << " bytes";
+        }
+    }
+    EXPECT_EQ(id_of_bytes(dir, head), id) << "the note is in the first page";
+}
+
+TEST(NvrtcVersion, DamagedElfFilesGiveAnIdOrNothingWithoutCrashing) {
+    TempDir dir;
+    const ElfBuilder elf(true, true);
+    const std::string whole = elf.file({elf.note("GNU", 1, kAbiTag) + elf.note("GNU", 3, kId)});
+    std::mt19937 random(7);
+    for (int round = 0; round < 500; ++round) {
+        std::string damaged = whole;
+        const int changes = 1 + round % 4;
+        for (int i = 0; i < changes; ++i) {
+            const std::size_t at = random() % damaged.size();
+            const unsigned choice = random() % 3;
+            damaged[at] = choice == 0 ? '\xff' : choice == 1 ? '\0' : static_cast<char>(random());
+        }
+        const std::string found = id_of_bytes(dir, damaged);
+        EXPECT_TRUE(found.empty() || is_hex_id(found)) << "round " << round << ": " << found;
+    }
+}
+
+TEST(NvrtcVersion, FilesThatAreNotElfHaveNoBuildId) {
+    TempDir dir;
+    EXPECT_EQ(id_of_bytes(dir, ""), "");
+    EXPECT_EQ(id_of_bytes(dir, "\x7f"
+                               "ELF"),
+              "");
+    EXPECT_EQ(id_of_bytes(dir, std::string(8192, 'x')), "");
+    EXPECT_EQ(elf_build_id(dir / "missing"), "");
+    EXPECT_EQ(elf_build_id(dir.path()), "") << "a directory";
+}
+
+TEST_F(NvrtcVersionCompile, WritesNoNvrtcVersionFileInTheCache) {
+    m_compiler->compile(kiln::test::kAddSource, for_arch());
+    ASSERT_EQ(m_store->stats().stores, 1u);
+    for (const auto& file : std::filesystem::recursive_directory_iterator(m_dir.path()))
+        EXPECT_NE(file.path().filename().string().rfind("nvrtc-version", 0), 0u) << file.path();
 }

@@ -153,7 +153,12 @@ std::shared_ptr<const Program> compile(std::string_view source, const CompileOpt
 /// Normalize an architecture name to "sm_XY[a|f]". @throws ArgumentError for anything else.
 std::string normalize_arch(std::string_view arch);
 
-/// The full NVRTC version, e.g. "13.0.88".
+/// The NVRTC build in use, for people: "13.0 (build 65be0db3)", major.minor and the first 8 hex
+/// digits of the library's ELF build id (`readelf -n libnvrtc.so` shows it whole), which tells
+/// patch releases apart. Cache entries record this string. It is cheap: the build id is read from
+/// the first page of the library once per process; cache keys use the full build id. For a library
+/// without a build id it is the version found in the library ("13.0.88"), else major.minor and a
+/// hash of the library's path, size and modification time.
 const std::string& nvrtc_version();
 
 } // namespace kiln
