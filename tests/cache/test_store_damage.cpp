@@ -124,8 +124,12 @@ INSTANTIATE_TEST_SUITE_P(Kinds, StoreDamage, ::testing::ValuesIn(kDamages),
 
 namespace {
 
-// Damages three entries in turn and loads them; 0 when exactly one warning was logged.
-int damage_three_and_count_warnings(const std::filesystem::path& dir) {
+// Damages three entries in turn and loads them; 0 when exactly one warning was logged. Runs in the
+// death test's child, which ends with std::exit: the directory is made and removed in here, since a
+// TempDir of the test body would never be destroyed there.
+int damage_three_and_count_warnings() {
+    TempDir temp;
+    const std::filesystem::path& dir = temp.path();
     std::ostringstream log;
     kiln::logger().sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_st>(log));
     Store store(config_for(dir));
@@ -150,7 +154,5 @@ TEST(StoreDamageWarning, IsLoggedOncePerProcess) {
     // The flag is per process and other tests in this one may have used it: "threadsafe" death
     // tests run the statement in a freshly executed copy of this test binary.
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    TempDir dir;
-    EXPECT_EXIT(std::exit(damage_three_and_count_warnings(dir.path())),
-                ::testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(std::exit(damage_three_and_count_warnings()), ::testing::ExitedWithCode(0), "");
 }
