@@ -1,8 +1,8 @@
 # System dependencies only (Debian / Ubuntu packages); nothing is downloaded at configure time.
 find_package(CUDAToolkit 12.4 REQUIRED)
 # NVRTC alone, as kiln::nvrtc. FindCUDAToolkit's CUDA::nvrtc also links the driver (libcuda, the
-# stub at build time), which libnvrtc does not need and Kiln never links (DESIGN.md: it is opened
-# at run time). Linkers that drop unused libraries hid this; without --as-needed (GCC with
+# stub at build time), which libnvrtc does not need and Kiln never links (Kiln opens the driver at
+# run time). Linkers that drop unused libraries hid this; without --as-needed (GCC with
 # -fsanitize, most non-Debian toolchains) every program linking Kiln needed libcuda.so.1 to start.
 # kilnConfig.cmake defines the same target for installed packages.
 if(NOT TARGET kiln::nvrtc)

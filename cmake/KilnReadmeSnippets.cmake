@@ -1,6 +1,6 @@
 # kiln_readme_snippets(README OUTPUT): turn every ```cpp block that follows a
 # `<!-- snippet: NAME -->` line of README into `void readme_NAME()` in OUTPUT, so the README's
-# examples are compiled and run as tests (STYLE.md). `#include` lines go to the top of the file.
+# examples are compiled and run as tests. `#include` lines go to the top of the file.
 function(kiln_readme_snippets readme output)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${readme})
     file(STRINGS ${readme} lines)

@@ -95,7 +95,7 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     r.name_expressions.erase(std::unique(r.name_expressions.begin(), r.name_expressions.end()),
                              r.name_expressions.end());
 
-    // DESIGN.md's key: no paths, no times, no program name.
+    // The key holds what decides the cubin only: no paths, no times, no program name.
     cache::KeyBuilder key;
     key.add("schema", kKeySchema);
     key.add("entry-format", std::uint64_t{cache::kEntryFormatVersion});

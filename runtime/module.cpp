@@ -75,7 +75,7 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
     CUresult result = try_load(program->cubin(), &module, &log);
     if (result != CUDA_SUCCESS && rejected_image(result) &&
         program->origin() == ProgramOrigin::disk_cache) {
-        // DESIGN.md: a cached cubin the driver rejects is a damaged entry, not a user error.
+        // A cached cubin the driver rejects is a damaged entry, not a user error.
         program = compiler.recompile(*program, options);
         result = try_load(program->cubin(), &module, &log);
     }

@@ -1,5 +1,5 @@
 // `kiln cache ...`: look into the kernel cache and keep it in shape (KILN_CACHE_DIR or the
-// default directory; see DESIGN.md's environment table).
+// default directory; the README's environment table lists the variables).
 
 #include "commands.hpp"
 #include "format_size.hpp"

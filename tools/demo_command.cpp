@@ -1,8 +1,10 @@
-// `kiln demo`: Kiln's main job end to end. Compiles the seed examples through the cache, and
-// where a GPU is present runs them, checks the results and times them.
+// `kiln demo`: Kiln's main job end to end. Compiles the seed examples through the cache (saying
+// where it is and whether each kernel was a hit), and where a GPU is present runs them, checks the
+// results against the host and times them.
 
 #include "commands.hpp"
 
+#include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
 
 #include <algorithm>
@@ -23,25 +25,34 @@ extern "C" __global__ void my_add(const float* x, const float* y, float* z, int 
 }
 )";
 
+const char* hit_or_miss(const Program& program) {
+    return program.origin() == ProgramOrigin::disk_cache ? "hit" : "miss";
+}
+
+// Where compiled kernels go, so a newcomer can look at (or clear) what the demo cached.
+void print_cache() {
+    const cache::Config& config = cache::Store::global().config();
+    if (config.disabled) {
+        std::printf("cache: disabled (KILN_CACHE_DISABLE), kernels are compiled in memory only\n");
+        return;
+    }
+    std::printf("cache: %s%s\n", config.dir.c_str(),
+                config.readonly ? " (read-only: hits are served, nothing is written)" : "");
+}
+
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     return values[values.size() / 2];
 }
 
-void run_my_add(const std::string& arch) {
+void run_my_add(const std::string& arch, bool gpu) {
     std::printf("== my_add (RawKernel) ==\n");
     RawKernel my_add(kMyAddSource, "my_add", CompileOptions::for_arch(arch));
     auto program = my_add.compile();
-    std::printf("  compile: %-4s %s  %.2f ms  (%zu-byte cubin for %s)\n",
-                program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
+    std::printf("  compile: %-4s %s  %.2f ms  (%zu-byte cubin for %s)\n", hit_or_miss(*program),
                 program->key().hex().c_str(), program->milliseconds(), program->cubin().size(),
                 program->arch().c_str());
-
-    std::string reason;
-    if (!Device::available(&reason)) {
-        std::printf("  run: skipped, no GPU (%s)\n", reason.c_str());
-        return;
-    }
+    if (!gpu) return;
     const int n = 1 << 24;
     std::vector<float> x(n), y(n), z(n, std::nanf(""));
     std::mt19937 rng(std::random_device{}());
@@ -83,14 +94,13 @@ void run_my_add(const std::string& arch) {
 }
 
 // The seed's squared difference, as CuPy's docs write it: fixed float32, and generic over T.
-void run_squared_diff() {
+void run_squared_diff(bool gpu) {
     std::printf("== squared_diff (ElementwiseKernel) ==\n");
     ElementwiseKernel fixed("float32 x, float32 y", "float32 z", "z = (x - y) * (x - y)",
                             "squared_diff");
     ElementwiseKernel generic("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff_generic");
-    std::string reason;
-    if (!Device::available(&reason)) {
-        // Without a GPU, show the generated source compiling into the cache.
+    if (!gpu) {
+        // Without a GPU, show the generated source (ElementwiseKernel compiles on its first call).
         const Array x = Array::wrap(CUdeviceptr{1} << 20, {1 << 24}, DType::float32);
         for (const ElementwiseKernel* k : {&fixed, &generic}) {
             const Arg args[] = {x, x};
@@ -101,7 +111,6 @@ void run_squared_diff() {
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                     .count());
         }
-        std::printf("  run: skipped, no GPU\n");
         return;
     }
     const int n = 1 << 24;
@@ -113,12 +122,15 @@ void run_squared_diff() {
     const Array x = from_host(xs), y = from_host(ys);
     Array z = empty({n}, DType::float32);
     for (const ElementwiseKernel* k : {&fixed, &generic}) {
+        // The first call compiles (or finds the kernel in the cache): the counters tell which.
+        const CompileStatistics before = Compiler::global().statistics();
         const auto first = std::chrono::steady_clock::now();
         (*k)(x, y, z);
         Device::current().synchronize();
         const double first_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first)
                 .count();
+        const bool hit = Compiler::global().statistics().disk_hits > before.disk_hits;
         const auto out = z.to_host<float>();
         int wrong = 0;
         for (int i = 0; i < n; ++i)
@@ -135,31 +147,29 @@ void run_squared_diff() {
             gpu_ms.push_back(elapsed_ms(start, stop));
         }
         const double ms = median(gpu_ms);
-        std::printf("  %-22s first call %.1f ms (compile or cache, load, run); then %.3f ms "
+        std::printf("  %-22s %-4s first call %.1f ms (compile or cache, load, run); then %.3f ms "
                     "(%.0f GB/s), results match the host\n",
-                    k->name().c_str(), first_ms, ms, 3.0 * n * sizeof(float) / (ms * 1e6));
+                    k->name().c_str(), hit ? "hit" : "miss", first_ms, ms,
+                    3.0 * n * sizeof(float) / (ms * 1e6));
     }
 }
 
 // The seed's l2norm, as CuPy's docs write it: the 2-norm of each row, and of everything.
-void run_l2norm(const std::string& arch) {
+void run_l2norm(const std::string& arch, bool gpu) {
     std::printf("== l2norm (ReductionKernel) ==\n");
     ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
     const int rows = 4096, cols = 4096;
-    std::string reason;
-    if (!Device::available(&reason)) {
+    if (!gpu) {
         const Array x = Array::wrap(CUdeviceptr{1} << 20, {rows, cols}, DType::float32);
         const Arg args[] = {x};
         const auto start = std::chrono::steady_clock::now();
         auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
         std::printf(
-            "  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n",
-            program->origin() == ProgramOrigin::disk_cache ? "hit" : "miss",
+            "  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n", hit_or_miss(*program),
             program->key().hex().c_str(),
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count(),
             rows, cols);
-        std::printf("  run: skipped, no GPU (%s)\n", reason.c_str());
         return;
     }
     std::vector<float> xs(static_cast<std::size_t>(rows) * cols);
@@ -208,12 +218,17 @@ void add_demo_command(CLI::App& app) {
     cmd->add_option("--arch", *arch,
                     "architecture to compile for without a GPU (default: the GPU's, else sm_90)");
     cmd->callback([arch] {
+        std::string reason;
+        const bool gpu = Device::available(&reason);
         std::string target = *arch;
-        if (target.empty()) target = Device::available() ? Device::current().arch() : "sm_90";
+        if (target.empty()) target = gpu ? Device::current().arch() : "sm_90";
         std::printf("kiln demo: NVRTC %s, target %s\n", nvrtc_version().c_str(), target.c_str());
-        run_my_add(target);
-        run_squared_diff();
-        run_l2norm(target);
+        print_cache();
+        // Once, not per kernel: the reason is the same for all of them.
+        if (!gpu) std::printf("no GPU, kernels are compiled but not run: %s\n", reason.c_str());
+        run_my_add(target, gpu);
+        run_squared_diff(gpu);
+        run_l2norm(target, gpu);
     });
 }
 

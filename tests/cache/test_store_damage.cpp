@@ -10,6 +10,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <functional>
+#include <ostream>
 #include <sstream>
 
 using kiln::cache::Store;
@@ -25,6 +26,12 @@ struct Damage {
     const char* name;
     std::function<std::string(const std::string& good)> apply;
 };
+
+// Without it GoogleTest prints a Damage as its bytes, which differ in every build and end up in the
+// CTest names that gtest_discover_tests makes ("# GetParam() = 40-byte object <5F-D3 ...>").
+void PrintTo(const Damage& damage, std::ostream* out) {
+    *out << damage.name;
+}
 
 std::string flip(std::string bytes, std::size_t offset) {
     bytes.at(offset) ^= 0x10;
@@ -117,8 +124,12 @@ INSTANTIATE_TEST_SUITE_P(Kinds, StoreDamage, ::testing::ValuesIn(kDamages),
 
 namespace {
 
-// Damages three entries in turn and loads them; 0 when exactly one warning was logged.
-int damage_three_and_count_warnings(const std::filesystem::path& dir) {
+// Damages three entries in turn and loads them; 0 when exactly one warning was logged. Runs in the
+// death test's child, which ends with std::exit: the directory is made and removed in here, since a
+// TempDir of the test body would never be destroyed there.
+int damage_three_and_count_warnings() {
+    TempDir temp;
+    const std::filesystem::path& dir = temp.path();
     std::ostringstream log;
     kiln::logger().sinks().push_back(std::make_shared<spdlog::sinks::ostream_sink_st>(log));
     Store store(config_for(dir));
@@ -143,7 +154,5 @@ TEST(StoreDamageWarning, IsLoggedOncePerProcess) {
     // The flag is per process and other tests in this one may have used it: "threadsafe" death
     // tests run the statement in a freshly executed copy of this test binary.
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    TempDir dir;
-    EXPECT_EXIT(std::exit(damage_three_and_count_warnings(dir.path())),
-                ::testing::ExitedWithCode(0), "");
+    EXPECT_EXIT(std::exit(damage_three_and_count_warnings()), ::testing::ExitedWithCode(0), "");
 }

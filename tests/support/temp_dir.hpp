@@ -1,5 +1,5 @@
 #pragma once
-// A fresh temporary directory per test, removed afterwards (STYLE.md: each test its own cache).
+// A fresh temporary directory per test, removed afterwards (each test its own cache).
 
 #include <filesystem>
 #include <string>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Reading Kiln's environment variables (DESIGN.md lists them). A value that cannot be parsed is a
+/// Reading Kiln's environment variables (the README lists them). A value that cannot be parsed is a
 /// kiln::ConfigError naming the variable, never a silent default.
 
 #include <cstdint>

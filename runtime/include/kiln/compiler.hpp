@@ -26,7 +26,7 @@ struct Header {
     std::string source;
 };
 
-/// What to compile for. Defaults follow DESIGN.md: an explicit -arch, -lineinfo, -std=c++17.
+/// What to compile for. Defaults: an explicit -arch, -lineinfo, -std=c++17.
 /// A braced list of strings is a list of NVRTC options: `RawKernel(src, "k", {"-DN=4"})`.
 struct CompileOptions {
     CompileOptions() = default;

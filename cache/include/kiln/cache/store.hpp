@@ -34,7 +34,7 @@ struct Config {
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
 
-    /// From the environment (DESIGN.md's table). @throws kiln::ConfigError for unparsable values.
+    /// From the KILN_CACHE_* variables. @throws kiln::ConfigError for unparsable values.
     static Config from_environment();
 };
 
