@@ -52,8 +52,10 @@ struct EntryInfo {
     std::chrono::system_clock::time_point mtime; ///< last store or hit
     std::string arch;
     std::string nvrtc_version;
-    std::size_t kernel_count = 0;          ///< name expressions with a lowered name
-    std::vector<std::string> kernel_names; ///< kernels in the cubin (extern "C" ones included)
+    std::size_t kernel_count = 0; ///< kernel_names.size()
+    /// Kernels in the cubin, `extern "C"` ones included, as the symbol table names them (C++
+    /// ones mangled); the lowered names when the payload is not an ELF file.
+    std::vector<std::string> kernel_names;
     std::uint64_t payload_size = 0;
     bool has_source = false;
 };
