@@ -88,10 +88,19 @@ std::vector<std::pair<std::string, std::string>> split_lines(const std::string& 
     return lines;
 }
 
-// The text of the file, or "" with @p distrust set when it is not to be used.
+// The text of the file, or "" with @p distrust set when it is not to be used. Opened through
+// the checked cache directory and never through a link, as the store opens its files.
 std::string read_trusted(const Config& config, std::string& distrust) {
-    const auto path = settings_path(config.dir);
-    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
+    const auto root = detail::open_root(config.dir, detail::modes_for(config.shared), false);
+    if (!root.fd) {
+        if (root.error != ENOENT) // missing: nothing cached and nothing set yet
+            distrust = root.distrust.empty() ? "its directory cannot be opened (" +
+                                                   std::string(std::strerror(root.error)) + ")"
+                                             : "its directory is not used (" + root.distrust + ")";
+        return {};
+    }
+    detail::UniqueFd fd =
+        detail::open_at(root.fd.get(), std::string(detail::kSettingsName), detail::kReadFlags);
     if (!fd) {
         if (errno != ENOENT)
             distrust = errno == ELOOP
@@ -135,10 +144,11 @@ SettingsFile read_settings_file(const Config& config) {
     const auto path = settings_path(config.dir);
     for (auto& [name, value] : split_lines(text, path)) {
         if (name.empty()) continue;
-        if (!find_known(name)) {
-            file.unknown.push_back(std::move(name));
-            continue;
-        }
+        if (!find_known(name))
+            throw ConfigError(path.string() + ": unknown setting '" + name +
+                              "' (known: " + known_names() +
+                              "); remove that line, or set what you meant with "
+                              "`kiln cache config KEY VALUE`");
         check_value(name, value, path.string() + ": ");
         file.values.emplace_back(std::move(name), std::move(value));
     }
@@ -153,14 +163,6 @@ void apply_settings(Config& config) {
             warn("the cache settings file " + settings_path(config.dir).string() + " is ignored: " +
                  file.distrust + ". Remove it, then set what you need with `kiln cache config`.");
         return;
-    }
-    if (!file.unknown.empty()) {
-        static std::atomic<bool> warned{false};
-        if (!warned.exchange(true))
-            warn("the cache settings file " + settings_path(config.dir).string() +
-                 " sets unknown settings (" + file.unknown.front() +
-                 (file.unknown.size() > 1 ? ", ..." : "") +
-                 "), ignored: a newer Kiln's, or a typo (known: " + known_names() + ")");
     }
     for (const auto& [name, value] : file.values)
         if (name == "max-size" && !env::get("KILN_CACHE_MAX_SIZE"))
@@ -200,8 +202,9 @@ void write_setting(const Config& config, const std::string& name, const std::str
                     (root.distrust.empty() ? std::string(std::strerror(root.error))
                                            : "is not used: " + root.distrust) +
                     "; fix it or set KILN_CACHE_DIR to a directory of your own");
-    // Other lines are kept (comments too), but only from a file this user may trust: a planted
-    // file's values must not become this user's settings. Bad lines for this key are replaced.
+    // Other settings and comments are kept, but only from a file this user may trust: a planted
+    // file's values must not become this user's settings. Lines that are errors (no `=`, an
+    // unknown key) are dropped, so that setting a value is also how a broken file is fixed.
     std::string distrust;
     const std::string old_text = read_trusted(config, distrust);
     std::vector<std::pair<std::string, std::string>> lines;
@@ -215,6 +218,8 @@ void write_setting(const Config& config, const std::string& name, const std::str
     for (const auto& [line_name, line_value] : lines) {
         if (line_name.empty()) {
             text += line_value + "\n";
+        } else if (!find_known(line_name)) {
+            continue;
         } else if (line_name != name) {
             text += line_name + " = " + line_value + "\n";
         } else if (!written) {

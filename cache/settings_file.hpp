@@ -15,17 +15,16 @@ inline constexpr std::string_view kSettingsName = "kiln.conf";
 /// What the settings file holds, checked.
 struct SettingsFile {
     std::vector<std::pair<std::string, std::string>> values; ///< name, value; in file order
-    std::vector<std::string> unknown; ///< names this Kiln does not know (a newer one's): ignored
     std::string distrust; ///< why the file is not used (a link, another's, unreadable), or ""
 };
 
 /// Read the settings file of @p config's directory; a missing file holds nothing. An untrusted or
 /// unreadable file is not parsed: distrust says why. @throws ConfigError naming the file for a
-/// line without `=` or a known setting whose value does not parse.
+/// line without `=`, an unknown key, or a value that does not parse.
 SettingsFile read_settings_file(const Config& config);
 
 /// Apply the settings file to @p config, where no environment variable overrides it. An
-/// untrusted file, and unknown settings, are ignored with one warning. @throws ConfigError as
+/// untrusted file is ignored with one warning. @throws ConfigError as
 /// read_settings_file().
 void apply_settings(Config& config);
 

@@ -154,9 +154,22 @@ TEST_F(ConfigTest, ABadSettingsFileIsAnErrorNamingTheFile) {
         kiln::cache::write_setting(kiln::cache::config_without_settings(), "max-size", "1G");
         EXPECT_EQ(Config::from_environment().max_size, std::uint64_t{1} << 30) << text;
     }
-    // An unknown key is a newer Kiln's setting (or a typo): ignored, the others still apply.
-    kiln::test::write_file(dir / "kiln.conf", "colour = blue\nmax-size = 3G\n");
-    EXPECT_EQ(Config::from_environment().max_size, std::uint64_t{3} << 30);
+    // An unknown key (a typo, or a newer Kiln's setting) is an error too, not quietly ignored;
+    // setting a value drops it.
+    kiln::test::write_file(dir / "kiln.conf", "# ours\ncolour = blue\nmax-size = 3G\n");
+    try {
+        Config::from_environment();
+        ADD_FAILURE() << "an unknown key was accepted";
+    } catch (const kiln::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find(file + ": unknown setting 'colour'"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_THROW(kiln::cache::read_settings(kiln::cache::config_without_settings()),
+                 kiln::ConfigError);
+    kiln::cache::write_setting(kiln::cache::config_without_settings(), "max-size", "4G");
+    EXPECT_EQ(kiln::test::read_file(dir / "kiln.conf"), "# ours\nmax-size = 4G\n");
+    EXPECT_EQ(Config::from_environment().max_size, std::uint64_t{4} << 30);
     ::setenv("KILN_CACHE_DISABLE", "1", 1);
     kiln::test::write_file(dir / "kiln.conf", "max-size = lots\n");
     EXPECT_NO_THROW(Config::from_environment()) << "a disabled cache reads no file";

@@ -29,14 +29,14 @@ struct Setting {
 /// `<dir>/kiln.conf`.
 std::filesystem::path settings_path(const std::filesystem::path& dir);
 
-/// Every known setting, with its value in the settings file of @p config's directory. Unknown
-/// keys (a newer Kiln's settings) are skipped, as Config::from_environment() ignores them.
-/// @throws kiln::ConfigError naming the file when a value does not parse or a line is no
-/// `key = value`, or when the file exists but cannot be read or is not to be trusted.
+/// Every known setting, with its value in the settings file of @p config's directory.
+/// @throws kiln::ConfigError naming the file when a value does not parse, a key is unknown or a
+/// line is no `key = value`, or when the file exists but cannot be read or is not to be trusted.
 std::vector<Setting> read_settings(const Config& config);
 
 /// Set @p name to @p value in the settings file of @p config's directory, which is created when
-/// missing; the file is replaced atomically (0600, or 0660 when Config::shared).
+/// missing; the file is replaced atomically (0600, or 0660 when Config::shared). Lines that
+/// are errors (unknown keys, no `=`) are dropped, so this is also how a broken file is fixed.
 /// @throws kiln::ConfigError for an unknown @p name or a @p value that does not parse;
 /// kiln::Error when the cache is read-only or the file cannot be written.
 void write_setting(const Config& config, const std::string& name, const std::string& value);
