@@ -92,13 +92,9 @@ std::vector<std::pair<std::string, std::string>> split_lines(const std::string& 
 // the checked cache directory and never through a link, as the store opens its files.
 std::string read_trusted(const Config& config, std::string& distrust) {
     const auto root = detail::open_root(config.dir, detail::modes_for(config.shared), false);
-    if (!root.fd) {
-        if (root.error != ENOENT) // missing: nothing cached and nothing set yet
-            distrust = root.distrust.empty() ? "its directory cannot be opened (" +
-                                                   std::string(std::strerror(root.error)) + ")"
-                                             : "its directory is not used (" + root.distrust + ")";
-        return {};
-    }
+    // A missing cache directory has nothing set yet; one that cannot be used (not a directory,
+    // not to be trusted) is not read either, and the store, or `kiln cache`, says why.
+    if (!root.fd) return {};
     detail::UniqueFd fd =
         detail::open_at(root.fd.get(), std::string(detail::kSettingsName), detail::kReadFlags);
     if (!fd) {
