@@ -23,6 +23,7 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 namespace kiln::tools {
 
@@ -131,10 +132,28 @@ void write_stdout(const std::string& bytes, const char* what) {
 
 struct ShowArgs {
     std::string key;
-    bool source = false, cubin = false, log = false;
+    bool source = false, cubin = false, log = false, json = false;
 };
 
+void print_entry_json(cache::Store& store, const cache::Entry& entry,
+                      const std::optional<std::string>& source) {
+    nlohmann::json lowered = nlohmann::json::object();
+    for (const auto& [expression, name] : entry.lowered_names)
+        lowered[expression] = name;
+    print_json({{"key", entry.key.hex()},
+                {"arch", entry.arch},
+                {"nvrtc_version", entry.nvrtc_version},
+                {"payload", entry.kind == cache::PayloadKind::cubin ? "cubin" : "ptx"},
+                {"payload_size", entry.payload.size()},
+                {"compile_ms", entry.compile_ms},
+                {"source_path", source ? nlohmann::json(store.source_path(entry.key).string())
+                                       : nlohmann::json(nullptr)},
+                {"lowered_names", lowered},
+                {"log", entry.log}});
+}
+
 void run_show(const ShowArgs& args) {
+    set_json_errors(args.json);
     cache::Store store(cache_config());
     const cache::Key key = resolve_key(store, args.key);
     std::string why;
@@ -160,6 +179,7 @@ void run_show(const ShowArgs& args) {
                         " (KILN_CACHE_SAVE_SOURCE=1 saves sources beside their entries)");
         return write_stdout(*source, "source");
     }
+    if (args.json) return print_entry_json(store, *entry, source);
     std::printf("key           %s\n", key.hex().c_str());
     std::printf("arch          %s\n", entry->arch.c_str());
     std::printf("nvrtc         %s\n", entry->nvrtc_version.c_str());
@@ -190,8 +210,10 @@ void add_entry_commands(CLI::App& cache_cmd) {
     auto* source = show->add_flag("--source", show_args->source, "print the saved CUDA source");
     auto* cubin = show->add_flag("--cubin", show_args->cubin, "write the raw cubin to stdout");
     auto* log = show->add_flag("--log", show_args->log, "print NVRTC's log");
-    source->excludes(cubin)->excludes(log);
-    cubin->excludes(log);
+    auto* json = show->add_flag("--json", show_args->json, "print the entry as a JSON object");
+    source->excludes(cubin)->excludes(log)->excludes(json);
+    cubin->excludes(log)->excludes(json);
+    log->excludes(json);
     show->callback([show_args] { run_show(*show_args); });
 }
 

@@ -343,6 +343,10 @@ TEST_F(CacheCli, EveryCommandSpeaksJson) {
         return nlohmann::json::parse(result.out);
     };
     EXPECT_EQ(parse("cache dir").at("dir"), m_cache.string());
+    const auto shown = parse("cache show " + a.key.hex());
+    EXPECT_EQ(shown.at("key"), a.key.hex());
+    EXPECT_EQ(shown.at("lowered_names").at("k<float>"), "_Z1kIfEvv");
+    EXPECT_EQ(shown.at("log"), "a warning from a");
     EXPECT_EQ(parse("cache stats").at("hit_rate"), 1.0);
     EXPECT_EQ(parse("cache verify").at("ok"), 2);
     const auto archive = (m_dir / "a.kilnarc").string();

@@ -34,7 +34,9 @@ struct Config {
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
 
-    /// From the environment (DESIGN.md's table). @throws kiln::ConfigError for unparsable values.
+    /// From the environment (the README's table), then the cache directory's settings file
+    /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
+    /// @throws kiln::ConfigError for unparsable values, naming the variable or the file.
     static Config from_environment();
 };
 
