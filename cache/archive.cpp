@@ -17,6 +17,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unordered_map>
+#include <vector>
 
 // `kiln export` / `kiln import`: a whole cache in one file, version 1. Integers little-endian.
 //
@@ -30,11 +32,19 @@
 //   entry        ::= entry_size bytes           an entry file, byte for byte (entry.cpp)
 //   source       ::= source_size bytes          its `.cu`
 //   record_hash  ::= u64                        XXH3-64 of key through source
-//   end          ::= 0x00 record_count:u64      the number of records, against truncation
+//   end          ::= 0x00 record_count:u64      the number of records, against truncation;
+//                                               nothing may follow it
 //
-// Import checks each record's hash and decodes and verifies its entry against its key before
-// publishing it, so nothing damaged or mislabelled enters the cache; the first bad record stops
-// the import with an error.
+// Import is all or nothing. It first reads the whole archive and checks every record's hash,
+// decodes and verifies every entry against its key, refuses a key given twice and checks the
+// record count; a damaged archive publishes nothing. Only then does it publish, and when that
+// fails part-way (a full disk, an unusable shard) it removes what it had published.
+//
+// What an archive is trusted for: the hashes and the entry checks catch damage and mislabelling,
+// not intent. Keys are hashes of the source and options, and nothing can check that a cubin was
+// really compiled from them, so whoever made an archive can place any cubin under any key, and a
+// program that later compiles that kernel runs their code. Import only archives you trust as much
+// as the code you run.
 
 namespace kiln::cache {
 
@@ -65,31 +75,131 @@ class ArchiveReader {
         : m_file(file)
         , m_fd(detail::open_file(file, O_RDONLY)) {
         struct stat st;
-        if (!m_fd || ::fstat(m_fd.get(), &st) != 0) fail(file, std::strerror(errno));
+        if (!m_fd || ::fstat(m_fd.get(), &st) != 0)
+            fail(file, std::string("cannot read it (") + std::strerror(errno) + ")");
+        if (!S_ISREG(st.st_mode)) fail(file, "not a regular file");
         m_remaining = static_cast<std::uint64_t>(st.st_size);
     }
     /// Bytes left, by the size the file had when opened: sizes read from the file are checked
     /// against it before anything that large is allocated.
     std::uint64_t remaining() const { return m_remaining; }
+    /// Where the next take() starts.
+    std::uint64_t offset() const { return m_offset; }
+    int fd() const { return m_fd.get(); }
     std::string take(std::uint64_t size) {
-        if (size > m_remaining) fail(m_file, "truncated");
+        if (size > m_remaining) damaged("truncated");
+        std::string bytes;
+        if (int error =
+                detail::read_at(m_fd.get(), m_offset, static_cast<std::size_t>(size), bytes))
+            damaged(error == EIO ? "truncated" : std::strerror(error));
         m_remaining -= size;
-        std::string bytes(static_cast<std::size_t>(size), '\0');
-        std::size_t filled = 0;
-        while (filled < bytes.size()) {
-            const ssize_t n = ::read(m_fd.get(), bytes.data() + filled, bytes.size() - filled);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) fail(m_file, std::strerror(errno));
-            if (n == 0) fail(m_file, "truncated");
-            filled += static_cast<std::size_t>(n);
-        }
+        m_offset += size;
         return bytes;
+    }
+    [[noreturn]] void damaged(const std::string& what) const {
+        fail(m_file, what + "; nothing was imported (make it again with `kiln export`)");
     }
 
   private:
     std::filesystem::path m_file;
     detail::UniqueFd m_fd;
     std::uint64_t m_remaining = 0;
+    std::uint64_t m_offset = 0;
+};
+
+// One record, read and checked.
+struct Record {
+    Key key;
+    std::string entry, source;
+    std::uint64_t hash = 0;
+};
+
+// Where a validated record lies in the archive, to read it again for publishing.
+struct RecordSpan {
+    Key key;
+    std::uint64_t offset = 0; // of the key, after the tag
+    std::uint64_t entry_size = 0, source_size = 0;
+    std::uint64_t hash = 0;
+};
+
+std::uint64_t record_hash(std::string_view fields, std::string_view entry,
+                          std::string_view source) {
+    XXH3_state_t hash;
+    XXH3_64bits_reset(&hash);
+    XXH3_64bits_update(&hash, fields.data(), fields.size());
+    XXH3_64bits_update(&hash, entry.data(), entry.size());
+    XXH3_64bits_update(&hash, source.data(), source.size());
+    return XXH3_64bits_digest(&hash);
+}
+
+// The record after the tag at the reader's position; @p index names it in messages.
+Record read_record(ArchiveReader& in, std::uint64_t index) {
+    const std::string where = "record " + std::to_string(index);
+    const std::string fields = in.take(kRecordHeaderSize);
+    detail::ByteReader reader(fields);
+    Record record;
+    std::memcpy(record.key.bytes.data(), reader.raw(record.key.bytes.size()).data(),
+                record.key.bytes.size());
+    const std::uint64_t entry_size = reader.u64();
+    const std::uint64_t source_size = reader.u64();
+    if (entry_size > detail::kMaxEntryFileSize || source_size > kMaxSourceSize ||
+        entry_size + source_size > in.remaining())
+        in.damaged(where + " has impossible sizes (the archive is truncated or damaged)");
+    record.entry = in.take(entry_size);
+    record.source = in.take(source_size);
+    record.hash = detail::ByteReader(in.take(8)).u64();
+    if (record_hash(fields, record.entry, record.source) != record.hash)
+        in.damaged(where + " fails its checksum");
+    const DecodeResult decoded = decode_entry(record.entry, record.key);
+    if (!decoded.entry)
+        in.damaged(where + " holds a bad entry for " + record.key.hex() + " (" +
+                   to_string(decoded.error) + ")");
+    return record;
+}
+
+// Reads and checks the whole archive, keeping where each record is but not its bytes: an
+// archive may be far larger than memory, and re-reading a record costs less than holding it.
+std::vector<RecordSpan> validate(ArchiveReader& in) {
+    {
+        const std::string head = in.take(sizeof kArchiveMagic + 4);
+        detail::ByteReader header(head);
+        if (header.raw(sizeof kArchiveMagic) !=
+            std::string_view(kArchiveMagic, sizeof kArchiveMagic))
+            in.damaged("not a Kiln cache archive");
+        if (header.u32() != kArchiveVersion) in.damaged("an archive format this Kiln cannot read");
+    }
+    std::vector<RecordSpan> spans;
+    std::unordered_map<Key, std::uint64_t, KeyHash> seen;
+    for (std::uint64_t index = 0;; ++index) {
+        const std::string tag = in.take(1);
+        if (tag[0] == kEndTag) {
+            if (detail::ByteReader(in.take(8)).u64() != index)
+                in.damaged("the record count does not match (" + std::to_string(index) +
+                           " records read)");
+            if (in.remaining() != 0) in.damaged("data follows the end record");
+            return spans;
+        }
+        if (tag[0] != kRecordTag) in.damaged("record " + std::to_string(index) + " has no tag");
+        RecordSpan span;
+        span.offset = in.offset();
+        const Record record = read_record(in, index);
+        if (auto [it, fresh] = seen.emplace(record.key, index); !fresh)
+            in.damaged("records " + std::to_string(it->second) + " and " + std::to_string(index) +
+                       " have the same key " + record.key.hex());
+        span.key = record.key;
+        span.entry_size = record.entry.size();
+        span.source_size = record.source.size();
+        span.hash = record.hash;
+        spans.push_back(span);
+    }
+}
+
+// A file this import published, to remove it again if a later one fails.
+struct Published {
+    Key key;
+    std::string_view suffix;
+    dev_t device = 0;
+    ino_t inode = 0;
 };
 
 } // namespace
@@ -160,59 +270,91 @@ TransferResult Store::export_to(const std::filesystem::path& file) {
 
 TransferResult Store::import_from(const std::filesystem::path& file) {
     ArchiveReader in(file);
-    {
-        const std::string head = in.take(sizeof kArchiveMagic + 4);
-        detail::ByteReader header(head);
-        if (header.raw(sizeof kArchiveMagic) !=
-            std::string_view(kArchiveMagic, sizeof kArchiveMagic))
-            fail(file, "not a Kiln cache archive");
-        if (header.u32() != kArchiveVersion) fail(file, "an archive format this Kiln cannot read");
-    }
+    const std::vector<RecordSpan> spans = validate(in);
+
     TransferResult result;
-    for (std::uint64_t index = 0;; ++index) {
-        const std::string tag = in.take(1);
-        if (tag[0] == kEndTag) {
-            const std::string count_bytes = in.take(8);
-            if (detail::ByteReader(count_bytes).u64() != index)
-                fail(file, "damaged: the record count does not match");
-            return result;
+    std::vector<Published> published;
+    // The file as it is now, so the rollback never removes one another writer put there since.
+    auto remember = [&](const Key& key, std::string_view suffix) {
+        auto ref = m_impl->open_shard(detail::shard_of(key), false);
+        struct stat st;
+        const std::string name = key.hex() + std::string(suffix);
+        if (ref && ::fstatat(ref.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+            published.push_back({key, suffix, st.st_dev, st.st_ino});
+    };
+    auto exists = [&](const Key& key, std::string_view suffix) {
+        auto ref = m_impl->open_shard(detail::shard_of(key), false);
+        struct stat st;
+        const std::string name = key.hex() + std::string(suffix);
+        return ref && ::fstatat(ref.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+               S_ISREG(st.st_mode);
+    };
+    // Removes what this import published and says so in the error.
+    auto roll_back = [&](const std::string& what) {
+        std::uint64_t entries = 0, kept = 0;
+        for (auto it = published.rbegin(); it != published.rend(); ++it) {
+            const bool is_entry = it->suffix == detail::kEntrySuffix;
+            entries += is_entry;
+            auto ref = m_impl->open_shard(detail::shard_of(it->key), false);
+            const std::string name = it->key.hex() + std::string(it->suffix);
+            struct stat st;
+            if (!ref || ::fstatat(ref.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                st.st_dev != it->device || st.st_ino != it->inode)
+                continue; // evicted or replaced meanwhile: no longer this import's
+            if (::unlinkat(ref.get(), name.c_str(), 0) != 0) {
+                kept += is_entry;
+                continue;
+            }
+            detail::Counters delta;
+            delta.files = is_entry ? -1 : 0;
+            delta.bytes = -static_cast<std::int64_t>(st.st_size);
+            m_impl->count(ref, delta);
         }
-        if (tag[0] != kRecordTag) fail(file, "damaged: record " + std::to_string(index));
-        const std::string fields = in.take(kRecordHeaderSize);
-        detail::ByteReader reader(fields);
-        Key key;
-        std::memcpy(key.bytes.data(), reader.raw(key.bytes.size()).data(), key.bytes.size());
-        const std::uint64_t entry_size = reader.u64();
-        const std::uint64_t source_size = reader.u64();
-        if (entry_size > detail::kMaxEntryFileSize || source_size > kMaxSourceSize ||
-            entry_size + source_size > in.remaining())
-            fail(file, "damaged: record " + std::to_string(index) + " has impossible sizes");
-        const std::string entry = in.take(entry_size);
-        const std::string source = in.take(source_size);
-        const std::string hash_bytes = in.take(8);
-        XXH3_state_t hash;
-        XXH3_64bits_reset(&hash);
-        XXH3_64bits_update(&hash, fields.data(), fields.size());
-        XXH3_64bits_update(&hash, entry.data(), entry.size());
-        XXH3_64bits_update(&hash, source.data(), source.size());
-        if (XXH3_64bits_digest(&hash) != detail::ByteReader(hash_bytes).u64())
-            fail(file, "damaged: record " + std::to_string(index) + " fails its checksum");
-        const DecodeResult decoded = decode_entry(entry, key);
-        if (!decoded.entry)
-            fail(file, "record " + std::to_string(index) + " holds a bad entry (" +
-                           to_string(decoded.error) + ")");
-        if (int error = m_impl->put(key, entry))
-            fail(file, "cannot publish " + key.hex() + " into " + m_impl->config.dir.string() +
-                           ": " + std::strerror(error));
-        if (!source.empty()) {
-            if (int error = m_impl->put_source(key, source))
-                fail(file,
-                     "cannot publish the source of " + key.hex() + ": " + std::strerror(error));
+        std::string message = what + "; ";
+        if (entries == 0)
+            message += "nothing had been imported yet";
+        else if (kept == 0)
+            message += "the " + std::to_string(entries) +
+                       " entries this import had published were removed again, so the cache "
+                       "is as it was";
+        else
+            message += std::to_string(kept) + " of the " + std::to_string(entries) +
+                       " entries this import had published could not be removed (they are "
+                       "verified entries and can stay)";
+        fail(file, message + ". Fix the cause and import again.");
+    };
+
+    for (std::size_t index = 0; index < spans.size(); ++index) {
+        const RecordSpan& span = spans[index];
+        // Read again and checked again: the file may have changed since it was validated.
+        std::string fields, entry, source, hash;
+        const std::uint64_t entry_at = span.offset + kRecordHeaderSize;
+        if (detail::read_at(in.fd(), span.offset, kRecordHeaderSize, fields) != 0 ||
+            detail::read_at(in.fd(), entry_at, span.entry_size, entry) != 0 ||
+            detail::read_at(in.fd(), entry_at + span.entry_size, span.source_size, source) != 0 ||
+            record_hash(fields, entry, source) != span.hash || !decode_entry(entry, span.key).entry)
+            roll_back("it changed while it was being imported (record " + std::to_string(index) +
+                      ")");
+        if (peek(span.key)) {
+            ++result.present; // a verified entry already: left as it is
+        } else {
+            if (int error = m_impl->put(span.key, entry))
+                roll_back("cannot publish " + span.key.hex() + " into " +
+                          m_impl->config.dir.string() + " (" + std::strerror(error) + ")");
+            remember(span.key, detail::kEntrySuffix);
+            ++result.entries;
+            result.bytes += entry.size();
+        }
+        if (!source.empty() && !exists(span.key, detail::kSourceSuffix)) {
+            if (int error = m_impl->put_source(span.key, source))
+                roll_back("cannot publish the source of " + span.key.hex() + " (" +
+                          std::strerror(error) + ")");
+            remember(span.key, detail::kSourceSuffix);
             ++result.sources;
+            result.bytes += source.size();
         }
-        ++result.entries;
-        result.bytes += entry.size() + source.size();
     }
+    return result;
 }
 
 } // namespace kiln::cache

@@ -1,6 +1,9 @@
 #include "kiln/cache/store.hpp"
 
+#include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
+
+#include "settings_file.hpp"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -33,6 +36,13 @@ std::filesystem::path absolute_path(const std::filesystem::path& path) {
 } // namespace
 
 Config Config::from_environment() {
+    Config config = config_without_settings();
+    // A disabled cache touches no disk, its settings file included.
+    if (!config.disabled) detail::apply_settings(config);
+    return config;
+}
+
+Config config_without_settings() {
     Config config;
     config.save_source = env::get_flag("KILN_CACHE_SAVE_SOURCE", false);
     config.max_size = env::get_size("KILN_CACHE_MAX_SIZE", config.max_size);

@@ -1,5 +1,6 @@
 #include "kiln/cache/store.hpp"
 
+#include "cubin_symbols.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
 #include "shard.hpp"
@@ -42,8 +43,22 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
             std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
     info.arch = decoded.entry->arch;
     info.nvrtc_version = decoded.entry->nvrtc_version;
-    info.kernel_count = decoded.entry->lowered_names.size();
     info.payload_size = decoded.payload_size;
+    // The kernels from the cubin's symbol table, `extern "C"` ones included; the payload is not
+    // verified here (ls reads what it shows, it does not vouch for it), and the parser reads
+    // nothing outside it. A payload that is no ELF file (PTX, damage) shows its lowered names.
+    std::string payload;
+    std::optional<std::vector<std::string>> kernels;
+    if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.payload_size),
+                        payload) == 0)
+        kernels = detail::cubin_kernel_names(payload);
+    if (kernels) {
+        info.kernel_names = std::move(*kernels);
+    } else {
+        for (const auto& [expression, lowered] : decoded.entry->lowered_names)
+            info.kernel_names.push_back(lowered);
+    }
+    info.kernel_count = info.kernel_names.size();
     return info;
 }
 

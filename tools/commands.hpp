@@ -11,9 +11,17 @@ void add_compile_command(CLI::App& app);
 void add_demo_command(CLI::App& app);
 /// `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`
 void add_warm_command(CLI::App& app);
-/// `kiln cache dir|stats|ls|verify|prune|clear|show`
+/// `kiln cache dir|stats|ls|verify|prune|clear|show|config`
 void add_cache_commands(CLI::App& app);
+/// `kiln cache ls`, `kiln cache show` (on the `cache` subcommand)
+void add_entry_commands(CLI::App& cache_cmd);
+/// `kiln cache config [KEY [VALUE]]` (on the `cache` subcommand)
+void add_config_command(CLI::App& cache_cmd);
 /// `kiln export FILE`, `kiln import FILE`
 void add_transfer_commands(CLI::App& app);
+
+/// Check every Kiln environment variable, so that a value that does not parse is an error on
+/// every run. @throws kiln::ConfigError naming the variable.
+void check_environment();
 
 } // namespace kiln::tools

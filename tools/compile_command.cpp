@@ -1,7 +1,11 @@
 // `kiln compile`: compile a .cu file for a named architecture, without a GPU, through the cache.
 
 #include "commands.hpp"
+#include "compile_error.hpp"
+#include "output.hpp"
+#include "source_file.hpp"
 
+#include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -10,8 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
-#include <iterator>
 #include <memory>
 
 namespace kiln::tools {
@@ -27,10 +29,37 @@ struct CompileArgs {
     bool json = false;
 };
 
+// The program names the compiler gives NVRTC for @p source: the path of the cache's copy of the
+// source, or `kiln_<key>.cu` without a disk cache (runtime/compiler.cpp).
+std::vector<std::string> program_names(const std::string& source, const CompileOptions& options) {
+    try {
+        const cache::Key key = Compiler::global().key_for(source, options);
+        std::vector<std::string> names{"kiln_" + key.hex() + ".cu"};
+        if (auto* store = Compiler::global().store())
+            names.insert(names.begin(), store->source_path(key).string());
+        return names;
+    } catch (const Error&) {
+        return {};
+    }
+}
+
+std::shared_ptr<const Program> compile_file(const CompileArgs& args, const std::string& source,
+                                            const CompileOptions& options) {
+    try {
+        return compile(source, options);
+    } catch (const NoDeviceError& e) {
+        if (!args.arch.empty()) throw;
+        throw NoDeviceError(std::string("no GPU to compile for: ") + e.what() +
+                            ". To compile without one, name the architecture: `kiln compile " +
+                            args.file + " --arch sm_90`");
+    } catch (const CompileError& e) {
+        throw compile_failure(e, program_names(source, options), args.file);
+    }
+}
+
 void run_compile(const CompileArgs& args) {
-    std::ifstream in(args.file, std::ios::binary);
-    if (!in) throw ArgumentError("cannot read '" + args.file + "'");
-    const std::string source(std::istreambuf_iterator<char>(in), {});
+    set_json_errors(args.json);
+    const std::string source = read_user_file(args.file, "the CUDA file");
 
     CompileOptions options;
     options.arch = args.arch;
@@ -38,15 +67,19 @@ void run_compile(const CompileArgs& args) {
     options.name_expressions = args.name_expressions;
 
     const auto start = std::chrono::steady_clock::now();
-    auto program = compile(source, options);
+    auto program = compile_file(args, source, options);
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const bool hit = program->origin() == ProgramOrigin::disk_cache;
 
     if (!args.output.empty()) {
+        // A file the user named, outside the cache: a plain stream is fine here.
         std::ofstream out(args.output, std::ios::binary | std::ios::trunc);
         out.write(program->cubin().data(), static_cast<std::streamsize>(program->cubin().size()));
-        if (!out) throw Error("cannot write the cubin to '" + args.output + "'");
+        out.close();
+        if (!out)
+            throw Error("cannot write the cubin to '" + args.output +
+                        "': check that its directory exists and is writable");
     }
     if (args.json) {
         nlohmann::json j;
@@ -63,7 +96,7 @@ void run_compile(const CompileArgs& args) {
         j["lowered_names"] = lowered;
         j["log"] = program->log();
         if (program->source_path()) j["source_path"] = program->source_path()->string();
-        std::cout << j.dump() << '\n';
+        std::printf("%s\n", j.dump().c_str());
     } else {
         std::printf("%s %s %.2f ms\n", hit ? "hit" : "miss", program->key().hex().c_str(), ms);
         for (const auto& [name, mangled] : program->lowered_names())
@@ -86,7 +119,9 @@ void add_compile_command(CLI::App& app) {
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cmd->add_option("-o,--output", args->output, "also write the cubin to this file");
-    cmd->add_flag("--json", args->json, "print a JSON object instead of one line");
+    cmd->add_flag(
+        "--json", args->json,
+        "print a JSON object instead of one line (errors too: {\"error\", \"kind\", ...})");
     cmd->add_option("nvrtc_options", args->nvrtc_options, "NVRTC options, after `--`");
     cmd->callback([args] { run_compile(*args); });
 }

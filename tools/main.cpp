@@ -1,13 +1,55 @@
 // The `kiln` command-line tool: offline compilation, the demo, cache upkeep.
+//
+// Exit statuses: 0 success (also --help, --version), 1 an error (the message says what to do;
+// under --json also an object on stdout), 2 a usage error (a one-line hint to --help).
 
 #include "commands.hpp"
+#include "output.hpp"
 
 #include "kiln/error.hpp"
 #include "kiln/version.hpp"
 
 #include <CLI/CLI.hpp>
 
+#include <cstring>
 #include <iostream>
+#include <string>
+
+namespace {
+
+// "kiln cache stats": the subcommands that were reached, for the usage hint.
+std::string command_path(const CLI::App& app) {
+    std::string path = app.get_name();
+    const CLI::App* at = &app;
+    for (;;) {
+        const auto& used = at->get_subcommands();
+        if (used.empty()) return path;
+        at = used.back();
+        path += " " + at->get_name();
+    }
+}
+
+int run(CLI::App& app, int argc, char** argv) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::Success& e) {
+        return app.exit(e); // --help, --version: printed, status 0
+    } catch (const CLI::RuntimeError& e) {
+        return e.get_exit_code(); // a command that has printed why it failed
+    } catch (const CLI::ParseError& e) {
+        std::cerr << "kiln: " << e.what() << "\nRun '" << command_path(app)
+                  << " --help' for usage.\n";
+        return 2;
+    } catch (const kiln::Error& e) {
+        return kiln::tools::report_error(e);
+    } catch (const std::exception& e) {
+        std::cerr << "kiln: unexpected error: " << e.what() << " (please report it)\n";
+        return 1;
+    }
+    return 0;
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
     CLI::App app{"kiln: JIT CUDA kernels with a persistent kernel cache", "kiln"};
@@ -18,19 +60,17 @@ int main(int argc, char** argv) {
     kiln::tools::add_warm_command(app);
     kiln::tools::add_cache_commands(app);
     kiln::tools::add_transfer_commands(app);
-    try {
-        app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    } catch (const kiln::CompileError& e) {
-        std::cerr << "kiln: " << e.what() << '\n';
-        return 1;
-    } catch (const kiln::Error& e) {
-        std::cerr << "kiln: " << e.what() << '\n';
-        return 1;
-    } catch (const std::exception& e) {
-        std::cerr << "kiln: unexpected error: " << e.what() << '\n';
-        return 2;
+    // After the command line parsed (so --help works whatever the environment), before any
+    // command runs.
+    app.parse_complete_callback([] { kiln::tools::check_environment(); });
+
+    int status = run(app, argc, argv);
+    // Output that never arrived (a full disk, a closed pipe) is a failure like any other; a
+    // command that failed already said why.
+    if (const int error = kiln::tools::stdout_error(); error != 0 && status == 0) {
+        std::cerr << "kiln: cannot write to standard output (" << std::strerror(error)
+                  << "); check where it is redirected\n";
+        status = 1;
     }
-    return 0;
+    return status;
 }

@@ -17,6 +17,8 @@
 // command exits 1 after compiling the others; a bad manifest exits 1 before compiling anything.
 
 #include "commands.hpp"
+#include "output.hpp"
+#include "source_file.hpp"
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
@@ -30,9 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -55,22 +55,6 @@ struct Kernel {
     std::vector<std::string> options, name_expressions;
 };
 
-// "cannot read manifest '/x/m.json' (no such file)"
-std::string read_text(const std::filesystem::path& path, const std::string& what) {
-    std::error_code ec;
-    const bool exists = std::filesystem::exists(path, ec);
-    const char* why = !exists                                   ? "no such file"
-                      : std::filesystem::is_directory(path, ec) ? "a directory"
-                                                                : nullptr;
-    std::ifstream in;
-    if (!why) {
-        in.open(path, std::ios::binary);
-        if (!in) why = "not readable";
-    }
-    if (why) throw ArgumentError("cannot read " + what + " '" + path.string() + "' (" + why + ")");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::vector<std::string> string_list(const nlohmann::json& entry, const char* field,
                                      const std::string& label) {
     if (!entry.contains(field)) return {};
@@ -87,7 +71,7 @@ std::vector<std::string> string_list(const nlohmann::json& entry, const char* fi
 }
 
 std::vector<Kernel> read_manifest(const std::string& path) {
-    const std::string text = read_text(path, "manifest");
+    const std::string text = read_user_file(path, "manifest");
     nlohmann::json manifest;
     try {
         manifest = nlohmann::json::parse(text);
@@ -122,7 +106,8 @@ std::vector<Kernel> read_manifest(const std::string& path) {
                 throw ArgumentError(k.label + ": \"file\" must be a string");
             const std::filesystem::path file = entry["file"].get<std::string>();
             k.label += " (" + file.string() + ")";
-            k.source = read_text(file.is_absolute() ? file : base / file, "the file of " + k.label);
+            k.source =
+                read_user_file(file.is_absolute() ? file : base / file, "the file of " + k.label);
         }
         k.options = string_list(entry, "options", k.label);
         k.name_expressions = string_list(entry, "name_expressions", k.label);
@@ -142,6 +127,7 @@ std::vector<std::string> split_arches(const std::string& text) {
 }
 
 void run_warm(const WarmArgs& args) {
+    set_json_errors(args.json);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<Kernel> kernels = read_manifest(args.manifest);
     const std::vector<std::string> arches = split_arches(args.arches);
@@ -206,6 +192,7 @@ void run_warm(const WarmArgs& args) {
                          {"seconds", seconds},
                          {"jobs", workers}};
         std::cout << j.dump() << '\n';
+        set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {
         std::printf("warmed %zu kernels for %s: %zu hits, %zu misses, %zu errors in %.2f s\n",
                     kernels.size(), arch_list.c_str(), hits.load(), misses.load(), errors.load(),

@@ -12,8 +12,11 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <ctime>
+#include <map>
 #include <set>
+#include <vector>
 
 using kiln::test::run_command;
 
@@ -224,4 +227,218 @@ TEST_F(CacheCli, AnUnparsableEnvironmentIsAOneLineError) {
     EXPECT_EQ(result.status, 1);
     EXPECT_NE(result.err.find("KILN_CACHE_MAX_SIZE"), std::string::npos) << result.err;
     EXPECT_EQ(lines(result.err), 1u) << result.err;
+}
+
+TEST_F(CacheCli, AMissingCacheDirectoryIsAnErrorNotAnEmptyCache) {
+    const auto missing = m_dir / "absent";
+    kiln::test::write_file(m_dir / "file", "not a directory");
+    for (const auto& dir : {missing, m_dir / "file"}) {
+        for (const char* command : {"cache stats", "cache ls", "cache verify", "cache stats --json",
+                                    "export '" KILN_TOOL_PATH ".never'"}) {
+            auto result = run_command(kiln(command, dir));
+            EXPECT_EQ(result.status, 1) << command << " " << dir;
+            EXPECT_NE(result.err.find(dir.string()), std::string::npos) << result.err;
+            EXPECT_EQ(lines(result.err), 1u) << result.err;
+        }
+    }
+    EXPECT_FALSE(std::filesystem::exists(missing)) << "looking does not create it";
+}
+
+TEST_F(CacheCli, ShardProblemsAreReportedAndMakeVerifyFail) {
+    add("a");
+    kiln::test::write_file(m_cache / "ee", "a file where a shard should be");
+    auto stats = run_command(kiln("cache stats --json"));
+    ASSERT_EQ(stats.status, 0) << stats.err;
+    const auto problems = nlohmann::json::parse(stats.out).at("problems");
+    ASSERT_EQ(problems.size(), 1u) << stats.out;
+    EXPECT_EQ(problems[0].at("path"), (m_cache / "ee").string());
+    EXPECT_NE(stats.err.find((m_cache / "ee").string()), std::string::npos) << stats.err;
+    auto ls = run_command(kiln("cache ls"));
+    EXPECT_EQ(ls.status, 0) << ls.err;
+    EXPECT_NE(ls.err.find((m_cache / "ee").string()), std::string::npos) << ls.err;
+    auto verify = run_command(kiln("cache verify --json"));
+    EXPECT_EQ(verify.status, 1);
+    EXPECT_EQ(nlohmann::json::parse(verify.out).at("problems").size(), 1u) << verify.out;
+}
+
+TEST_F(CacheCli, AFailedWriteToStdoutExitsOne) {
+    const auto entry = add("full");
+    for (const std::string& command : std::vector<std::string>{
+             "cache show " + entry.key.hex() + " --cubin", "cache show " + entry.key.hex(),
+             "cache ls", "cache stats --json"}) {
+        auto result = run_command(kiln(command) + " > /dev/full");
+        EXPECT_EQ(result.status, 1) << command;
+        EXPECT_NE(result.err.find("No space left on device"), std::string::npos) << result.err;
+    }
+}
+
+TEST_F(CacheCli, LsCountsAndNamesTheKernelsOfARealCubin) {
+    kiln::test::write_file(m_dir / "k.cu", "extern \"C\" __global__ void k(float* p) { *p += 1; }\n"
+                                           "template <int N> __global__ void fill(int* p) "
+                                           "{ *p = N; }\n");
+    kiln::test::write_file(m_dir / "c.cu",
+                           "extern \"C\" __global__ void only(int* p) { *p = 1; }\n");
+    ASSERT_EQ(run_command(kiln("compile '" + (m_dir / "k.cu").string() +
+                               "' --arch sm_90 --name-expr 'fill<3>'"))
+                  .status,
+              0);
+    ASSERT_EQ(run_command(kiln("compile '" + (m_dir / "c.cu").string() + "' --arch sm_90")).status,
+              0);
+    auto json = run_command(kiln("cache ls --json"));
+    ASSERT_EQ(json.status, 0) << json.err;
+    std::set<std::string> names;
+    for (const auto& item : nlohmann::json::parse(json.out)) {
+        const auto kernels = item.at("kernel_names").get<std::vector<std::string>>();
+        EXPECT_EQ(item.at("kernels"), kernels.size());
+        names.insert(kernels.begin(), kernels.end());
+    }
+    EXPECT_EQ(names, (std::set<std::string>{"k", "_Z4fillILi3EEvPi", "only"}));
+    auto text = run_command(kiln("cache ls"));
+    ASSERT_EQ(text.status, 0) << text.err;
+    EXPECT_NE(text.out.find("1 kernel   nvrtc"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("2 kernels  nvrtc"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find(" only\n"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find(" +1 more"), std::string::npos) << text.out;
+}
+
+TEST_F(CacheCli, ShowAcceptsAUniqueKeyPrefix) {
+    // Enough entries that two share a first digit.
+    std::map<char, std::vector<std::string>> by_digit;
+    for (int i = 0; i < 17; ++i) {
+        const auto hex = add("p" + std::to_string(i)).key.hex();
+        by_digit[hex[0]].push_back(hex);
+    }
+    const auto unique = std::find_if(by_digit.begin(), by_digit.end(),
+                                     [](const auto& item) { return item.second.size() >= 1; });
+    const std::string key = unique->second.front();
+    auto shown = run_command(kiln("cache show " + key.substr(0, 12)));
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    EXPECT_NE(shown.out.find("key           " + key), std::string::npos) << shown.out;
+
+    const auto shared = std::find_if(by_digit.begin(), by_digit.end(),
+                                     [](const auto& item) { return item.second.size() >= 2; });
+    ASSERT_NE(shared, by_digit.end());
+    auto ambiguous = run_command(kiln(std::string("cache show ") + shared->first));
+    EXPECT_EQ(ambiguous.status, 1);
+    EXPECT_NE(ambiguous.err.find("give more digits"), std::string::npos) << ambiguous.err;
+    EXPECT_EQ(lines(ambiguous.err), 1u) << ambiguous.err;
+
+    std::string absent = "0123456789abcdef";
+    absent.erase(std::remove_if(absent.begin(), absent.end(),
+                                [&](char c) { return by_digit.count(c) != 0; }),
+                 absent.end());
+    if (absent.empty()) return; // every first digit is taken
+    auto none = run_command(kiln(std::string("cache show ") + absent[0]));
+    EXPECT_EQ(none.status, 1);
+    EXPECT_NE(none.err.find("no entry's key starts with"), std::string::npos) << none.err;
+}
+
+TEST_F(CacheCli, EveryCommandSpeaksJson) {
+    const auto a = add("a");
+    add("b");
+    ASSERT_TRUE(m_store.load(a.key));
+    auto parse = [&](const std::string& command, const std::filesystem::path& cache = {}) {
+        auto result = run_command(kiln(command + " --json", cache));
+        EXPECT_EQ(result.status, 0) << command << ": " << result.err;
+        return nlohmann::json::parse(result.out);
+    };
+    EXPECT_EQ(parse("cache dir").at("dir"), m_cache.string());
+    const auto shown = parse("cache show " + a.key.hex());
+    EXPECT_EQ(shown.at("key"), a.key.hex());
+    EXPECT_EQ(shown.at("lowered_names").at("k<float>"), "_Z1kIfEvv");
+    EXPECT_EQ(shown.at("log"), "a warning from a");
+    EXPECT_EQ(parse("cache stats").at("hit_rate"), 1.0);
+    EXPECT_EQ(parse("cache verify").at("ok"), 2);
+    const auto archive = (m_dir / "a.kilnarc").string();
+    EXPECT_EQ(parse("export '" + archive + "'").at("entries"), 2);
+    const auto imported = parse("import '" + archive + "'", m_dir / "other");
+    EXPECT_EQ(imported.at("entries"), 2);
+    EXPECT_EQ(imported.at("present"), 0);
+    EXPECT_EQ(parse("import '" + archive + "'", m_dir / "other").at("present"), 2);
+    EXPECT_EQ(parse("cache prune --max-size 1").at("entries"), 2);
+    EXPECT_EQ(parse("cache clear", m_dir / "other").at("entries"), 2);
+    EXPECT_EQ(parse("cache config").at("settings")[0].at("name"), "max-size");
+}
+
+TEST_F(CacheCli, StatsZeroResetsTheCountersAndKeepsTheEntries) {
+    const auto a = add("a");
+    ASSERT_TRUE(m_store.load(a.key));
+    auto zero = run_command(kiln("cache stats --zero"));
+    ASSERT_EQ(zero.status, 0) << zero.err;
+    const auto j = nlohmann::json::parse(run_command(kiln("cache stats --json")).out);
+    EXPECT_EQ(j.at("hits"), 0);
+    EXPECT_EQ(j.at("stores"), 0);
+    EXPECT_EQ(j.at("entries"), 1);
+    EXPECT_EQ(j.at("hit_rate"), nullptr);
+}
+
+TEST_F(CacheCli, ClearedEntriesAreNotCountedAsEvicted) {
+    add("a");
+    add("b");
+    ASSERT_EQ(run_command(kiln("cache clear")).status, 0);
+    const auto j = nlohmann::json::parse(run_command(kiln("cache stats --json")).out);
+    EXPECT_EQ(j.at("evicted"), 0);
+    EXPECT_EQ(j.at("entries"), 0);
+}
+
+TEST_F(CacheCli, TheMaxSizeSettingIsKeptInTheCacheAndUsedByPrune) {
+    for (const char* name : {"a", "b", "c"})
+        add(name); // about 3.2 KiB each
+    auto set = run_command(kiln("cache config max-size 7K"));
+    ASSERT_EQ(set.status, 0) << set.err;
+    EXPECT_EQ(run_command(kiln("cache config max-size")).out, "7K\n");
+    EXPECT_NE(run_command(kiln("cache config")).out.find("max-size = 7K"), std::string::npos);
+    EXPECT_EQ(run_command("KILN_CACHE_MAX_SIZE=1G " + kiln("cache config max-size")).out, "1G\n");
+    auto pruned = run_command(kiln("cache prune --json"));
+    ASSERT_EQ(pruned.status, 0) << pruned.err;
+    EXPECT_EQ(nlohmann::json::parse(pruned.out).at("entries"), 1);
+    EXPECT_EQ(m_store.stats().entries, 2u);
+
+    auto unknown = run_command(kiln("cache config colour blue"));
+    EXPECT_EQ(unknown.status, 1);
+    EXPECT_NE(unknown.err.find("unknown setting 'colour'"), std::string::npos) << unknown.err;
+    auto bad = run_command(kiln("cache config max-size lots"));
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_EQ(run_command(kiln("cache config max-size")).out, "7K\n");
+
+    // A bad value in the file is an error naming it, which `config` itself can still fix.
+    kiln::test::write_file(m_cache / "kiln.conf", "max-size = lots\n");
+    ::chmod((m_cache / "kiln.conf").c_str(), 0600);
+    auto broken = run_command(kiln("cache stats"));
+    EXPECT_EQ(broken.status, 1);
+    EXPECT_NE(broken.err.find((m_cache / "kiln.conf").string()), std::string::npos) << broken.err;
+    EXPECT_EQ(run_command(kiln("cache config max-size 1G")).status, 0);
+    EXPECT_EQ(run_command(kiln("cache stats")).status, 0);
+}
+
+TEST_F(CacheCli, CommandsThatChangeTheCacheAreRefusedWhenItIsReadOnlyOrOff) {
+    const auto entry = add("kept");
+    const auto archive = (m_dir / "a.kilnarc").string();
+    ASSERT_EQ(run_command(kiln("export '" + archive + "'")).status, 0);
+    for (const std::string variable : {"KILN_CACHE_READONLY", "KILN_CACHE_DISABLE"}) {
+        for (const std::string& command : std::vector<std::string>{
+                 "import '" + archive + "'", "cache clear", "cache prune --max-size 0",
+                 "cache verify --fix", "cache stats --zero", "cache config max-size 1G"}) {
+            auto result = run_command(variable + "=1 " + kiln(command, m_dir / "other"));
+            EXPECT_EQ(result.status, 1) << variable << " " << command;
+            EXPECT_NE(result.err.find(variable), std::string::npos) << result.err;
+            EXPECT_EQ(lines(result.err), 1u) << result.err;
+            auto here = run_command(variable + "=1 " + kiln(command));
+            EXPECT_EQ(here.status, 1) << variable << " " << command;
+        }
+    }
+    EXPECT_FALSE(std::filesystem::exists(m_dir / "other"));
+    EXPECT_TRUE(std::filesystem::exists(file_of(entry.key)));
+    EXPECT_FALSE(std::filesystem::exists(m_cache / "kiln.conf"));
+}
+
+TEST_F(CacheCli, UsageErrorsExitTwoWithAHint) {
+    for (const char* command : {"cache", "cache stats --bogus", "cache show", "import"}) {
+        auto result = run_command(kiln(command));
+        EXPECT_EQ(result.status, 2) << command;
+        EXPECT_NE(result.err.find("--help' for usage."), std::string::npos) << result.err;
+    }
+    auto hint = run_command(kiln("cache stats --bogus"));
+    EXPECT_NE(hint.err.find("Run 'kiln cache stats --help'"), std::string::npos) << hint.err;
+    EXPECT_EQ(run_command(kiln("cache --help")).status, 0);
 }

@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 using kiln::test::run_command;
 
 namespace {
@@ -98,4 +102,84 @@ TEST_F(CompileCli, HelpAndVersion) {
     auto version = run_command(KILN_TOOL_PATH " --version");
     EXPECT_EQ(version.status, 0);
     EXPECT_NE(version.out.find("kiln 0."), std::string::npos) << version.out;
+}
+
+TEST_F(CompileCli, WithoutADriverAndWithoutArchItSaysToPassArch) {
+    const auto file = write("k.cu", kKernel);
+    auto result =
+        run_command("KILN_DRIVER_LIBRARY=libkiln-no-such-driver.so.1 " + kiln("compile " + file));
+    EXPECT_EQ(result.status, 1);
+    EXPECT_NE(result.err.find("--arch sm_90"), std::string::npos) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+}
+
+TEST_F(CompileCli, ADirectoryOrMissingFileIsNamedAsSuch) {
+    auto directory = run_command(kiln("compile " + m_dir.path().string() + " --arch sm_90"));
+    EXPECT_EQ(directory.status, 1);
+    EXPECT_NE(directory.err.find("'" + m_dir.path().string() + "' (a directory)"),
+              std::string::npos)
+        << directory.err;
+    EXPECT_EQ(directory.err.find("unexpected"), std::string::npos) << directory.err;
+    auto missing = run_command(kiln("compile " + (m_dir / "absent.cu").string() + " --arch sm_90"));
+    EXPECT_EQ(missing.status, 1);
+    EXPECT_NE(missing.err.find("(no such file)"), std::string::npos) << missing.err;
+}
+
+TEST_F(CompileCli, CompileErrorsNameTheUsersFileAndLineNotTheCachePath) {
+    const auto file = write("bad.cu", "extern \"C\" __global__ void k() {\n    nope();\n}\n");
+    auto result = run_command(kiln("compile " + file + " --arch sm_90"));
+    EXPECT_EQ(result.status, 1);
+    EXPECT_NE(result.err.find(file + "(2): error: identifier \"nope\" is undefined"),
+              std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.err.find((m_dir / "cache").string()), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("kiln_"), std::string::npos) << result.err;
+
+    auto json = run_command(kiln("compile " + file + " --arch sm_90 --json"));
+    EXPECT_EQ(json.status, 1);
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j.at("kind"), "compile");
+    EXPECT_EQ(j.at("file"), file);
+    EXPECT_NE(j.at("error").get<std::string>().find(file), std::string::npos) << j.dump();
+    EXPECT_NE(j.at("log").get<std::string>().find(file + "(2)"), std::string::npos) << j.dump();
+    ASSERT_EQ(j.at("diagnostics").size(), 1u) << j.dump();
+    EXPECT_EQ(j.at("diagnostics")[0].at("line"), 2);
+    EXPECT_EQ(j.at("diagnostics")[0].at("severity"), "error");
+    EXPECT_EQ(j.at("diagnostics")[0].at("file"), file);
+}
+
+TEST_F(CompileCli, OtherErrorsUnderJsonAreJsonToo) {
+    auto result = run_command(kiln("compile " + (m_dir / "absent.cu").string() + " --json"));
+    EXPECT_EQ(result.status, 1);
+    const auto j = nlohmann::json::parse(result.out);
+    EXPECT_EQ(j.at("kind"), "argument");
+    EXPECT_NE(j.at("error").get<std::string>().find("no such file"), std::string::npos);
+}
+
+TEST_F(CompileCli, UsageErrorsExitTwoWithAHint) {
+    for (const char* args : {"compile", "compile a.cu --bogus", "frobnicate", ""}) {
+        auto result = run_command(kiln(args));
+        EXPECT_EQ(result.status, 2) << args << ": " << result.err;
+        EXPECT_EQ(result.err.rfind("kiln: ", 0), 0u) << result.err;
+        EXPECT_NE(result.err.find("--help' for usage"), std::string::npos) << result.err;
+        EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 2) << result.err;
+    }
+    auto sub = run_command(kiln("compile a.cu --bogus"));
+    EXPECT_NE(sub.err.find("Run 'kiln compile --help'"), std::string::npos) << sub.err;
+}
+
+TEST_F(CompileCli, AnUnparsableEnvironmentValueFailsEveryCommand) {
+    const auto file = write("k.cu", kKernel);
+    for (const std::string& variable :
+         {"KILN_LOG_LEVEL=xyz", "KILN_LINEINFO=maybe", "KILN_CACHE_SHARED=group"}) {
+        for (const std::string& args :
+             std::vector<std::string>{"compile " + file + " --arch sm_90", "cache dir"}) {
+            auto result = run_command(variable + " " + kiln(args));
+            EXPECT_EQ(result.status, 1) << variable << " " << args;
+            const std::string name = variable.substr(0, variable.find('='));
+            EXPECT_EQ(result.err.rfind("kiln: " + name + "=", 0), 0u) << result.err;
+        }
+    }
+    auto help = run_command("KILN_LOG_LEVEL=xyz " + kiln("--help"));
+    EXPECT_EQ(help.status, 0) << "help is still there to read";
 }

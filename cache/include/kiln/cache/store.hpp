@@ -34,7 +34,9 @@ struct Config {
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
 
-    /// From the KILN_CACHE_* variables. @throws kiln::ConfigError for unparsable values.
+    /// From the environment (the README's table), then the cache directory's settings file
+    /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
+    /// @throws kiln::ConfigError for unparsable values, naming the variable or the file.
     static Config from_environment();
 };
 
@@ -52,8 +54,10 @@ struct EntryInfo {
     std::chrono::system_clock::time_point mtime; ///< last store or hit
     std::string arch;
     std::string nvrtc_version;
-    std::size_t kernel_count = 0; ///< name expressions with a lowered name
-    std::vector<std::string> kernel_names; ///< kernels in the cubin (extern "C" ones included)
+    std::size_t kernel_count = 0; ///< kernel_names.size()
+    /// Kernels in the cubin, `extern "C"` ones included, as the symbol table names them (C++
+    /// ones mangled); the lowered names when the payload is not an ELF file.
+    std::vector<std::string> kernel_names;
     std::uint64_t payload_size = 0;
     bool has_source = false;
 };
@@ -81,8 +85,10 @@ struct PruneResult {
 
 /// What export_to() wrote or import_from() published.
 struct TransferResult {
+    /// Entries written (export) or newly published (import), sources likewise, and their bytes.
     std::uint64_t entries = 0, sources = 0, bytes = 0;
     std::uint64_t skipped = 0; ///< damaged entries left out of an export
+    std::uint64_t present = 0; ///< import: entries the cache already held verified (left as is)
 };
 
 class Store {
@@ -154,9 +160,12 @@ class Store {
     /// Write every verified entry and its source to one archive file (format in archive.cpp).
     /// @throws kiln::Error when @p file cannot be written.
     TransferResult export_to(const std::filesystem::path& file);
-    /// Publish the entries of an archive, each decoded and verified first.
-    /// @throws kiln::Error when @p file cannot be read, is not an archive, or is damaged (entries
-    /// before the damage are kept: each was verified).
+    /// Publish the entries of an archive: all or nothing. The whole archive is read and every
+    /// entry decoded and verified against its key before anything is published; when publishing
+    /// then fails part-way, what this import published is removed again (entries that were there
+    /// before are kept). An archive can place any cubin under any key: import only trusted ones.
+    /// @throws kiln::Error when @p file cannot be read, is not an archive, is damaged (nothing is
+    /// published), or cannot be published (the message says what was removed again).
     TransferResult import_from(const std::filesystem::path& file);
     /// @}
 

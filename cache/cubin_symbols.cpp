@@ -1,0 +1,92 @@
+#include "cubin_symbols.hpp"
+
+#include <cstdint>
+
+namespace kiln::cache::detail {
+
+namespace {
+
+// ELF64 constants and field offsets (the System V ABI's Elf64_Ehdr, Elf64_Shdr, Elf64_Sym).
+constexpr std::size_t kElfHeaderSize = 64;
+constexpr std::size_t kSectionHeaderSize = 64;
+constexpr std::size_t kSymbolSize = 24;
+constexpr unsigned kClass64 = 2, kLittleEndian = 1;
+constexpr std::uint32_t kSymbolTable = 2; // SHT_SYMTAB
+constexpr unsigned kFunction = 2;         // STT_FUNC
+constexpr unsigned kCudaEntry = 0x10;     // STO_CUDA_ENTRY
+
+// Little-endian reads at an offset already checked to lie within the bytes.
+std::uint64_t read_le(std::string_view bytes, std::size_t offset, int size) {
+    std::uint64_t value = 0;
+    for (int i = size - 1; i >= 0; --i)
+        value =
+            (value << 8) | static_cast<unsigned char>(bytes[offset + static_cast<std::size_t>(i)]);
+    return value;
+}
+
+// Whether [offset, offset + size) lies within @p total, without overflow.
+bool within(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
+    return offset <= total && size <= total - offset;
+}
+
+struct Section {
+    std::uint32_t type = 0;
+    std::uint64_t offset = 0, size = 0, entry_size = 0;
+    std::uint32_t link = 0;
+};
+
+} // namespace
+
+std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf) {
+    if (elf.size() < kElfHeaderSize ||
+        elf.substr(0, 4) != "\x7f"
+                            "ELF" ||
+        static_cast<unsigned char>(elf[4]) != kClass64 ||
+        static_cast<unsigned char>(elf[5]) != kLittleEndian)
+        return std::nullopt;
+    const std::uint64_t section_offset = read_le(elf, 0x28, 8);
+    const std::uint64_t header_size = read_le(elf, 0x3a, 2);
+    const std::uint64_t count = read_le(elf, 0x3c, 2);
+    if (header_size < kSectionHeaderSize ||
+        !within(section_offset, count * header_size, elf.size()))
+        return std::nullopt;
+    auto section = [&](std::uint64_t index) {
+        const std::size_t at = static_cast<std::size_t>(section_offset + index * header_size);
+        Section s;
+        s.type = static_cast<std::uint32_t>(read_le(elf, at + 4, 4));
+        s.offset = read_le(elf, at + 24, 8);
+        s.size = read_le(elf, at + 32, 8);
+        s.link = static_cast<std::uint32_t>(read_le(elf, at + 40, 4));
+        s.entry_size = read_le(elf, at + 56, 8);
+        return s;
+    };
+    for (std::uint64_t index = 0; index < count; ++index) {
+        const Section symbols = section(index);
+        if (symbols.type != kSymbolTable) continue;
+        if (symbols.link >= count || symbols.entry_size < kSymbolSize ||
+            !within(symbols.offset, symbols.size, elf.size()))
+            return std::nullopt;
+        const Section strings = section(symbols.link);
+        if (!within(strings.offset, strings.size, elf.size())) return std::nullopt;
+        const std::string_view names = elf.substr(static_cast<std::size_t>(strings.offset),
+                                                  static_cast<std::size_t>(strings.size));
+        std::vector<std::string> kernels;
+        const std::uint64_t symbol_count = symbols.size / symbols.entry_size;
+        for (std::uint64_t i = 0; i < symbol_count; ++i) {
+            // Within the table: i * entry_size + kSymbolSize <= size, checked above.
+            const auto offset = static_cast<std::size_t>(symbols.offset + i * symbols.entry_size);
+            const auto info = static_cast<unsigned>(read_le(elf, offset + 4, 1));
+            const auto other = static_cast<unsigned>(read_le(elf, offset + 5, 1));
+            if ((info & 0xf) != kFunction || (other & kCudaEntry) == 0) continue;
+            const std::uint64_t name = read_le(elf, offset, 4);
+            if (name >= names.size()) return std::nullopt;
+            const std::size_t end = names.find('\0', static_cast<std::size_t>(name));
+            if (end == std::string_view::npos) return std::nullopt;
+            kernels.emplace_back(names.substr(static_cast<std::size_t>(name), end - name));
+        }
+        return kernels;
+    }
+    return std::nullopt;
+}
+
+} // namespace kiln::cache::detail

@@ -1,0 +1,19 @@
+#pragma once
+// The kernels of a cubin, read from its ELF symbol table, for `kiln cache ls`. A cubin in the
+// cache may be damaged or planted, so every offset and size is checked against the bytes given.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kiln::cache::detail {
+
+/// The names of the kernels (entry functions, `extern "C"` ones included) in @p elf, in symbol
+/// table order: the STT_FUNC symbols marked STO_CUDA_ENTRY (st_other 0x10), as NVRTC writes them.
+/// Device functions that are not kernels have their own `.text.<name>` section too, so sections
+/// are not counted. nullopt when @p elf is not a 64-bit little-endian ELF file with a symbol
+/// table that lies within it. Never reads outside @p elf.
+std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf);
+
+} // namespace kiln::cache::detail

@@ -1,0 +1,60 @@
+// The checks before a cache command runs (cache_access.hpp).
+
+#include "cache_access.hpp"
+
+#include "kiln/env.hpp"
+#include "kiln/error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+namespace kiln::tools {
+
+cache::Config cache_config() {
+    cache::Config config = cache::Config::from_environment();
+    if (config.dir.empty())
+        throw Error("there is no cache directory: neither KILN_CACHE_DIR, XDG_CACHE_HOME nor HOME "
+                    "is set; set KILN_CACHE_DIR to one");
+    return config;
+}
+
+std::vector<cache::DirProblem> check_cache_dir(cache::Store& store, bool print) {
+    std::vector<cache::DirProblem> problems = store.check_dir();
+    for (const auto& problem : problems) {
+        if (!problem.fatal) continue;
+        const bool missing = problem.what == std::strerror(ENOENT);
+        throw Error("the kernel cache " + problem.path.string() + " cannot be used (" +
+                    problem.what + "): " +
+                    (missing ? "nothing has been cached there yet, or KILN_CACHE_DIR names "
+                               "another directory"
+                             : "fix its owner or permissions, or set KILN_CACHE_DIR to a "
+                               "directory of your own"));
+    }
+    for (const auto& problem : problems)
+        if (print)
+            std::cerr
+                << "kiln: " << problem.path.string() << ": " << problem.what
+                << " (its entries are left out; `kiln cache verify --fix` heals what it can)\n";
+    return problems;
+}
+
+nlohmann::json problems_json(const std::vector<cache::DirProblem>& problems) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& problem : problems)
+        j.push_back({{"path", problem.path.string()}, {"what", problem.what}});
+    return j;
+}
+
+void require_writable(const cache::Config& config, const std::string& command) {
+    if (config.readonly)
+        throw Error("`" + command + "` would change the kernel cache, which is read-only here (" +
+                    "KILN_CACHE_READONLY=" + env::get("KILN_CACHE_READONLY").value_or("1") +
+                    "); unset KILN_CACHE_READONLY to run it");
+    if (config.disabled)
+        throw Error("`" + command + "` would change the kernel cache, which is turned off here (" +
+                    "KILN_CACHE_DISABLE=" + env::get("KILN_CACHE_DISABLE").value_or("1") +
+                    "); unset KILN_CACHE_DISABLE to run it");
+}
+
+} // namespace kiln::tools
