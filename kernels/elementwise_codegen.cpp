@@ -339,46 +339,6 @@ class Emitter {
     std::ostringstream m_out;
 };
 
-// C++ tokens, enough to tell identifiers, `=` from `==`, and statement structure apart.
-std::vector<std::string> tokenize(const std::string& code) {
-    std::vector<std::string> tokens;
-    std::size_t p = 0;
-    while (p < code.size()) {
-        const char c = code[p];
-        if (std::isspace(static_cast<unsigned char>(c))) {
-            ++p;
-        } else if (c == '/' && p + 1 < code.size() && (code[p + 1] == '/' || code[p + 1] == '*')) {
-            const bool line = code[p + 1] == '/';
-            const std::size_t end = code.find(line ? "\n" : "*/", p + 2);
-            p = end == std::string::npos ? code.size() : end + (line ? 1 : 2);
-        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-            std::size_t q = p;
-            while (q < code.size() &&
-                   (std::isalnum(static_cast<unsigned char>(code[q])) || code[q] == '_'))
-                ++q;
-            tokens.push_back(code.substr(p, q - p));
-            p = q;
-        } else if (c == '"' || c == '\'') {
-            std::size_t q = p + 1;
-            while (q < code.size() && code[q] != c)
-                q += code[q] == '\\' ? 2 : 1;
-            tokens.push_back(code.substr(p, q + 1 - p));
-            p = q + 1;
-        } else {
-            // Two-character operators that contain '=' must not read as an assignment.
-            static const char* kPairs[] = {
-                "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-                "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
-            std::string token(1, c);
-            for (const char* pair : kPairs)
-                if (code.compare(p, 2, pair) == 0) token = pair;
-            tokens.push_back(token);
-            p += token.size();
-        }
-    }
-    return tokens;
-}
-
 } // namespace
 
 bool needs_cuda_headers(const Plan& plan) {
@@ -391,57 +351,6 @@ bool needs_cuda_headers(const Plan& plan) {
 std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
                                  const Bindings& bindings) {
     return Emitter(def, plan).source(bindings);
-}
-
-bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
-    static const char* kControl[] = {"if",     "else",  "for",      "while", "do", "switch", "goto",
-                                     "return", "break", "continue", "{",     "}",  "case"};
-    const auto tokens = tokenize(operation);
-    bool statement_start = true;
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-        const std::string& token = tokens[t];
-        for (const char* control : kControl)
-            if (token == control) return false;
-        const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
-        if (is_output) {
-            const bool assigned = statement_start && t + 1 < tokens.size() && tokens[t + 1] == "=";
-            if (!assigned) return false;
-        }
-        statement_start = token == ";";
-    }
-    // Every output must be assigned at least once, or its elements would be left unwritten.
-    for (const auto& output : outputs)
-        if (std::find(tokens.begin(), tokens.end(), output) == tokens.end()) return false;
-    return true;
-}
-
-std::size_t device_alignment(DType dtype) noexcept {
-    switch (dtype) {
-    case DType::complex64:
-        return 8;
-    case DType::complex128:
-        return 16;
-    default:
-        return itemsize(dtype);
-    }
-}
-
-void ParamWriter::put(const void* data, std::size_t size, std::size_t alignment) {
-    const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
-    if (offset + size > kCapacity)
-        throw ArgumentError("too many kernel arguments: their total exceeds " +
-                            std::to_string(kCapacity) + " bytes");
-    std::memset(m_buffer + m_size, 0, offset - m_size);
-    if (size) std::memcpy(m_buffer + offset, data, size);
-    m_size = offset + size;
-    m_alignment = std::max(m_alignment, alignment);
-}
-
-std::size_t ParamWriter::finish() {
-    const std::size_t size = (m_size + m_alignment - 1) / m_alignment * m_alignment;
-    std::memset(m_buffer + m_size, 0, size - m_size);
-    m_size = size;
-    return size;
 }
 
 } // namespace kiln::detail

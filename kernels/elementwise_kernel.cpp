@@ -9,7 +9,9 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "param_writer.hpp"
 #include "type_binding.hpp"
+#include "write_only_outputs.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -57,18 +59,6 @@ bool aligned(CUdeviceptr p, std::size_t bytes) {
 
 } // namespace
 
-Outputs::operator Array() const {
-    if (m_count != 1)
-        throw ArgumentError("this call has " + std::to_string(m_count) +
-                            " outputs: index them (outputs[i]) instead of converting to one Array");
-    return m_arrays[0];
-}
-
-void Outputs::push_back(Array array) {
-    if (m_count == m_arrays.size()) throw ArgumentError("more than 8 outputs");
-    m_arrays[m_count++] = std::move(array);
-}
-
 struct ElementwiseKernel::Impl {
     detail::ElementwiseDefinition def;
     std::vector<ParamSpec> inputs, outputs;
@@ -82,7 +72,7 @@ struct ElementwiseKernel::Impl {
     };
     struct CacheKeyHash {
         std::size_t operator()(const CacheKey& k) const noexcept {
-            return detail::PlanHash{}(k.plan) ^ (std::hash<void*>{}(k.context) << 1);
+            return detail::SignatureHash<Plan>{}(k.plan) ^ (std::hash<void*>{}(k.context) << 1);
         }
     };
     mutable std::mutex mutex;
@@ -95,6 +85,13 @@ struct ElementwiseKernel::Impl {
     std::string source(const Prepared& p) const {
         return generate_elementwise(def, p.plan, p.bindings);
     }
+    // What compile() made and with which options: Module::load recompiles with the same ones
+    // when the driver rejects a cubin read from the disk cache.
+    struct Compiled {
+        std::shared_ptr<const Program> program;
+        CompileOptions options;
+    };
+    Compiled compile(const Prepared& p, const std::string& arch) const;
     const Function& function(const Prepared& p) const;
     void launch(const Prepared& p, const Function& f, StreamRef stream) const;
 };
@@ -342,6 +339,17 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     p.grid = Dim3(std::max(1u, blocks_for(p.n, plan.block)));
 }
 
+ElementwiseKernel::Impl::Compiled ElementwiseKernel::Impl::compile(const Prepared& p,
+                                                                   const std::string& arch) const {
+    CompileOptions options;
+    options.arch = arch;
+    options.options = nvrtc_options;
+    options.headers = detail::device_headers();
+    options.cuda_headers = detail::needs_cuda_headers(p.plan);
+    auto program = Compiler::global().compile(source(p), options);
+    return {std::move(program), std::move(options)};
+}
+
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     const CacheKey key{p.plan, detail::current_context()};
     {
@@ -350,13 +358,8 @@ const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
         if (found != functions.end()) return found->second;
     }
     // First call with this signature: generate, compile (memory and disk caches), load.
-    CompileOptions options;
-    options.arch = Device::current().arch();
-    options.options = nvrtc_options;
-    options.headers = detail::device_headers();
-    options.cuda_headers = detail::needs_cuda_headers(p.plan);
-    auto program = Compiler::global().compile(source(p), options);
-    auto module = Module::load(program, options);
+    const Compiled compiled = compile(p, Device::current().arch());
+    auto module = Module::load(compiled.program, compiled.options);
     Function f = module->function(def.name);
     std::lock_guard<std::mutex> lock(mutex);
     return functions.emplace(key, std::move(f)).first->second;
@@ -389,12 +392,9 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
             w.pad_to(8);
             break;
         }
-        case OperandKind::scalar: {
-            alignas(16) unsigned char value[16];
-            p.scalars[k]->cast_to(op.dtype, value);
-            w.bytes(value, itemsize(op.dtype), detail::device_alignment(op.dtype));
+        case OperandKind::scalar:
+            w.scalar(*p.scalars[k], op.dtype);
             break;
-        }
         }
     }
     w.index(p.n, index64);
@@ -459,6 +459,14 @@ std::string ElementwiseKernel::source_for(const Arg* args, std::size_t count,
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/false, p);
     return m_impl->source(p);
+}
+
+std::shared_ptr<const Program> ElementwiseKernel::compile_for(const Arg* args, std::size_t count,
+                                                              const CallOptions& options,
+                                                              const std::string& arch) const {
+    Prepared p;
+    m_impl->prepare(args, count, options, /*allocate=*/false, p);
+    return m_impl->compile(p, arch).program;
 }
 
 const std::string& ElementwiseKernel::name() const noexcept {

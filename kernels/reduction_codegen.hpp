@@ -9,8 +9,11 @@
 //   index _n_in, _n_out, _n_red, _kshape[kept_ndim], _rshape[red_ndim], _split
 //   void* _partials, unsigned* _counters
 
-#include "elementwise_codegen.hpp"
+#include "kiln/param_spec.hpp"
 #include "reduction_plan.hpp"
+#include "type_binding.hpp"
+
+#include <cstddef>
 
 #include <string>
 #include <vector>

@@ -7,6 +7,7 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "param_writer.hpp"
 #include "reduction_codegen.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
@@ -27,34 +28,6 @@ using detail::max_offset;
 using detail::OperandKind;
 using detail::ReduceLayout;
 using detail::ReductionPlan;
-
-// ---------------------------------------------------------------------------------------------
-// Axes
-
-Axes::Axes(std::initializer_list<int> axes)
-    : m_all(false) {
-    if (axes.size() > static_cast<std::size_t>(kMaxDims))
-        throw AxisError("at most " + std::to_string(kMaxDims) + " axes");
-    for (int a : axes)
-        m_values[m_count++] = a;
-}
-
-Axes::Axes(const std::vector<int>& axes)
-    : m_all(false) {
-    if (axes.size() > static_cast<std::size_t>(kMaxDims))
-        throw AxisError("at most " + std::to_string(kMaxDims) + " axes");
-    for (int a : axes)
-        m_values[m_count++] = a;
-}
-
-std::string Axes::to_string() const {
-    if (m_all) return "None";
-    if (m_count == 1) return std::to_string(m_values[0]);
-    std::string s = "(";
-    for (int k = 0; k < m_count; ++k)
-        s += (k ? ", " : "") + std::to_string(m_values[k]);
-    return s + ")";
-}
 
 namespace {
 
@@ -107,7 +80,8 @@ struct ReductionKernel::Impl {
     };
     struct CacheKeyHash {
         std::size_t operator()(const CacheKey& k) const noexcept {
-            return detail::ReductionPlanHash{}(k.plan) ^ (std::hash<void*>{}(k.context) << 1);
+            return detail::SignatureHash<ReductionPlan>{}(k.plan) ^
+                   (std::hash<void*>{}(k.context) << 1);
         }
     };
     mutable std::mutex mutex;
@@ -506,9 +480,7 @@ void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUconte
     for (int k = 0; k < plan.count; ++k) {
         const auto& op = plan.operands[k];
         if (op.kind == OperandKind::scalar) {
-            alignas(16) unsigned char value[16];
-            p.scalars[k]->cast_to(op.dtype, value);
-            w.bytes(value, itemsize(op.dtype), detail::device_alignment(op.dtype));
+            w.scalar(*p.scalars[k], op.dtype);
             continue;
         }
         w.pointer(p.arrays[k].data());

@@ -2,15 +2,20 @@
 // How a call's arguments give the type placeholders of a kernel's parameter specs their dtypes,
 // shared by ElementwiseKernel and ReductionKernel (CuPy's rules).
 
-#include "elementwise_codegen.hpp"
-#include "kiln/elementwise_kernel.hpp"
+#include "kiln/call_arguments.hpp"
+#include "kiln/dtype.hpp"
 #include "kiln/param_spec.hpp"
 
+#include <array>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln::detail {
+
+/// Placeholder letter -> bound dtype, for `typedef float T;` lines.
+using Bindings = std::array<std::optional<DType>, 128>;
 
 /// Binds @p bindings from @p count arguments (the inputs, optionally followed by the outputs) and
 /// writes each parameter's dtype, inputs then outputs, to @p dtypes (inputs.size() +

@@ -2,8 +2,8 @@
 // Arrays are described with Array::wrap over made-up, aligned addresses: nothing is launched.
 
 #include "device_headers.hpp"
-#include "elementwise_codegen.hpp"
 #include "temp_dir.hpp"
+#include "write_only_outputs.hpp"
 
 #include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
