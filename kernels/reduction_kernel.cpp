@@ -518,6 +518,9 @@ ReductionKernel::ReductionKernel(std::string in_params, std::string out_params,
     if (m_impl->outputs.empty()) throw SpecError(where + "needs at least one output parameter");
     if (m_impl->inputs.size() + m_impl->outputs.size() > detail::kMaxParams)
         throw SpecError(where + "at most " + std::to_string(detail::kMaxParams) + " parameters");
+    if (m_impl->outputs.size() > Outputs::kCapacity)
+        throw SpecError(where + "at most " + std::to_string(Outputs::kCapacity) +
+                        " output parameters");
     for (const auto* list : {&m_impl->inputs, &m_impl->outputs})
         for (const ParamSpec& spec : *list) {
             if (spec.raw)

@@ -218,6 +218,20 @@ TEST(ReductionCodegen, BadSpecsAreSpecErrors) {
     EXPECT_TRUE(has(error_of<kiln::SpecError>(make("", "T y")), "input"));
 }
 
+TEST(ReductionCodegen, MoreOutputsThanACallReturnsAreRefusedWhenTheKernelIsMade) {
+    // Outputs holds at most Outputs::kCapacity arrays: a kernel with more must not be made (it
+    // used to launch, then throw while collecting its outputs).
+    std::string outs, post;
+    for (std::size_t k = 0; k <= kiln::Outputs::kCapacity; ++k) {
+        outs += (k ? ", T y" : "T y") + std::to_string(k);
+        post += "y" + std::to_string(k) + " = a; ";
+    }
+    const std::string message = error_of<kiln::SpecError>(
+        [&] { ReductionKernel("T x", outs, "x", "a + b", post, "0", "many_outputs"); });
+    EXPECT_TRUE(has(message, "at most 8 output")) << message;
+    EXPECT_TRUE(has(message, "many_outputs")) << message;
+}
+
 TEST(ReductionCodegen, CompileErrorsNameTheExpressionAtFault) {
     Array x = fake({1000});
     auto error = [&](const char* map, const char* reduce, const char* post, const char* identity) {
