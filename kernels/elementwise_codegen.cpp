@@ -1,11 +1,8 @@
 #include "elementwise_codegen.hpp"
 
-#include "kiln/error.hpp"
+#include "source_writer.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <cstring>
-#include <sstream>
+#include <utility>
 
 namespace kiln::detail {
 
@@ -18,37 +15,21 @@ std::string vec_type(DType d, int vec) {
     return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
 }
 
-bool needs_complex(const ElementwiseDefinition& def, const Plan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (is_complex(plan.operands[k].dtype)) return true;
-    for (const std::string* code : {&def.preamble, &def.operation, &def.loop_prep, &def.after_loop})
-        if (code->find("complex") != std::string::npos) return true;
-    return false;
-}
-
 // Emits the kernel body; one instance per generate_elementwise() call.
-class Emitter {
+class Emitter : OperandNames<Plan> {
   public:
     Emitter(const ElementwiseDefinition& def, const Plan& plan)
-        : m_def(def)
+        : OperandNames(def.params, plan)
+        , m_def(def)
         , m_plan(plan) {}
 
-    std::string source(const Bindings& bindings) {
-        const char* index = m_plan.index64 ? "long long" : "int";
-        m_out << "#include \"kiln/elementwise.cuh\"\n";
-        // Only what the kernel needs: each header adds NVRTC time to the first call.
-        if (needs_cuda_headers(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-        if (needs_complex(m_def, m_plan)) m_out << "#include \"kiln/complex.cuh\"\n";
-        m_out << "#include \"kiln/cast.cuh\"\n";
-        m_out << "typedef " << index << " kiln_index_t;\n";
-        for (std::size_t c = 0; c < bindings.size(); ++c)
-            if (bindings[c])
-                m_out << "typedef " << cuda_type(*bindings[c]) << ' ' << static_cast<char>(c)
-                      << ";\n";
-        if (!m_def.preamble.empty()) m_out << m_def.preamble << '\n';
+    GeneratedSource source(const Bindings& bindings) && {
+        m_out.head({}, m_plan, bindings,
+                   {&m_def.preamble, &m_def.operation, &m_def.loop_prep, &m_def.after_loop});
+        if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
         emit_params();
         m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
-              << m_def.name << "(const kiln_params _p) {\n";
+              << m_def.params.name << "(const kiln_params _p) {\n";
         m_out << "    const kiln::Indexer<kiln_index_t> _ind{_p._n};\n";
         m_out << "    const kiln_index_t _n = _p._n;\n";
         for (int k = 0; k < m_plan.count; ++k) {
@@ -59,7 +40,8 @@ class Emitter {
             else if (op.kind == OperandKind::raw)
                 m_out << "    const " << raw_type(k) << "& " << name << " = _p." << name << ";\n";
         }
-        if (!m_def.loop_prep.empty()) m_out << "    " << m_def.loop_prep << '\n';
+        if (!m_def.loop_prep.empty())
+            m_out.piece("    ", m_def.loop_prep, "", "the loop_prep code", m_def.loop_prep);
         switch (m_plan.layout) {
         case Layout::flat:
             emit_flat();
@@ -74,20 +56,14 @@ class Emitter {
             emit_tiled();
             break;
         }
-        if (!m_def.after_loop.empty()) m_out << "    " << m_def.after_loop << '\n';
+        if (!m_def.after_loop.empty())
+            m_out.piece("    ", m_def.after_loop, "", "the after_loop code", m_def.after_loop);
         m_out << "}\n";
-        return m_out.str();
+        return std::move(m_out).finish();
     }
 
   private:
-    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
-    bool is_output(int k) const { return static_cast<std::size_t>(k) >= m_def.input_count; }
     bool is_array(int k) const { return m_plan.operands[k].kind == OperandKind::array; }
-    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
-    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
-    std::string stride(int k, int d) const {
-        return "_p._st_" + param(k).name + "[" + std::to_string(d) + "]";
-    }
     int block_threads() const {
         return m_plan.layout == Layout::tiled ? kTile * kTileRows : m_plan.block;
     }
@@ -131,7 +107,9 @@ class Emitter {
                   << ";\n";
     }
 
-    void operation(const char* indent) { m_out << indent << m_def.operation << ";\n"; }
+    void operation(const char* indent) {
+        m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+    }
 
     // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
     void emit_vector_body(const std::string& first_index, const char* indent) {
@@ -336,20 +314,13 @@ class Emitter {
 
     const ElementwiseDefinition& m_def;
     const Plan& m_plan;
-    std::ostringstream m_out;
+    SourceWriter m_out;
 };
 
 } // namespace
 
-bool needs_cuda_headers(const Plan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
-            return true;
-    return false;
-}
-
-std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
-                                 const Bindings& bindings) {
+GeneratedSource generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
+                                     const Bindings& bindings) {
     return Emitter(def, plan).source(bindings);
 }
 

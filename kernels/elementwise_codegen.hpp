@@ -4,26 +4,22 @@
 // same order.
 
 #include "elementwise_plan.hpp"
-#include "kiln/param_spec.hpp"
+#include "kernel_params.hpp"
+#include "source_writer.hpp"
 #include "type_binding.hpp"
 
-#include <cstddef>
 #include <string>
-#include <vector>
 
 namespace kiln::detail {
 
+/// What an ElementwiseKernel is made of: its parameters and the user's code.
 struct ElementwiseDefinition {
-    std::vector<ParamSpec> params; // inputs then outputs
-    std::size_t input_count = 0;
-    std::string operation, name, preamble, loop_prep, after_loop;
+    KernelParams params;
+    std::string operation, preamble, loop_prep, after_loop;
     bool outputs_write_only = false; // every output is only ever assigned, unconditionally
 };
 
-std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
-                                 const Bindings& bindings);
-
-/// Whether the kernel needs the toolkit's headers (16-bit float operands: cuda_fp16.h).
-bool needs_cuda_headers(const Plan& plan);
+GeneratedSource generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
+                                     const Bindings& bindings);
 
 } // namespace kiln::detail

@@ -232,6 +232,15 @@ TEST(ReductionCodegen, MoreOutputsThanACallReturnsAreRefusedWhenTheKernelIsMade)
     EXPECT_TRUE(has(message, "many_outputs")) << message;
 }
 
+TEST(ReductionCodegen, AnOutputThatIsABroadcastViewIsRefused) {
+    // Its elements overlap: several outputs would be written to one place, by racing threads.
+    Array y = fake({1}).broadcast_to({4});
+    const std::string message = error_of<kiln::ArgumentError>([&] {
+        source(l2norm(), {fake({4, 8}), y}, ReduceCall{1});
+    });
+    EXPECT_TRUE(has(message, "output 'y' is a broadcast view")) << message;
+}
+
 TEST(ReductionCodegen, CompileErrorsNameTheExpressionAtFault) {
     Array x = fake({1000});
     auto error = [&](const char* map, const char* reduce, const char* post, const char* identity) {
