@@ -40,7 +40,10 @@ CompiledSpecialization compile_specialization(const KernelParams& params,
     options.arch = arch;
     options.options = nvrtc_options;
     options.headers = device_headers();
-    options.cuda_headers = generated.source.find("#include <cuda_fp16.h>") != std::string::npos;
+    // The toolkit's headers are always on the include path, for every front end and any user
+    // code (a preamble may include <cooperative_groups.h>): the path costs nothing, only an
+    // #include does, and the generated head includes only what the kernel mentions.
+    options.cuda_headers = true;
     try {
         auto program = Compiler::global().compile(generated.source, options);
         return {std::move(program), std::move(options)};

@@ -1,8 +1,9 @@
 #pragma once
 // One specialization of a generated kernel, compiled and loaded the same way by every front end:
-// through Compiler::global() (the memory and disk caches) with Kiln's device headers in memory and
-// the kernel's extra NVRTC options. A CompileError names the kernel and the piece of the user's
-// code at fault (the GeneratedSource's pieces), with NVRTC's log and the source attached.
+// through Compiler::global() (the memory and disk caches) with Kiln's device headers in memory, the
+// toolkit's headers on the include path (always) and the kernel's extra NVRTC options. A
+// CompileError names the kernel and the piece of the user's code at fault (the GeneratedSource's
+// pieces), with NVRTC's log and the source attached.
 
 #include "kernel_params.hpp"
 #include "kiln/compiler.hpp"

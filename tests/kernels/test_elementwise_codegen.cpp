@@ -164,6 +164,20 @@ TEST_F(ElementwiseCodegen, PreambleLoopPrepAndAfterLoopAreEmitted) {
     compiles(kern, {fake({100})});
 }
 
+TEST_F(ElementwiseCodegen, APreambleMayIncludeTheToolkitsHeadersWhateverTheDtypes) {
+    // The toolkit's headers are always on the include path: only an #include costs compile time.
+    kiln::ElementwiseOptions groups;
+    groups.preamble = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;";
+    ElementwiseKernel rank("float32 x", "float32 z", "z = x + cg::this_thread_block().size()",
+                           "with_groups", groups);
+    compiles(rank, {fake({1000})});
+    kiln::ElementwiseOptions fp16;
+    fp16.preamble = "#include <cuda_fp16.h>";
+    ElementwiseKernel round("float32 x", "float32 z", "z = static_cast<float>(half(x))",
+                            "round_to_half", fp16);
+    compiles(round, {fake({1000})});
+}
+
 TEST_F(ElementwiseCodegen, CompileErrorsNameThePieceAtFaultAndShowTheNumberedSource) {
     const Array x = fake({100});
     auto error = [&](const char* operation, kiln::ElementwiseOptions options) {

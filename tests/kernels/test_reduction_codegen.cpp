@@ -241,6 +241,15 @@ TEST(ReductionCodegen, AnOutputThatIsABroadcastViewIsRefused) {
     EXPECT_TRUE(has(message, "output 'y' is a broadcast view")) << message;
 }
 
+TEST(ReductionCodegen, APreambleMayIncludeTheToolkitsHeadersWhateverTheDtypes) {
+    // The toolkit's headers are always on the include path: only an #include costs compile time.
+    kiln::ReductionOptions groups;
+    groups.preamble = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;";
+    const ReductionKernel k("float32 x", "float32 y", "x * cg::this_thread_block().size()", "a + b",
+                            "y = a", "0", "with_groups", groups);
+    compiles(k, {fake({1000})});
+}
+
 TEST(ReductionCodegen, CompileErrorsNameTheExpressionAtFault) {
     Array x = fake({1000});
     auto error = [&](const char* map, const char* reduce, const char* post, const char* identity) {
