@@ -2,7 +2,9 @@
 
 #include "kiln/device.hpp"
 
+#include <atomic>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -54,6 +56,23 @@ struct RawModule::State {
     }
 };
 
+struct RawKernel::State {
+    struct Loaded {
+        CUcontext context;
+        Function function;
+    };
+    std::shared_ptr<RawModule::State> module;
+    std::string name;
+    std::atomic<const Loaded*> last{nullptr};
+    std::mutex mutex;
+    std::vector<std::unique_ptr<Loaded>> loaded; // one per context, never shrinks
+
+    const Function& load(CUcontext context);
+};
+
+RawModule::RawModule(std::shared_ptr<State> state)
+    : m_state(std::move(state)) {}
+
 RawModule::RawModule(std::string source, CompileOptions options,
                      std::vector<std::string> name_expressions)
     : m_state(std::make_shared<State>()) {
@@ -100,19 +119,28 @@ std::shared_ptr<const Program> RawKernel::compile() const {
     return RawModule(m_state->module).compile();
 }
 
-const Function& RawKernel::load(CUcontext context) const {
-    if (!context) context = detail::current_context();
-    std::lock_guard<std::mutex> lock(m_state->mutex);
-    for (const auto& l : m_state->loaded)
+const Function& RawKernel::function() const {
+    const CUcontext context = detail::current_context();
+    const State::Loaded* last = m_state->last.load(std::memory_order_acquire);
+    if (last && last->context == context) return last->function;
+    return m_state->load(context);
+}
+
+const std::string& RawKernel::name() const noexcept {
+    return m_state->name;
+}
+
+const Function& RawKernel::State::load(CUcontext context) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& l : loaded)
         if (l->context == context) {
-            m_state->last.store(l.get(), std::memory_order_release);
+            last.store(l.get(), std::memory_order_release);
             return l->function;
         }
-    auto module = m_state->module->module_in(context);
-    auto loaded = std::make_unique<Loaded>(Loaded{context, module->function(m_state->name)});
-    m_state->loaded.push_back(std::move(loaded));
-    m_state->last.store(m_state->loaded.back().get(), std::memory_order_release);
-    return m_state->loaded.back()->function;
+    auto made = module->module_in(context);
+    loaded.push_back(std::make_unique<Loaded>(Loaded{context, made->function(name)}));
+    last.store(loaded.back().get(), std::memory_order_release);
+    return loaded.back()->function;
 }
 
 } // namespace kiln

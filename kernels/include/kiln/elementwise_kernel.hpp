@@ -24,13 +24,11 @@ namespace kiln {
 
 /// Code pieces and switches of an ElementwiseKernel (CuPy's keyword arguments).
 struct ElementwiseOptions {
-    std::string preamble;      ///< at file scope, before the kernel (helper functions, macros)
-    std::string loop_prep;     ///< in the kernel, before the loop over elements
-    std::string after_loop;    ///< in the kernel, after the loop
-    bool no_return = false;    ///< calls return no outputs
-    bool return_tuple = false; ///< calls return every output even when there is one (informative
-                               ///< in C++: Outputs always holds them all)
-    bool reduce_dims = true;   ///< collapse contiguous dimensions before specializing
+    std::string preamble;    ///< at file scope, before the kernel (helper functions, macros)
+    std::string loop_prep;   ///< in the kernel, before the loop over elements
+    std::string after_loop;  ///< in the kernel, after the loop
+    bool no_return = false;  ///< calls return no outputs (Outputs always holds every output else)
+    bool reduce_dims = true; ///< collapse contiguous dimensions before specializing
     std::vector<std::string> options; ///< extra NVRTC options
 };
 
@@ -76,9 +74,8 @@ class ElementwiseKernel {
     const std::vector<ParamSpec>& in_params() const noexcept;
     const std::vector<ParamSpec>& out_params() const noexcept;
 
-    struct Impl;
-
   private:
+    struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 

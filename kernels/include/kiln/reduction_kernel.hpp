@@ -105,9 +105,8 @@ class ReductionKernel {
     const std::vector<ParamSpec>& in_params() const noexcept;
     const std::vector<ParamSpec>& out_params() const noexcept;
 
-    struct Impl;
-
   private:
+    struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 
