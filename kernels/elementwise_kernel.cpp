@@ -8,13 +8,12 @@
 #include "kiln/module.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
+#include "per_context_cache.hpp"
 #include "specialization.hpp"
 #include "write_only_outputs.hpp"
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
-#include <unordered_map>
 
 // ElementwiseKernel is a thin front end over the generated-kernel core (operands, the source
 // writer, specialization): what is its own is its spec (an operation per element, raw
@@ -54,18 +53,8 @@ struct ElementwiseKernel::Impl {
     std::vector<std::string> nvrtc_options;
     bool no_return = false, reduce_dims = true;
 
-    struct CacheKey {
-        Plan plan;
-        CUcontext context;
-        bool operator==(const CacheKey& o) const { return context == o.context && plan == o.plan; }
-    };
-    struct CacheKeyHash {
-        std::size_t operator()(const CacheKey& k) const noexcept {
-            return detail::SignatureHash<Plan>{}(k.plan) ^ (std::hash<void*>{}(k.context) << 1);
-        }
-    };
-    mutable std::mutex mutex;
-    mutable std::unordered_map<CacheKey, Function, CacheKeyHash> functions;
+    // The loaded specializations, per context and signature.
+    mutable detail::PerContextCache<Function, Plan, detail::SignatureHash<Plan>> functions;
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     // Binding, the loop shape, output allocation (when @p allocate) and layout choice.
@@ -238,16 +227,10 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
 }
 
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
-    const CacheKey key{p.plan, detail::current_context()};
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        auto found = functions.find(key);
-        if (found != functions.end()) return found->second;
-    }
-    // First call with this signature: generate, compile (memory and disk caches), load.
-    Function f = detail::load_specialization(def.params, compile(p, Device::current().arch()));
-    std::lock_guard<std::mutex> lock(mutex);
-    return functions.emplace(key, std::move(f)).first->second;
+    return functions.get(detail::current_context(), p.plan, [&] {
+        // First call with this signature here: generate, compile (memory and disk caches), load.
+        return detail::load_specialization(def.params, compile(p, Device::current().arch()));
+    });
 }
 
 void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, StreamRef stream) const {

@@ -1,8 +1,8 @@
 #include "kiln/raw_kernel.hpp"
 
 #include "kiln/device.hpp"
+#include "per_context_cache.hpp"
 
-#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -15,8 +15,7 @@ struct RawModule::State {
     CompileOptions options;
     std::optional<std::string> image; // set for modules read from a file
     std::string description;
-    std::mutex mutex;
-    std::vector<std::shared_ptr<const Module>> modules; // one per context
+    detail::PerContextCache<std::shared_ptr<const Module>> modules;
 
     std::shared_ptr<const Program> compile_for(const std::string& arch) {
         CompileOptions resolved = options;
@@ -24,29 +23,22 @@ struct RawModule::State {
         return Compiler::global().compile(source, resolved);
     }
 
-    std::shared_ptr<const Module> module_in(CUcontext context) {
-        std::lock_guard<std::mutex> lock(mutex);
-        for (const auto& m : modules)
-            if (m->context() == context) return m;
-        std::shared_ptr<const Module> loaded;
-        if (image) {
-            loaded = Module::load(*image, description);
-        } else {
+    const std::shared_ptr<const Module>& module_in(CUcontext context) {
+        return modules.get(context, {}, [&] {
+            if (image) return Module::load(*image, description);
             CompileOptions resolved = options;
             if (resolved.arch.empty()) resolved.arch = Device::current().arch();
-            loaded = shared_module(Compiler::global().compile(source, resolved), resolved);
-        }
-        modules.push_back(loaded);
-        return loaded;
+            return shared_module(Compiler::global().compile(source, resolved), resolved, context);
+        });
     }
 
     // Modules built from the same program share one CUmodule per context, however many
     // RawModule objects ask for it.
     static std::shared_ptr<const Module> shared_module(std::shared_ptr<const Program> program,
-                                                       const CompileOptions& options) {
+                                                       const CompileOptions& options,
+                                                       CUcontext context) {
         static std::mutex registry_mutex;
         static std::map<std::pair<cache::Key, CUcontext>, std::weak_ptr<const Module>> registry;
-        CUcontext context = detail::current_context();
         std::lock_guard<std::mutex> lock(registry_mutex);
         auto& slot = registry[{program->key(), context}];
         if (auto existing = slot.lock()) return existing;
@@ -57,17 +49,9 @@ struct RawModule::State {
 };
 
 struct RawKernel::State {
-    struct Loaded {
-        CUcontext context;
-        Function function;
-    };
     std::shared_ptr<RawModule::State> module;
     std::string name;
-    std::atomic<const Loaded*> last{nullptr};
-    std::mutex mutex;
-    std::vector<std::unique_ptr<Loaded>> loaded; // one per context, never shrinks
-
-    const Function& load(CUcontext context);
+    detail::PerContextCache<Function> functions;
 };
 
 RawModule::RawModule(std::shared_ptr<State> state)
@@ -121,26 +105,12 @@ std::shared_ptr<const Program> RawKernel::compile() const {
 
 const Function& RawKernel::function() const {
     const CUcontext context = detail::current_context();
-    const State::Loaded* last = m_state->last.load(std::memory_order_acquire);
-    if (last && last->context == context) return last->function;
-    return m_state->load(context);
+    return m_state->functions.get(
+        context, {}, [&] { return m_state->module->module_in(context)->function(m_state->name); });
 }
 
 const std::string& RawKernel::name() const noexcept {
     return m_state->name;
-}
-
-const Function& RawKernel::State::load(CUcontext context) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& l : loaded)
-        if (l->context == context) {
-            last.store(l.get(), std::memory_order_release);
-            return l->function;
-        }
-    auto made = module->module_in(context);
-    loaded.push_back(std::make_unique<Loaded>(Loaded{context, made->function(name)}));
-    last.store(loaded.back().get(), std::memory_order_release);
-    return loaded.back()->function;
 }
 
 } // namespace kiln

@@ -6,6 +6,7 @@
 #include "kiln/module.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
+#include "per_context_cache.hpp"
 #include "reduction_codegen.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
@@ -14,8 +15,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <mutex>
-#include <unordered_map>
 
 // ReductionKernel is a thin front end over the generated-kernel core (operands, the source
 // writer, specialization): what is its own is its spec (map, reduce and post-map expressions, an
@@ -51,6 +50,12 @@ struct Prepared {
     int multiprocessors = kAssumedMultiprocessors;
 };
 
+// The current device's multiprocessor count, which shapes the grid.
+int multiprocessors(CUcontext context) {
+    static detail::PerContextCache<int> counts;
+    return counts.get(context, {}, [] { return Device::current().multiprocessor_count(); });
+}
+
 // sizeof(kiln_acc) for reduce types Kiln knows, else a generous slot the kernel checks.
 int slot_bytes(const std::string& reduce_type, bool has_identity) {
     DType dtype;
@@ -74,23 +79,13 @@ struct ReductionKernel::Impl {
     std::vector<std::string> nvrtc_options;
     bool reduce_dims = true, empty_is_error = false;
 
-    struct CacheKey {
-        ReductionPlan plan;
-        CUcontext context;
-        bool operator==(const CacheKey& o) const { return context == o.context && plan == o.plan; }
-    };
-    struct CacheKeyHash {
-        std::size_t operator()(const CacheKey& k) const noexcept {
-            return detail::SignatureHash<ReductionPlan>{}(k.plan) ^
-                   (std::hash<void*>{}(k.context) << 1);
-        }
-    };
-    mutable std::mutex mutex;
     struct Loaded {
         Function function;
         int blocks_per_multiprocessor; // occupancy, which sizes the grid
     };
-    mutable std::unordered_map<CacheKey, Loaded, CacheKeyHash> functions;
+    // The loaded specializations, per context and signature.
+    mutable detail::PerContextCache<Loaded, ReductionPlan, detail::SignatureHash<ReductionPlan>>
+        functions;
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     void shape_call(const Arg* args, std::size_t count, const ReduceCall& how, bool allocate,
@@ -312,17 +307,12 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
 
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
                                                                      CUcontext context) const {
-    const CacheKey key{p.plan, context};
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        auto found = functions.find(key);
-        if (found != functions.end()) return found->second;
-    }
-    // First call with this signature: generate, compile (memory and disk caches), load.
-    Function f = detail::load_specialization(def.params, compile(p, Device::current().arch()));
-    const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
-    std::lock_guard<std::mutex> lock(mutex);
-    return functions.emplace(key, Loaded{std::move(f), blocks}).first->second;
+    return functions.get(context, p.plan, [&] {
+        // First call with this signature here: generate, compile (memory and disk caches), load.
+        Function f = detail::load_specialization(def.params, compile(p, Device::current().arch()));
+        const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
+        return Loaded{std::move(f), blocks};
+    });
 }
 
 void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUcontext context,
@@ -395,14 +385,7 @@ ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = defaul
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
     Prepared p;
     const CUcontext context = detail::current_context();
-    // The multiprocessor count shapes the grid: remembered per thread for the last context.
-    thread_local CUcontext last_context = nullptr;
-    thread_local int last_multiprocessors = 0;
-    if (context != last_context) {
-        last_multiprocessors = Device::current().multiprocessor_count();
-        last_context = context;
-    }
-    p.multiprocessors = last_multiprocessors;
+    p.multiprocessors = multiprocessors(context);
     m_impl->shape_call(args, count, how, /*allocate=*/true, p);
     if (p.n_out > 0) {
         const Impl::Loaded& loaded = m_impl->function(p, context);

@@ -52,8 +52,9 @@ class RawModule {
     std::shared_ptr<State> m_state;
 };
 
-/// One kernel of a RawModule. Launching costs a context check, the argument checks and a
-/// cuLaunchKernel: no strings, hashing or allocation. Cheap to copy; thread-safe.
+/// One kernel of a RawModule. Launching costs a context check, a lock-free lookup of the kernel
+/// loaded in that context, the argument checks and a cuLaunchKernel: no strings or allocation.
+/// Cheap to copy; thread-safe.
 class RawKernel {
   public:
     /// Compile @p source (lazily) and launch its kernel @p name. @p options: NVRTC options as a
