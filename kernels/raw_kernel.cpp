@@ -2,9 +2,8 @@
 
 #include "kiln/device.hpp"
 #include "per_context_cache.hpp"
+#include "shared_registry.hpp"
 
-#include <map>
-#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -37,14 +36,9 @@ struct RawModule::State {
     static std::shared_ptr<const Module> shared_module(std::shared_ptr<const Program> program,
                                                        const CompileOptions& options,
                                                        CUcontext context) {
-        static std::mutex registry_mutex;
-        static std::map<std::pair<cache::Key, CUcontext>, std::weak_ptr<const Module>> registry;
-        std::lock_guard<std::mutex> lock(registry_mutex);
-        auto& slot = registry[{program->key(), context}];
-        if (auto existing = slot.lock()) return existing;
-        auto loaded = Module::load(std::move(program), options);
-        slot = loaded;
-        return loaded;
+        static detail::SharedRegistry<std::pair<cache::Key, CUcontext>, const Module> modules;
+        return modules.get({program->key(), context},
+                           [&] { return Module::load(std::move(program), options); });
     }
 };
 
