@@ -16,12 +16,9 @@ std::string vec_type(DType d, int vec) {
 }
 
 // Emits the kernel body; one instance per generate_elementwise() call.
-class Emitter : OperandNames<Plan> {
+class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
   public:
-    Emitter(const ElementwiseDefinition& def, const Plan& plan)
-        : OperandNames(def.params, plan)
-        , m_def(def)
-        , m_plan(plan) {}
+    using KernelEmitter::KernelEmitter;
 
     GeneratedSource source(const Bindings& bindings) && {
         m_out.head({}, m_plan, bindings,
@@ -311,10 +308,6 @@ class Emitter : OperandNames<Plan> {
         if (staged_input || staged_output) m_out << "        __syncthreads();\n";
         m_out << "    }\n";
     }
-
-    const ElementwiseDefinition& m_def;
-    const Plan& m_plan;
-    SourceWriter m_out;
 };
 
 } // namespace

@@ -10,12 +10,9 @@ namespace kiln::detail {
 namespace {
 
 // Emits the source line by line; the user's expressions are pieces the writer locates.
-class Emitter : OperandNames<ReductionPlan> {
+class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
   public:
-    Emitter(const ReductionDefinition& def, const ReductionPlan& plan)
-        : OperandNames(def.params, plan)
-        , m_def(def)
-        , m_plan(plan) {}
+    using KernelEmitter::KernelEmitter;
 
     GeneratedSource source(const Bindings& bindings) && {
         m_out.head({"kiln/reduction.cuh"}, m_plan, bindings,
@@ -447,9 +444,6 @@ class Emitter : OperandNames<ReductionPlan> {
                  " + (_c + _q) * " + stride(k, last_kept) + ";");
     }
 
-    const ReductionDefinition& m_def;
-    const ReductionPlan& m_plan;
-    SourceWriter m_out;
     std::string m_scalar_args;
 };
 

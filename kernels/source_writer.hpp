@@ -7,7 +7,6 @@
 // expression, a preamble), so that a compile error on one of their lines names the piece at
 // fault (specialization.hpp).
 
-#include "kernel_params.hpp"
 #include "kiln/dtype.hpp"
 #include "signature.hpp"
 #include "type_binding.hpp"
@@ -89,27 +88,28 @@ class SourceWriter {
     int m_line = 1;
 };
 
-/// The names generated source gives the operands of a kernel with @p Plan (a signature): each
-/// one's parameter and C++ type, and the fields of the struct parameter `_p` that hold its
-/// pointer (`_raw_<name>`) and its element strides (`_st_<name>`). Front ends' emitters derive
-/// from it.
-template <class Plan> class OperandNames {
+/// What every front end's emitter starts from: the kernel's @p Definition (its `params` and the
+/// user's code), the @p Plan it specializes for (a signature), a SourceWriter, and the names
+/// generated source gives operands: each one's parameter and C++ type, and the fields of the
+/// struct parameter `_p` that hold its pointer (`_raw_<name>`) and element strides (`_st_<name>`).
+template <class Definition, class Plan> class KernelEmitter {
   public:
-    OperandNames(const KernelParams& params, const Plan& plan)
-        : m_names_params(params)
-        , m_names_plan(plan) {}
+    KernelEmitter(const Definition& def, const Plan& plan)
+        : m_def(def)
+        , m_plan(plan) {}
 
-    const ParamSpec& param(int k) const { return m_names_params[static_cast<std::size_t>(k)]; }
-    bool is_output(int k) const { return m_names_params.is_output(static_cast<std::size_t>(k)); }
-    std::string type(int k) const { return cuda_type(m_names_plan.operands[k].dtype); }
+  protected:
+    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
+    bool is_output(int k) const { return m_def.params.is_output(static_cast<std::size_t>(k)); }
+    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
     std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
     std::string stride(int k, int d) const {
         return "_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
     }
 
-  private:
-    const KernelParams& m_names_params;
-    const Plan& m_names_plan;
+    const Definition& m_def;
+    const Plan& m_plan;
+    SourceWriter m_out;
 };
 
 } // namespace kiln::detail
