@@ -8,6 +8,7 @@
 // fault (specialization.hpp).
 
 #include "kiln/dtype.hpp"
+#include "kiln/param_spec.hpp"
 #include "signature.hpp"
 #include "type_binding.hpp"
 
