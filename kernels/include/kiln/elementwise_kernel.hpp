@@ -27,7 +27,7 @@ struct ElementwiseOptions {
     std::string preamble;    ///< at file scope, before the kernel (helper functions, macros)
     std::string loop_prep;   ///< in the kernel, before the loop over elements
     std::string after_loop;  ///< in the kernel, after the loop
-    bool no_return = false;  ///< calls return no outputs (Outputs always holds every output else)
+    bool no_return = false;  ///< calls return no outputs (else every output, even a single one)
     bool reduce_dims = true; ///< collapse contiguous dimensions before specializing
     std::vector<std::string> options; ///< extra NVRTC options
 };
@@ -46,7 +46,8 @@ class ElementwiseKernel {
 
     /// Run on inputs, optionally followed by outputs: arrays (kiln::Array) or scalars.
     /// Outputs not given are allocated with the broadcast shape.
-    /// @throws ArgumentError (argument count, dtype), ShapeError, CompileError, CudaError.
+    /// @throws ArgumentError (argument count, dtype), ShapeError, CompileError (naming the piece
+    /// of code at fault: the operation, preamble, loop_prep or after_loop), CudaError.
     template <class... Args> Outputs operator()(const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), CallOptions{});
