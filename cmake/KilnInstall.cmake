@@ -7,10 +7,12 @@ include(CMakePackageConfigHelpers)
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln CACHE STRING
     "Where kilnConfig.cmake is installed, relative to the prefix")
 
+# kiln/detail/half.hpp (host 16-bit float conversions) serves Kiln's tests only: not installed.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/cache/include/ ${PROJECT_SOURCE_DIR}/runtime/include/
                   ${PROJECT_SOURCE_DIR}/kernels/include/ ${PROJECT_BINARY_DIR}/runtime/include/
     DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kiln_development
-    FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cuh")
+    FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cuh"
+    REGEX "/kiln/detail/half\\.hpp$" EXCLUDE)
 
 set_target_properties(kiln PROPERTIES EXPORT_NAME kiln)
 install(TARGETS kiln kiln_cache kiln_runtime kiln_kernels EXPORT kilnTargets

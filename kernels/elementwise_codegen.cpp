@@ -1,11 +1,8 @@
 #include "elementwise_codegen.hpp"
 
-#include "kiln/error.hpp"
+#include "source_writer.hpp"
 
-#include <algorithm>
-#include <cctype>
-#include <cstring>
-#include <sstream>
+#include <utility>
 
 namespace kiln::detail {
 
@@ -18,37 +15,18 @@ std::string vec_type(DType d, int vec) {
     return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
 }
 
-bool needs_complex(const ElementwiseDefinition& def, const Plan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (is_complex(plan.operands[k].dtype)) return true;
-    for (const std::string* code : {&def.preamble, &def.operation, &def.loop_prep, &def.after_loop})
-        if (code->find("complex") != std::string::npos) return true;
-    return false;
-}
-
 // Emits the kernel body; one instance per generate_elementwise() call.
-class Emitter {
+class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
   public:
-    Emitter(const ElementwiseDefinition& def, const Plan& plan)
-        : m_def(def)
-        , m_plan(plan) {}
+    using KernelEmitter::KernelEmitter;
 
-    std::string source(const Bindings& bindings) {
-        const char* index = m_plan.index64 ? "long long" : "int";
-        m_out << "#include \"kiln/elementwise.cuh\"\n";
-        // Only what the kernel needs: each header adds NVRTC time to the first call.
-        if (needs_cuda_headers(m_plan)) m_out << "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n";
-        if (needs_complex(m_def, m_plan)) m_out << "#include \"kiln/complex.cuh\"\n";
-        m_out << "#include \"kiln/cast.cuh\"\n";
-        m_out << "typedef " << index << " kiln_index_t;\n";
-        for (std::size_t c = 0; c < bindings.size(); ++c)
-            if (bindings[c])
-                m_out << "typedef " << cuda_type(*bindings[c]) << ' ' << static_cast<char>(c)
-                      << ";\n";
-        if (!m_def.preamble.empty()) m_out << m_def.preamble << '\n';
+    GeneratedSource source(const Bindings& bindings) && {
+        m_out.head({}, m_plan, bindings,
+                   {&m_def.preamble, &m_def.operation, &m_def.loop_prep, &m_def.after_loop});
+        if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
         emit_params();
         m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
-              << m_def.name << "(const kiln_params _p) {\n";
+              << m_def.params.name << "(const kiln_params _p) {\n";
         m_out << "    const kiln::Indexer<kiln_index_t> _ind{_p._n};\n";
         m_out << "    const kiln_index_t _n = _p._n;\n";
         for (int k = 0; k < m_plan.count; ++k) {
@@ -59,7 +37,8 @@ class Emitter {
             else if (op.kind == OperandKind::raw)
                 m_out << "    const " << raw_type(k) << "& " << name << " = _p." << name << ";\n";
         }
-        if (!m_def.loop_prep.empty()) m_out << "    " << m_def.loop_prep << '\n';
+        if (!m_def.loop_prep.empty())
+            m_out.piece("    ", m_def.loop_prep, "", "the loop_prep code", m_def.loop_prep);
         switch (m_plan.layout) {
         case Layout::flat:
             emit_flat();
@@ -74,20 +53,14 @@ class Emitter {
             emit_tiled();
             break;
         }
-        if (!m_def.after_loop.empty()) m_out << "    " << m_def.after_loop << '\n';
+        if (!m_def.after_loop.empty())
+            m_out.piece("    ", m_def.after_loop, "", "the after_loop code", m_def.after_loop);
         m_out << "}\n";
-        return m_out.str();
+        return std::move(m_out).finish();
     }
 
   private:
-    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
-    bool is_output(int k) const { return static_cast<std::size_t>(k) >= m_def.input_count; }
     bool is_array(int k) const { return m_plan.operands[k].kind == OperandKind::array; }
-    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
-    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
-    std::string stride(int k, int d) const {
-        return "_p._st_" + param(k).name + "[" + std::to_string(d) + "]";
-    }
     int block_threads() const {
         return m_plan.layout == Layout::tiled ? kTile * kTileRows : m_plan.block;
     }
@@ -131,7 +104,9 @@ class Emitter {
                   << ";\n";
     }
 
-    void operation(const char* indent) { m_out << indent << m_def.operation << ";\n"; }
+    void operation(const char* indent) {
+        m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+    }
 
     // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
     void emit_vector_body(const std::string& first_index, const char* indent) {
@@ -333,115 +308,13 @@ class Emitter {
         if (staged_input || staged_output) m_out << "        __syncthreads();\n";
         m_out << "    }\n";
     }
-
-    const ElementwiseDefinition& m_def;
-    const Plan& m_plan;
-    std::ostringstream m_out;
 };
-
-// C++ tokens, enough to tell identifiers, `=` from `==`, and statement structure apart.
-std::vector<std::string> tokenize(const std::string& code) {
-    std::vector<std::string> tokens;
-    std::size_t p = 0;
-    while (p < code.size()) {
-        const char c = code[p];
-        if (std::isspace(static_cast<unsigned char>(c))) {
-            ++p;
-        } else if (c == '/' && p + 1 < code.size() && (code[p + 1] == '/' || code[p + 1] == '*')) {
-            const bool line = code[p + 1] == '/';
-            const std::size_t end = code.find(line ? "\n" : "*/", p + 2);
-            p = end == std::string::npos ? code.size() : end + (line ? 1 : 2);
-        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-            std::size_t q = p;
-            while (q < code.size() &&
-                   (std::isalnum(static_cast<unsigned char>(code[q])) || code[q] == '_'))
-                ++q;
-            tokens.push_back(code.substr(p, q - p));
-            p = q;
-        } else if (c == '"' || c == '\'') {
-            std::size_t q = p + 1;
-            while (q < code.size() && code[q] != c)
-                q += code[q] == '\\' ? 2 : 1;
-            tokens.push_back(code.substr(p, q + 1 - p));
-            p = q + 1;
-        } else {
-            // Two-character operators that contain '=' must not read as an assignment.
-            static const char* kPairs[] = {
-                "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-                "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
-            std::string token(1, c);
-            for (const char* pair : kPairs)
-                if (code.compare(p, 2, pair) == 0) token = pair;
-            tokens.push_back(token);
-            p += token.size();
-        }
-    }
-    return tokens;
-}
 
 } // namespace
 
-bool needs_cuda_headers(const Plan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
-            return true;
-    return false;
-}
-
-std::string generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
-                                 const Bindings& bindings) {
+GeneratedSource generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
+                                     const Bindings& bindings) {
     return Emitter(def, plan).source(bindings);
-}
-
-bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
-    static const char* kControl[] = {"if",     "else",  "for",      "while", "do", "switch", "goto",
-                                     "return", "break", "continue", "{",     "}",  "case"};
-    const auto tokens = tokenize(operation);
-    bool statement_start = true;
-    for (std::size_t t = 0; t < tokens.size(); ++t) {
-        const std::string& token = tokens[t];
-        for (const char* control : kControl)
-            if (token == control) return false;
-        const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
-        if (is_output) {
-            const bool assigned = statement_start && t + 1 < tokens.size() && tokens[t + 1] == "=";
-            if (!assigned) return false;
-        }
-        statement_start = token == ";";
-    }
-    // Every output must be assigned at least once, or its elements would be left unwritten.
-    for (const auto& output : outputs)
-        if (std::find(tokens.begin(), tokens.end(), output) == tokens.end()) return false;
-    return true;
-}
-
-std::size_t device_alignment(DType dtype) noexcept {
-    switch (dtype) {
-    case DType::complex64:
-        return 8;
-    case DType::complex128:
-        return 16;
-    default:
-        return itemsize(dtype);
-    }
-}
-
-void ParamWriter::put(const void* data, std::size_t size, std::size_t alignment) {
-    const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
-    if (offset + size > kCapacity)
-        throw ArgumentError("too many kernel arguments: their total exceeds " +
-                            std::to_string(kCapacity) + " bytes");
-    std::memset(m_buffer + m_size, 0, offset - m_size);
-    if (size) std::memcpy(m_buffer + offset, data, size);
-    m_size = offset + size;
-    m_alignment = std::max(m_alignment, alignment);
-}
-
-std::size_t ParamWriter::finish() {
-    const std::size_t size = (m_size + m_alignment - 1) / m_alignment * m_alignment;
-    std::memset(m_buffer + m_size, 0, size - m_size);
-    m_size = size;
-    return size;
 }
 
 } // namespace kiln::detail

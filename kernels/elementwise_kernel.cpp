@@ -1,99 +1,72 @@
 #include "kiln/elementwise_kernel.hpp"
 
-#include "device_headers.hpp"
 #include "elementwise_codegen.hpp"
 #include "elementwise_plan.hpp"
 #include "index_math.hpp"
-#include "kiln/compiler.hpp"
-#include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
-#include "type_binding.hpp"
+#include "operands.hpp"
+#include "param_writer.hpp"
+#include "per_context_cache.hpp"
+#include "specialization.hpp"
+#include "write_only_outputs.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
-#include <mutex>
-#include <unordered_map>
+
+// ElementwiseKernel is a thin front end over the generated-kernel core (operands, the source
+// writer, specialization): what is its own is its spec (an operation per element, raw
+// parameters, size=), its layouts (flat, strided, rows, tiled) and the loop it generates.
 
 namespace kiln {
 
 using detail::ceil_div;
-using detail::is_identifier;
 using detail::kIndex32Limit;
 using detail::Layout;
 using detail::max_offset;
 using detail::OperandKind;
+using detail::OperandSet;
 using detail::Plan;
 
 namespace {
 
 constexpr int kDefaultBlock = 256;
-// Per array operand, the loop's view of it: element strides over the (collapsed) loop shape.
-struct OperandLayout {
-    Dims strides; // in elements
-};
 
 // Everything one call decides before a kernel is chosen: no strings, no heap.
 struct Prepared {
     Plan plan{};
-    detail::Bindings bindings{};
-    Dims shape; // loop shape after collapsing
+    detail::Operands ops;
+    Dims shape; // loop shape, collapsed
     std::int64_t n = 0;
-    std::array<OperandLayout, detail::kMaxParams> layouts;
-    std::array<Array, detail::kMaxParams> arrays; // operand arrays (outputs allocated if needed)
-    std::array<const Scalar*, detail::kMaxParams> scalars{};
+    std::array<Dims, detail::kMaxParams> strides; // array operands' element strides over shape
     Dim3 grid, block;
 };
 
-[[noreturn]] void bad_call(const std::string& kernel, const std::string& what) {
-    throw ArgumentError("ElementwiseKernel '" + kernel + "': " + what);
-}
-
-bool aligned(CUdeviceptr p, std::size_t bytes) {
-    return p % bytes == 0;
-}
-
 } // namespace
 
-Outputs::operator Array() const {
-    if (m_count != 1)
-        throw ArgumentError("this call has " + std::to_string(m_count) +
-                            " outputs: index them (outputs[i]) instead of converting to one Array");
-    return m_arrays[0];
-}
-
-void Outputs::push_back(Array array) {
-    if (m_count == m_arrays.size()) throw ArgumentError("more than 8 outputs");
-    m_arrays[m_count++] = std::move(array);
-}
-
 struct ElementwiseKernel::Impl {
+    explicit Impl(detail::ElementwiseDefinition definition)
+        : def(std::move(definition)) {}
+
     detail::ElementwiseDefinition def;
-    std::vector<ParamSpec> inputs, outputs;
     std::vector<std::string> nvrtc_options;
     bool no_return = false, reduce_dims = true;
 
-    struct CacheKey {
-        Plan plan;
-        CUcontext context;
-        bool operator==(const CacheKey& o) const { return context == o.context && plan == o.plan; }
-    };
-    struct CacheKeyHash {
-        std::size_t operator()(const CacheKey& k) const noexcept {
-            return detail::PlanHash{}(k.plan) ^ (std::hash<void*>{}(k.context) << 1);
-        }
-    };
-    mutable std::mutex mutex;
-    mutable std::unordered_map<CacheKey, Function, CacheKeyHash> functions;
+    // The loaded specializations, per context and signature.
+    mutable detail::PerContextCache<Function, Plan, detail::SignatureHash<Plan>> functions;
 
-    // Binding, broadcasting, output allocation (when @p allocate) and layout choice.
+    const detail::KernelParams& params() const noexcept { return def.params; }
+    // Binding, the loop shape, output allocation (when @p allocate) and layout choice.
     void prepare(const Arg* args, std::size_t count, const CallOptions& options, bool allocate,
                  Prepared& p) const;
+    Dims loop_shape(const CallOptions& options, const detail::Operands& ops) const;
     void choose_layout(const CallOptions& options, Prepared& p) const;
-    std::string source(const Prepared& p) const {
-        return generate_elementwise(def, p.plan, p.bindings);
+    detail::GeneratedSource source(const Prepared& p) const {
+        return generate_elementwise(def, p.plan, p.ops.bindings);
+    }
+    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
+        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch);
     }
     const Function& function(const Prepared& p) const;
     void launch(const Prepared& p, const Function& f, StreamRef stream) const;
@@ -102,184 +75,94 @@ struct ElementwiseKernel::Impl {
 void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
                                       const CallOptions& options, bool allocate,
                                       Prepared& p) const {
-    const std::size_t nin = inputs.size(), nout = outputs.size();
-    const std::string& name = def.name;
-    if (count != nin && count != nin + nout)
-        bad_call(name, "takes " + std::to_string(nin) + " input(s)" +
-                           (nout ? " optionally followed by " + std::to_string(nout) + " output(s)"
-                                 : std::string()) +
-                           "; " + std::to_string(count) + " argument(s) were given");
     if (options.block_size && (*options.block_size <= 0 || *options.block_size > 1024))
-        bad_call(name, "block size " + std::to_string(*options.block_size) +
-                           " is out of range: use 1 to 1024 threads");
-
-    Plan& plan = p.plan;
-    plan.count = static_cast<std::uint8_t>(nin + nout);
-    auto param_of = [&](std::size_t k) -> const ParamSpec& {
-        return k < nin ? inputs[k] : outputs[k - nin];
-    };
-    DType dtypes[detail::kMaxParams];
-    detail::bind_types(inputs, outputs, args, count, "ElementwiseKernel '" + name + "'", p.bindings,
-                       dtypes);
-    for (std::size_t k = 0; k < nin + nout; ++k) {
-        const ParamSpec& param = param_of(k);
-        const DType dtype = dtypes[k];
-        auto& op = plan.operands[k];
-        op.dtype = dtype;
-        op.kind = param.raw                            ? OperandKind::raw
-                  : (k < count && !args[k].is_array()) ? OperandKind::scalar
-                                                       : OperandKind::array;
-        if (op.kind == OperandKind::scalar) p.scalars[k] = &args[k].scalar();
-        if (k < count && args[k].is_array()) p.arrays[k] = args[k].array();
-    }
-
-    // The loop shape: the broadcast of the non-raw arrays, or `size` when every array is raw.
-    bool any_array = false;
-    Dims shape;
-    for (std::size_t k = 0; k < count; ++k) {
-        if (plan.operands[k].kind != OperandKind::array) continue;
-        if (options.size)
-            bad_call(name, "size= needs every array parameter to be raw, but '" + param_of(k).name +
-                               "' is not");
-        const Dims& s = p.arrays[k].shape();
-        if (!any_array) {
-            shape = s;
-            any_array = true;
-            continue;
-        }
-        if (k >= nin) { // an output must already have the broadcast shape
-            if (s != shape)
-                throw ShapeError("ElementwiseKernel '" + name + "': output '" + param_of(k).name +
-                                 "' has shape " + s.to_string() + " but the inputs broadcast to " +
-                                 shape.to_string());
-            continue;
-        }
-        shape = broadcast_shapes({shape, s});
-    }
-    if (options.size) {
-        if (*options.size < 0) bad_call(name, "size= must not be negative");
-        shape = Dims{*options.size};
-    } else if (!any_array) {
-        bad_call(name, "cannot tell the loop size: no non-raw array is given; pass "
-                       "CallOptions::size with raw arrays");
-    }
-
-    for (std::size_t k = count; k < nin + nout; ++k)
-        p.arrays[k] = allocate ? empty(shape, plan.operands[k].dtype, options.stream)
-                               // Described only (source_for): contiguous, suitably aligned.
-                               : Array::wrap(CUdeviceptr{1} << 20, shape, plan.operands[k].dtype);
-    p.shape = shape;
-    p.n = shape.product();
+        params().bad_call("block size " + std::to_string(*options.block_size) +
+                          " is out of range: use 1 to 1024 threads");
+    detail::bind_operands(params(), args, count, p.ops);
+    p.shape = loop_shape(options, p.ops);
+    detail::make_outputs(p.ops, p.shape, allocate, options.stream);
+    p.n = p.shape.product();
     choose_layout(options, p);
+}
+
+// The broadcast of the non-raw arrays (the outputs given have it already), or `size` when every
+// array is raw.
+Dims ElementwiseKernel::Impl::loop_shape(const CallOptions& options,
+                                         const detail::Operands& ops) const {
+    if (options.size) {
+        for (std::size_t k = 0; k < ops.given; ++k)
+            if (ops.is(k, OperandKind::array))
+                params().bad_call("size= needs every array parameter to be raw, but '" +
+                                  params()[k].name + "' is not");
+        if (*options.size < 0) params().bad_call("size= must not be negative");
+        return Dims{*options.size};
+    }
+    std::optional<Dims> shape = detail::broadcast_inputs(ops);
+    for (std::size_t k = ops.inputs; !shape && k < ops.given; ++k)
+        if (ops.is(k, OperandKind::array)) shape = ops.arrays[k].shape();
+    if (!shape)
+        params().bad_call("cannot tell the loop size: no non-raw array is given; pass "
+                          "CallOptions::size with raw arrays");
+    detail::check_given_outputs(params(), ops, *shape, "the inputs broadcast to");
+    return *shape;
 }
 
 void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared& p) const {
     Plan& plan = p.plan;
-    const int nd_full = p.shape.size();
-    // Element strides of each non-raw array over the full loop shape (0 where broadcast).
+    const detail::Operands& ops = p.ops;
+    plan.count = static_cast<std::uint8_t>(ops.count);
+    const OperandSet walkers = ops.of_kind(OperandKind::array, 0, ops.count);
     for (int k = 0; k < plan.count; ++k) {
         auto& op = plan.operands[k];
-        if (op.kind == OperandKind::raw) {
-            const Array& a = p.arrays[k];
-            op.raw_ndim = static_cast<std::uint8_t>(a.ndim());
-            op.raw_contiguous = a.is_c_contiguous();
-            for (std::int64_t s : a.strides())
-                if (s % static_cast<std::int64_t>(a.itemsize()) != 0)
-                    bad_call(def.name, "array '" + def.params[k].name +
-                                           "' has strides that are not a multiple of its itemsize");
-            continue;
-        }
-        if (op.kind != OperandKind::array) continue;
-        const Array& a = p.arrays[k];
-        const auto item = static_cast<std::int64_t>(a.itemsize());
-        Dims strides;
-        strides.resize(nd_full, 0);
-        for (int d = 0; d < a.ndim(); ++d) {
-            const int loop_d = nd_full - a.ndim() + d;
-            if (a.strides()[d] % item != 0)
-                bad_call(def.name, "array '" + def.params[k].name +
-                                       "' has strides that are not a multiple of its itemsize");
-            strides[loop_d] = a.shape()[d] == 1 ? 0 : a.strides()[d] / item;
-            if (static_cast<std::size_t>(k) >= inputs.size() && strides[loop_d] == 0 &&
-                p.shape[loop_d] > 1)
-                bad_call(def.name, "output '" + def.params[k].name +
-                                       "' is a broadcast view: its elements overlap");
-        }
-        p.layouts[k].strides = strides;
+        op.dtype = ops.types[k].dtype;
+        op.kind = ops.types[k].kind;
+        if (walkers[k]) p.strides[k] = detail::element_strides(params(), ops, k, p.shape.size());
+        if (op.kind != OperandKind::raw) continue;
+        // Raw arrays index their own shape: only their strides are checked.
+        const Array& a = ops.arrays[k];
+        detail::element_strides(params(), ops, k, a.ndim());
+        op.raw_ndim = static_cast<std::uint8_t>(a.ndim());
+        op.raw_contiguous = a.is_c_contiguous();
     }
 
-    // Collapse: drop extent-1 axes, merge neighbours that every operand walks contiguously.
-    Dims shape;
-    std::array<Dims, detail::kMaxParams> strides;
-    for (int d = 0; d < nd_full; ++d) {
-        if (reduce_dims && p.shape[d] == 1) continue;
-        bool merge = reduce_dims && shape.size() > 0;
-        for (int k = 0; merge && k < plan.count; ++k) {
-            if (plan.operands[k].kind != OperandKind::array) continue;
-            // A product that overflows is no stride of this array: the axes do not merge.
-            std::int64_t outer = 0;
-            merge = !__builtin_mul_overflow(p.layouts[k].strides[d], p.shape[d], &outer) &&
-                    strides[k][shape.size() - 1] == outer;
-        }
-        if (merge) {
-            shape[shape.size() - 1] *= p.shape[d];
-            for (int k = 0; k < plan.count; ++k)
-                if (plan.operands[k].kind == OperandKind::array)
-                    strides[k][shape.size() - 1] = p.layouts[k].strides[d];
-        } else {
-            shape.push_back(p.shape[d]);
-            for (int k = 0; k < plan.count; ++k)
-                if (plan.operands[k].kind == OperandKind::array)
-                    strides[k].push_back(p.layouts[k].strides[d]);
-        }
-    }
-    if (shape.empty()) { // a single element (or a 0-d loop)
-        shape.push_back(p.n);
+    if (reduce_dims) detail::collapse_axes(p.shape, p.strides, walkers, /*merge=*/true);
+    if (p.shape.empty()) { // a single element (or a 0-d loop)
+        p.shape.push_back(p.n);
         for (int k = 0; k < plan.count; ++k)
-            strides[k] = Dims{1};
+            if (walkers[k]) p.strides[k] = Dims{1};
     }
+    const Dims& shape = p.shape;
+    const auto& strides = p.strides;
     const int nd = shape.size();
-    for (int k = 0; k < plan.count; ++k)
-        p.layouts[k].strides = strides[k];
-    p.shape = shape;
     plan.ndim = static_cast<std::uint8_t>(nd);
 
-    // 32-bit indexing whenever every offset fits.
-    bool index64 = p.n >= kIndex32Limit;
+    // 32-bit indexing whenever every offset fits, raw arrays' own included.
+    bool index64 = detail::needs_index64(p.n, shape, strides, walkers);
     for (int k = 0; k < plan.count; ++k) {
-        if (plan.operands[k].kind == OperandKind::array)
-            index64 = index64 || max_offset(shape, strides[k]) >= kIndex32Limit;
-        if (plan.operands[k].kind == OperandKind::raw)
-            index64 = index64 || p.arrays[k].size() >= kIndex32Limit ||
-                      max_offset(p.arrays[k].shape(), p.arrays[k].strides()) /
-                              static_cast<std::int64_t>(p.arrays[k].itemsize()) >=
-                          kIndex32Limit;
+        if (plan.operands[k].kind != OperandKind::raw) continue;
+        const Array& a = ops.arrays[k];
+        index64 = index64 || a.size() >= kIndex32Limit ||
+                  max_offset(a.shape(), a.strides()) / static_cast<std::int64_t>(a.itemsize()) >=
+                      kIndex32Limit;
     }
     plan.index64 = index64;
     plan.load_outputs = !def.outputs_write_only;
 
     bool flat = nd == 1;
-    std::size_t widest = 1;
     for (int k = 0; k < plan.count; ++k)
-        if (plan.operands[k].kind == OperandKind::array) {
-            flat = flat && strides[k][0] == 1;
-            widest = std::max(widest, itemsize(plan.operands[k].dtype));
-        }
-    // Largest vector (at most 16 bytes, 8 elements) every operand's alignment allows.
+        if (walkers[k]) flat = flat && strides[k][0] == 1;
+    const std::size_t widest = ops.widest_itemsize(walkers);
+    // Vectors along the (last) axis, every operand aligned to them; rows: every row a whole
+    // number of vectors, operands broadcast along the row read once per row.
     auto vector_width = [&](bool rows) {
-        int vec = static_cast<int>(std::min<std::size_t>(8, 16 / widest));
-        for (; vec > 1; vec /= 2) {
-            bool ok = rows ? shape[nd - 1] % vec == 0 : true;
-            for (int k = 0; ok && k < plan.count; ++k) {
-                if (plan.operands[k].kind != OperandKind::array) continue;
-                if (rows && strides[k][nd - 1] == 0) continue; // broadcast along the row
-                ok = aligned(p.arrays[k].data(), vec * itemsize(plan.operands[k].dtype));
-                for (int d = 0; rows && ok && d < nd - 1; ++d)
-                    ok = strides[k][d] % vec == 0;
+        return detail::vector_width(widest, [&](int vec) {
+            if (rows && shape[nd - 1] % vec != 0) return false;
+            for (int k = 0; k < plan.count; ++k) {
+                if (!walkers[k] || (rows && strides[k][nd - 1] == 0)) continue;
+                if (!detail::vector_aligned(ops.arrays[k], strides[k], nd - 1, vec)) return false;
             }
-            if (ok) return vec;
-        }
-        return 1;
+            return true;
+        });
     };
 
     const int user_block = options.block_size.value_or(0);
@@ -297,21 +180,22 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     }
 
     // Tiled: 2-D with an operand walking axis 0 contiguously (a transpose) and both axes long.
-    bool transposed = false;
+    auto transposed = [&](int k) {
+        return walkers[k] && strides[k][0] == 1 && std::llabs(strides[k][1]) > 1;
+    };
+    bool any_transposed = false;
     std::size_t staged_bytes = 0;
     if (nd == 2 && !user_block && shape[0] >= 16 && shape[1] >= 16) {
         for (int k = 0; k < plan.count; ++k)
-            if (plan.operands[k].kind == OperandKind::array && strides[k][0] == 1 &&
-                std::llabs(strides[k][1]) > 1) {
-                transposed = true;
+            if (transposed(k)) {
+                any_transposed = true;
                 staged_bytes += 32 * 33 * itemsize(plan.operands[k].dtype);
             }
     }
-    if (transposed && staged_bytes <= 40 * 1024) {
+    if (any_transposed && staged_bytes <= 40 * 1024) {
         plan.layout = Layout::tiled;
         for (int k = 0; k < plan.count; ++k)
-            plan.operands[k].transposed = plan.operands[k].kind == OperandKind::array &&
-                                          strides[k][0] == 1 && std::llabs(strides[k][1]) > 1;
+            plan.operands[k].transposed = transposed(k);
         p.block = Dim3(32, 8);
         p.grid = Dim3(blocks_for(shape[1], 32),
                       static_cast<unsigned>(std::min<std::int64_t>(ceil_div(shape[0], 32), 65535)));
@@ -323,7 +207,7 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
         plan.layout = Layout::rows;
         bool unit_inner = true;
         for (int k = 0; k < plan.count; ++k)
-            if (plan.operands[k].kind == OperandKind::array) {
+            if (walkers[k]) {
                 plan.operands[k].inner_broadcast = strides[k][nd - 1] == 0;
                 unit_inner = unit_inner && (strides[k][nd - 1] == 0 || strides[k][nd - 1] == 1);
             }
@@ -343,23 +227,10 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
 }
 
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
-    const CacheKey key{p.plan, detail::current_context()};
-    {
-        std::lock_guard<std::mutex> lock(mutex);
-        auto found = functions.find(key);
-        if (found != functions.end()) return found->second;
-    }
-    // First call with this signature: generate, compile (memory and disk caches), load.
-    CompileOptions options;
-    options.arch = Device::current().arch();
-    options.options = nvrtc_options;
-    options.headers = detail::device_headers();
-    options.cuda_headers = detail::needs_cuda_headers(p.plan);
-    auto program = Compiler::global().compile(source(p), options);
-    auto module = Module::load(program, options);
-    Function f = module->function(def.name);
-    std::lock_guard<std::mutex> lock(mutex);
-    return functions.emplace(key, std::move(f)).first->second;
+    return functions.get(detail::current_context(), p.plan, [&] {
+        // First call with this signature here: generate, compile (memory and disk caches), load.
+        return detail::load_specialization(def.params, compile(p, Device::current().arch()));
+    });
 }
 
 void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, StreamRef stream) const {
@@ -371,13 +242,13 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
         const auto& op = plan.operands[k];
         switch (op.kind) {
         case OperandKind::array:
-            w.pointer(p.arrays[k].data());
+            w.pointer(p.ops.arrays[k].data());
             if (!flat)
                 for (int d = 0; d < plan.ndim; ++d)
-                    w.index(p.layouts[k].strides[d], index64);
+                    w.index(p.strides[k][d], index64);
             break;
         case OperandKind::raw: {
-            const Array& a = p.arrays[k];
+            const Array& a = p.ops.arrays[k];
             const auto item = static_cast<std::int64_t>(a.itemsize());
             w.pointer(a.data());
             const int rnd = std::max(1, a.ndim());
@@ -389,12 +260,9 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
             w.pad_to(8);
             break;
         }
-        case OperandKind::scalar: {
-            alignas(16) unsigned char value[16];
-            p.scalars[k]->cast_to(op.dtype, value);
-            w.bytes(value, itemsize(op.dtype), detail::device_alignment(op.dtype));
+        case OperandKind::scalar:
+            w.scalar(*p.ops.scalars[k], op.dtype);
             break;
-        }
         }
     }
     w.index(p.n, index64);
@@ -409,27 +277,15 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
 ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params,
                                      std::string operation, std::string name,
                                      ElementwiseOptions options)
-    : m_impl(std::make_unique<Impl>()) {
-    if (!is_identifier(name)) throw SpecError("kernel name '" + name + "' is not a C identifier");
-    m_impl->inputs = parse_param_specs(in_params);
-    m_impl->outputs = parse_param_specs(out_params);
-    check_unique_names(m_impl->inputs, m_impl->outputs, in_params, out_params);
-    if (m_impl->inputs.size() + m_impl->outputs.size() > detail::kMaxParams)
-        throw SpecError("at most " + std::to_string(detail::kMaxParams) + " parameters");
-    if (m_impl->outputs.size() > 8) throw SpecError("at most 8 output parameters");
+    : m_impl(std::make_unique<Impl>(detail::ElementwiseDefinition{
+          detail::KernelParams("ElementwiseKernel", std::move(name), in_params, out_params),
+          std::move(operation), std::move(options.preamble), std::move(options.loop_prep),
+          std::move(options.after_loop)})) {
     auto& def = m_impl->def;
-    def.params = m_impl->inputs;
-    def.params.insert(def.params.end(), m_impl->outputs.begin(), m_impl->outputs.end());
-    def.input_count = m_impl->inputs.size();
-    def.operation = std::move(operation);
-    def.name = std::move(name);
-    def.preamble = std::move(options.preamble);
-    def.loop_prep = std::move(options.loop_prep);
-    def.after_loop = std::move(options.after_loop);
     std::vector<std::string> out_names;
-    for (const auto& out : m_impl->outputs)
+    for (const auto& out : def.params.outputs)
         if (!out.raw) out_names.push_back(out.name);
-    const bool raw_output = std::any_of(m_impl->outputs.begin(), m_impl->outputs.end(),
+    const bool raw_output = std::any_of(def.params.outputs.begin(), def.params.outputs.end(),
                                         [](const ParamSpec& s) { return s.raw; });
     def.outputs_write_only =
         !raw_output && detail::outputs_are_write_only(def.operation, out_names);
@@ -449,8 +305,8 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
     if (p.n > 0) m_impl->launch(p, m_impl->function(p), options.stream);
     Outputs outputs;
     if (!m_impl->no_return)
-        for (std::size_t k = m_impl->inputs.size(); k < m_impl->def.params.size(); ++k)
-            outputs.push_back(p.arrays[k]);
+        for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)
+            outputs.push_back(p.ops.arrays[k]);
     return outputs;
 }
 
@@ -458,17 +314,25 @@ std::string ElementwiseKernel::source_for(const Arg* args, std::size_t count,
                                           const CallOptions& options) const {
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/false, p);
-    return m_impl->source(p);
+    return m_impl->source(p).source;
+}
+
+std::shared_ptr<const Program> ElementwiseKernel::compile_for(const Arg* args, std::size_t count,
+                                                              const CallOptions& options,
+                                                              const std::string& arch) const {
+    Prepared p;
+    m_impl->prepare(args, count, options, /*allocate=*/false, p);
+    return m_impl->compile(p, arch).program;
 }
 
 const std::string& ElementwiseKernel::name() const noexcept {
-    return m_impl->def.name;
+    return m_impl->def.params.name;
 }
 const std::vector<ParamSpec>& ElementwiseKernel::in_params() const noexcept {
-    return m_impl->inputs;
+    return m_impl->def.params.inputs;
 }
 const std::vector<ParamSpec>& ElementwiseKernel::out_params() const noexcept {
-    return m_impl->outputs;
+    return m_impl->def.params.outputs;
 }
 
 } // namespace kiln

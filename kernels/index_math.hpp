@@ -1,14 +1,12 @@
 #pragma once
 // Index and grid arithmetic the generated-kernel front ends share (ElementwiseKernel,
-// ReductionKernel), and the check that a kernel name is a C identifier.
+// ReductionKernel).
 
 #include "kiln/array.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
-#include <string>
 
 namespace kiln::detail {
 
@@ -30,13 +28,6 @@ inline std::int64_t max_offset(const Dims& shape, const Dims& strides) {
 /// ceil(n / d) for n >= 0, d > 0, without the overflow of (n + d - 1) / d near INT64_MAX.
 inline std::int64_t ceil_div(std::int64_t n, std::int64_t d) {
     return n / d + (n % d != 0);
-}
-
-inline bool is_identifier(const std::string& s) {
-    if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
-    return std::all_of(s.begin(), s.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    });
 }
 
 } // namespace kiln::detail

@@ -1,8 +1,9 @@
 #include "kiln/raw_kernel.hpp"
 
 #include "kiln/device.hpp"
+#include "per_context_cache.hpp"
+#include "shared_registry.hpp"
 
-#include <map>
 #include <optional>
 #include <utility>
 
@@ -13,8 +14,7 @@ struct RawModule::State {
     CompileOptions options;
     std::optional<std::string> image; // set for modules read from a file
     std::string description;
-    std::mutex mutex;
-    std::vector<std::shared_ptr<const Module>> modules; // one per context
+    detail::PerContextCache<std::shared_ptr<const Module>> modules;
 
     std::shared_ptr<const Program> compile_for(const std::string& arch) {
         CompileOptions resolved = options;
@@ -22,37 +22,34 @@ struct RawModule::State {
         return Compiler::global().compile(source, resolved);
     }
 
-    std::shared_ptr<const Module> module_in(CUcontext context) {
-        std::lock_guard<std::mutex> lock(mutex);
-        for (const auto& m : modules)
-            if (m->context() == context) return m;
-        std::shared_ptr<const Module> loaded;
-        if (image) {
-            loaded = Module::load(*image, description);
-        } else {
+    const std::shared_ptr<const Module>& module_in(CUcontext context) {
+        return modules.get(context, {}, [&] {
+            if (image) return Module::load(*image, description);
             CompileOptions resolved = options;
             if (resolved.arch.empty()) resolved.arch = Device::current().arch();
-            loaded = shared_module(Compiler::global().compile(source, resolved), resolved);
-        }
-        modules.push_back(loaded);
-        return loaded;
+            return shared_module(Compiler::global().compile(source, resolved), resolved, context);
+        });
     }
 
     // Modules built from the same program share one CUmodule per context, however many
     // RawModule objects ask for it.
     static std::shared_ptr<const Module> shared_module(std::shared_ptr<const Program> program,
-                                                       const CompileOptions& options) {
-        static std::mutex registry_mutex;
-        static std::map<std::pair<cache::Key, CUcontext>, std::weak_ptr<const Module>> registry;
-        CUcontext context = detail::current_context();
-        std::lock_guard<std::mutex> lock(registry_mutex);
-        auto& slot = registry[{program->key(), context}];
-        if (auto existing = slot.lock()) return existing;
-        auto loaded = Module::load(std::move(program), options);
-        slot = loaded;
-        return loaded;
+                                                       const CompileOptions& options,
+                                                       CUcontext context) {
+        static detail::SharedRegistry<std::pair<cache::Key, CUcontext>, const Module> modules;
+        return modules.get({program->key(), context},
+                           [&] { return Module::load(std::move(program), options); });
     }
 };
+
+struct RawKernel::State {
+    std::shared_ptr<RawModule::State> module;
+    std::string name;
+    detail::PerContextCache<Function> functions;
+};
+
+RawModule::RawModule(std::shared_ptr<State> state)
+    : m_state(std::move(state)) {}
 
 RawModule::RawModule(std::string source, CompileOptions options,
                      std::vector<std::string> name_expressions)
@@ -100,19 +97,14 @@ std::shared_ptr<const Program> RawKernel::compile() const {
     return RawModule(m_state->module).compile();
 }
 
-const Function& RawKernel::load(CUcontext context) const {
-    if (!context) context = detail::current_context();
-    std::lock_guard<std::mutex> lock(m_state->mutex);
-    for (const auto& l : m_state->loaded)
-        if (l->context == context) {
-            m_state->last.store(l.get(), std::memory_order_release);
-            return l->function;
-        }
-    auto module = m_state->module->module_in(context);
-    auto loaded = std::make_unique<Loaded>(Loaded{context, module->function(m_state->name)});
-    m_state->loaded.push_back(std::move(loaded));
-    m_state->last.store(m_state->loaded.back().get(), std::memory_order_release);
-    return m_state->loaded.back()->function;
+const Function& RawKernel::function() const {
+    const CUcontext context = detail::current_context();
+    return m_state->functions.get(
+        context, {}, [&] { return m_state->module->module_in(context)->function(m_state->name); });
+}
+
+const std::string& RawKernel::name() const noexcept {
+    return m_state->name;
 }
 
 } // namespace kiln

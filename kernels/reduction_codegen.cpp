@@ -1,79 +1,41 @@
 #include "reduction_codegen.hpp"
 
 #include "kiln/error.hpp"
+#include "source_writer.hpp"
 
-#include <algorithm>
-#include <sstream>
+#include <utility>
 
 namespace kiln::detail {
 
 namespace {
 
-bool mentions_complex(const ReductionDefinition& def, const ReductionPlan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (is_complex(plan.operands[k].dtype)) return true;
-    for (const std::string* code : {&def.preamble, &def.map_expr, &def.reduce_expr,
-                                    &def.post_map_expr, &def.identity, &def.reduce_type})
-        if (code->find("complex") != std::string::npos) return true;
-    return false;
-}
-
-bool mentions_16bit_floats(const ReductionDefinition& def, const ReductionPlan& plan) {
-    for (int k = 0; k < plan.count; ++k)
-        if (plan.operands[k].dtype == DType::float16 || plan.operands[k].dtype == DType::bfloat16)
-            return true;
-    for (const char* name : {"__half", "__nv_bfloat16", "float16", "bfloat16"})
-        if (def.reduce_type.find(name) != std::string::npos ||
-            def.preamble.find(name) != std::string::npos)
-            return true;
-    return false;
-}
-
-// Emits the source line by line, counting lines so user pieces can be located in NVRTC's log.
-class Emitter {
+// Emits the source line by line; the user's expressions are pieces the writer locates.
+class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
   public:
-    Emitter(const ReductionDefinition& def, const ReductionPlan& plan)
-        : m_def(def)
-        , m_plan(plan) {}
+    using KernelEmitter::KernelEmitter;
 
-    GeneratedReduction source(const Bindings& bindings) {
-        line("#include \"kiln/elementwise.cuh\"");
-        line("#include \"kiln/reduction.cuh\"");
-        // Only what the kernel needs: each header adds NVRTC time to the first call.
-        if (mentions_16bit_floats(m_def, m_plan)) {
-            line("#include <cuda_fp16.h>");
-            line("#include <cuda_bf16.h>");
-        }
-        if (mentions_complex(m_def, m_plan)) line("#include \"kiln/complex.cuh\"");
-        line("#include \"kiln/cast.cuh\"");
-        line(std::string("typedef ") + (m_plan.index64 ? "long long" : "int") + " kiln_index_t;");
-        for (std::size_t c = 0; c < bindings.size(); ++c)
-            if (bindings[c])
-                line("typedef " + std::string(cuda_type(*bindings[c])) + ' ' +
-                     static_cast<char>(c) + ';');
-        if (!m_def.preamble.empty()) piece("", m_def.preamble, "", "the preamble");
-        piece("typedef ", resolve_reduce_type(m_def, m_plan), " _type_reduce;", "the reduce type");
+    GeneratedSource source(const Bindings& bindings) && {
+        m_out.head({"kiln/reduction.cuh"}, m_plan, bindings,
+                   {&m_def.preamble, &m_def.map_expr, &m_def.reduce_expr, &m_def.post_map_expr,
+                    &m_def.identity, &m_def.reduce_type});
+        if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
+        m_out.piece("typedef ", resolve_reduce_type(m_def, m_plan), " _type_reduce;",
+                    "the reduce type", m_def.reduce_type);
         emit_functions();
         emit_params();
         if (m_plan.layout == ReduceLayout::outer)
             emit_outer();
         else
             emit_group();
-        return {m_out.str(), m_lines};
+        return std::move(m_out).finish();
     }
 
   private:
-    const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
-    bool is_output(int k) const { return static_cast<std::size_t>(k) >= m_def.input_count; }
+    std::size_t input_count() const { return m_def.params.inputs.size(); }
     bool is_array_input(int k) const {
         return !is_output(k) && m_plan.operands[k].kind == OperandKind::array;
     }
     bool is_scalar(int k) const { return m_plan.operands[k].kind == OperandKind::scalar; }
-    std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
-    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
-    std::string stride(int k, int d) const {
-        return "_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
-    }
     int kept() const { return m_plan.kept_ndim; }
     int reduced() const { return m_plan.red_ndim; }
     bool has_identity() const { return !m_def.identity.empty(); }
@@ -84,54 +46,42 @@ class Emitter {
     }
     int block_threads() const { return m_plan.block_x * m_plan.block_y; }
 
-    void line(const std::string& s) {
-        m_out << s << '\n';
-        ++m_line;
-    }
-    void text(const std::string& s) {
-        m_out << s << '\n';
-        m_line += 1 + static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-    }
-    // A user piece, on lines of its own, recorded as @p what.
-    void piece(const std::string& before, const std::string& code, const std::string& after,
-               const char* what) {
-        const int first = m_line;
-        text(before + code + after);
-        m_lines.pieces.push_back({first, m_line - 1, what});
-    }
+    void line(const std::string& s) { m_out.line(s); }
 
     // The user's expressions as functions: NVRTC then checks each where it is defined, and an
     // error's line says which expression is at fault.
     void emit_functions() {
-        piece("__device__ __forceinline__ _type_reduce kiln_reduce(const _type_reduce& a, const "
-              "_type_reduce& b) { return (",
-              m_def.reduce_expr, "); }", "the reduce expression");
+        m_out.piece("__device__ __forceinline__ _type_reduce kiln_reduce(const _type_reduce& a, "
+                    "const _type_reduce& b) { return (",
+                    m_def.reduce_expr, "); }", "the reduce expression", m_def.reduce_expr);
         if (has_identity())
-            piece("__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
-                  m_def.identity, "); }", "the identity");
+            m_out.piece(
+                "__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
+                m_def.identity, "); }", "the identity", m_def.identity,
+                "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         std::string scalars, scalar_names;
-        for (std::size_t k = 0; k < m_def.input_count; ++k)
+        for (std::size_t k = 0; k < input_count(); ++k)
             if (is_scalar(static_cast<int>(k))) {
                 scalars += ", const " + type(static_cast<int>(k)) + ' ' + param(k).name;
                 scalar_names += ", " + param(k).name;
             }
         m_scalar_args = scalar_names;
         std::string map_params;
-        for (std::size_t k = 0; k < m_def.input_count; ++k)
+        for (std::size_t k = 0; k < input_count(); ++k)
             if (!is_scalar(static_cast<int>(k)))
                 map_params += "const " + type(static_cast<int>(k)) + ' ' + param(k).name + ", ";
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
-        piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
-                  "kiln_index_t _J, " + indexers + scalars +
-                  ") { return static_cast<_type_reduce>(",
-              m_def.map_expr, "); }", "the map expression");
+        m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
+                        "kiln_index_t _J, " + indexers + scalars +
+                        ") { return static_cast<_type_reduce>(",
+                    m_def.map_expr, "); }", "the map expression", m_def.map_expr);
         std::string outs;
-        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+        for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             outs += type(k) + "& " + param(k).name + ", ";
-        piece("__device__ __forceinline__ void kiln_post_map(const _type_reduce& a, " + outs +
-                  indexers + scalars + ") { ",
-              m_def.post_map_expr, "; }", "the post-map expression");
+        m_out.piece("__device__ __forceinline__ void kiln_post_map(const _type_reduce& a, " + outs +
+                        indexers + scalars + ") { ",
+                    m_def.post_map_expr, "; }", "the post-map expression", m_def.post_map_expr);
         // The accumulator: with an identity, a value; without, a value and whether it holds one.
         line("struct kiln_acc {");
         line("    _type_reduce v;");
@@ -183,7 +133,7 @@ class Emitter {
              " * sizeof(kiln_acc)];");
         line("    kiln_acc* const _scratch = reinterpret_cast<kiln_acc*>(_scratch_raw);");
         line("    __shared__ bool _last;");
-        for (std::size_t k = 0; k < m_def.input_count; ++k)
+        for (std::size_t k = 0; k < input_count(); ++k)
             if (is_scalar(static_cast<int>(k)))
                 line("    const " + type(static_cast<int>(k)) + ' ' + param(k).name + " = _p." +
                      param(k).name + ';');
@@ -268,7 +218,7 @@ class Emitter {
     std::string map_call(const std::string& suffix, int lane, const std::string& j,
                          const std::string& i) const {
         std::string call = "kiln_map(";
-        for (std::size_t k = 0; k < m_def.input_count; ++k) {
+        for (std::size_t k = 0; k < input_count(); ++k) {
             if (is_scalar(static_cast<int>(k))) continue;
             call += "_v" + suffix + '_' + param(k).name;
             if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
@@ -281,7 +231,7 @@ class Emitter {
     std::string post_map_call(const std::string& acc, const std::string& i,
                               bool column = false) const {
         std::string call = "kiln_post_map(" + acc + ".v, ";
-        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+        for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             call += ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "], ";
         return call + i + ", _in_ind, _out_ind" + m_scalar_args + ");";
     }
@@ -343,7 +293,7 @@ class Emitter {
         const int block = m_plan.block_x;
         const std::string b = std::to_string(block);
         const std::string v = std::to_string(m_plan.vec);
-        line("extern \"C\" __global__ void __launch_bounds__(" + b + ") " + m_def.name +
+        line("extern \"C\" __global__ void __launch_bounds__(" + b + ") " + m_def.params.name +
              "(const kiln_params _p) {");
         emit_prologue("32");
         const std::string nv = m_plan.vec > 1 ? "_p._n_red / " + v : "_p._n_red";
@@ -408,7 +358,7 @@ class Emitter {
         const std::string ys = std::to_string(by);
         const int last_kept = kept() - 1;
         line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * by) + ") " +
-             m_def.name + "(const kiln_params _p) {");
+             m_def.params.name + "(const kiln_params _p) {");
         emit_prologue(std::to_string(32 * by * vec));
         line("    const kiln_index_t _C = _p._kshape[" + std::to_string(last_kept) + "];");
         line("    const kiln_index_t _B = _p._n_out / _C;");
@@ -489,29 +439,18 @@ class Emitter {
     // Output offsets of column _c + _q, shadowing the outer ones within the loop body.
     void emit_output_column_offsets(const std::string& indent) {
         const int last_kept = kept() - 1;
-        for (int k = static_cast<int>(m_def.input_count); k < m_plan.count; ++k)
+        for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             line(indent + "const kiln_index_t _oc_" + param(k).name + " = _o_" + param(k).name +
                  " + (_c + _q) * " + stride(k, last_kept) + ";");
     }
 
-    const ReductionDefinition& m_def;
-    const ReductionPlan& m_plan;
-    std::ostringstream m_out;
-    int m_line = 1; // the line the next emitted text starts on
-    ReductionSourceLines m_lines;
     std::string m_scalar_args;
 };
 
 } // namespace
 
-const char* ReductionSourceLines::piece_at(int line) const noexcept {
-    for (const Piece& p : pieces)
-        if (line >= p.first && line <= p.last) return p.what;
-    return nullptr;
-}
-
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan) {
-    if (def.reduce_type.empty()) return cuda_type(plan.operands[def.input_count].dtype);
+    if (def.reduce_type.empty()) return cuda_type(plan.operands[def.params.inputs.size()].dtype);
     try {
         return cuda_type(parse_dtype(def.reduce_type));
     } catch (const ArgumentError&) {
@@ -519,8 +458,8 @@ std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionP
     }
 }
 
-GeneratedReduction generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
-                                      const Bindings& bindings) {
+GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
+                                   const Bindings& bindings) {
     return Emitter(def, plan).source(bindings);
 }
 

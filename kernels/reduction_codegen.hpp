@@ -9,43 +9,27 @@
 //   index _n_in, _n_out, _n_red, _kshape[kept_ndim], _rshape[red_ndim], _split
 //   void* _partials, unsigned* _counters
 
-#include "elementwise_codegen.hpp"
+#include "kernel_params.hpp"
 #include "reduction_plan.hpp"
+#include "source_writer.hpp"
+#include "type_binding.hpp"
 
 #include <string>
-#include <vector>
 
 namespace kiln::detail {
 
+/// What a ReductionKernel is made of: its parameters and the user's code.
 struct ReductionDefinition {
-    std::vector<ParamSpec> params; // inputs then outputs
-    std::size_t input_count = 0;
-    std::string map_expr, reduce_expr, post_map_expr, identity, name, preamble;
+    KernelParams params;
+    std::string map_expr, reduce_expr, post_map_expr, identity, preamble;
     std::string reduce_type; // as given: a C++ type, a dtype name, a placeholder, or empty
-};
-
-/// Where the user's pieces landed in the generated source (1-based, inclusive line ranges), so a
-/// compile error can name the piece at fault.
-struct ReductionSourceLines {
-    struct Piece {
-        int first = 0, last = 0;
-        const char* what = "";
-    };
-    std::vector<Piece> pieces;
-    /// The piece covering @p line ("the identity", "the reduce expression", ...) or nullptr.
-    const char* piece_at(int line) const noexcept;
-};
-
-struct GeneratedReduction {
-    std::string source;
-    ReductionSourceLines lines;
 };
 
 /// The C++ type `_type_reduce` stands for: the reduce type as given (a dtype name becomes its
 /// C++ type), or the first output's type.
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan);
 
-GeneratedReduction generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
-                                      const Bindings& bindings);
+GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
+                                   const Bindings& bindings);
 
 } // namespace kiln::detail

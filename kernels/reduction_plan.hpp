@@ -1,13 +1,12 @@
 #pragma once
-// The decisions that specialize one ReductionKernel launch: a small POD whose bytes are the
-// signature of the generated kernel, hashed on the hot path instead of any source. Grid sizes and
-// the number of blocks that split one output are launch arguments, not part of the signature.
+// The decisions that specialize one ReductionKernel launch: its signature (signature.hpp). Grid
+// sizes and the number of blocks that split one output are launch arguments, not part of it.
 
-#include "elementwise_plan.hpp"
+#include "signature.hpp"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 namespace kiln::detail {
 
@@ -34,23 +33,15 @@ struct ReductionPlan {
     std::uint16_t block_x = 256, block_y = 1;
     std::uint8_t unroll = 4; ///< independent loads in flight per thread
     std::uint8_t reserved[3] = {};
-    std::array<OperandPlan, kMaxParams> operands{};
+    std::array<OperandType, kMaxParams> operands{};
 
     std::size_t used_bytes() const noexcept {
-        return offsetof(ReductionPlan, operands) + count * sizeof(OperandPlan);
+        return offsetof(ReductionPlan, operands) + count * sizeof(OperandType);
     }
-    bool operator==(const ReductionPlan& o) const noexcept {
-        return count == o.count && std::memcmp(this, &o, used_bytes()) == 0;
-    }
+    bool operator==(const ReductionPlan& o) const noexcept { return same_signature(*this, o); }
 };
 
-static_assert(offsetof(ReductionPlan, operands) == 16,
+static_assert(sizeof(OperandType) == 2 && offsetof(ReductionPlan, operands) == 16,
               "ReductionPlan is compared bytewise: it must have no padding");
-
-struct ReductionPlanHash {
-    std::size_t operator()(const ReductionPlan& plan) const noexcept {
-        return hash_plan_bytes(&plan, plan.used_bytes());
-    }
-};
 
 } // namespace kiln::detail

@@ -1,10 +1,9 @@
 #include "reduction_workspace.hpp"
 
 #include "kiln/memory.hpp"
+#include "per_context_cache.hpp"
 
-#include <map>
-#include <memory>
-#include <utility>
+#include <functional>
 
 namespace kiln::detail {
 
@@ -18,14 +17,15 @@ struct Workspace {
     std::size_t counters = 0, partial_bytes = 0;
 };
 
-struct Registry {
-    std::mutex mutex;
-    std::map<std::pair<CUcontext, CUstream>, std::unique_ptr<Workspace>> workspaces;
+struct StreamHash {
+    std::size_t operator()(CUstream stream) const noexcept { return std::hash<CUstream>{}(stream); }
 };
 
-Registry& registry() {
+using Workspaces = PerContextCache<Workspace, CUstream, StreamHash>;
+
+Workspaces& workspaces() {
     // Never destroyed: device memory must not be freed after the driver shuts down at exit.
-    static Registry* instance = new Registry;
+    static Workspaces* instance = new Workspaces;
     return *instance;
 }
 
@@ -37,32 +37,25 @@ std::size_t round_up(std::size_t n, std::size_t to) {
 
 WorkspaceLease lease_workspace(CUcontext context, StreamRef stream, std::size_t partial_bytes,
                                std::size_t counters) {
-    Workspace* workspace;
-    {
-        Registry& r = registry();
-        std::lock_guard<std::mutex> lock(r.mutex);
-        auto& slot = r.workspaces[{context, stream.get()}];
-        if (!slot) slot = std::make_unique<Workspace>();
-        workspace = slot.get();
-    }
+    Workspace& workspace = workspaces().get(context, stream.get(), [] { return Workspace{}; });
     WorkspaceLease lease;
-    lease.lock = std::unique_lock<std::mutex>(workspace->mutex);
-    if (workspace->counters < counters || workspace->partial_bytes < partial_bytes) {
+    lease.lock = std::unique_lock<std::mutex>(workspace.mutex);
+    if (workspace.counters < counters || workspace.partial_bytes < partial_bytes) {
         // Grow geometrically; the old buffer is freed in stream order, after the launches that
         // used it.
         const std::size_t new_counters =
-            round_up(std::max(counters, workspace->counters * 2), kCounterBlock / 4);
+            round_up(std::max(counters, workspace.counters * 2), kCounterBlock / 4);
         const std::size_t new_partials =
-            round_up(std::max(partial_bytes, workspace->partial_bytes * 2), kCounterBlock);
+            round_up(std::max(partial_bytes, workspace.partial_bytes * 2), kCounterBlock);
         DeviceBuffer buffer(new_counters * 4 + new_partials, stream);
         // Counters start at zero; every launch leaves them at zero.
         buffer.fill_bytes(0);
-        workspace->buffer = std::move(buffer);
-        workspace->counters = new_counters;
-        workspace->partial_bytes = new_partials;
+        workspace.buffer = std::move(buffer);
+        workspace.counters = new_counters;
+        workspace.partial_bytes = new_partials;
     }
-    lease.counters = workspace->buffer.get();
-    lease.partials = workspace->buffer.get() + workspace->counters * 4;
+    lease.counters = workspace.buffer.get();
+    lease.partials = workspace.buffer.get() + workspace.counters * 4;
     return lease;
 }
 

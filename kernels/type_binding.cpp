@@ -2,16 +2,15 @@
 
 #include "kiln/error.hpp"
 
+#include <string>
+
 namespace kiln::detail {
 
-void bind_types(const std::vector<ParamSpec>& inputs, const std::vector<ParamSpec>& outputs,
-                const Arg* args, std::size_t count, const std::string& who, Bindings& bindings,
+void bind_types(const KernelParams& params, const Arg* args, std::size_t count, Bindings& bindings,
                 DType* dtypes) {
-    const std::size_t nin = inputs.size(), nout = outputs.size();
-    const auto fail = [&](const std::string& what) { throw ArgumentError(who + ": " + what); };
-    const auto param = [&](std::size_t k) -> const ParamSpec& {
-        return k < nin ? inputs[k] : outputs[k - nin];
-    };
+    const std::size_t nin = params.inputs.size(), nout = params.outputs.size();
+    const auto fail = [&](const std::string& what) { params.bad_call(what); };
+    const auto param = [&](std::size_t k) -> const ParamSpec& { return params[k]; };
     const auto bind = [&](const ParamSpec& spec, DType dtype, bool from_array) {
         if (spec.dtype) {
             if (from_array && *spec.dtype != dtype)

@@ -3,14 +3,15 @@
 #include "kiln/compiler.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
+#include "per_context_cache.hpp"
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::detail {
@@ -146,21 +147,28 @@ Dim3 grid_for(std::size_t count) {
     return Dim3(static_cast<unsigned>(std::min<std::size_t>(blocks, std::size_t{1} << 16)));
 }
 
+// The module in one context, with each of its kernels looked up once: read-only afterwards.
 struct Loaded {
-    CUcontext context = nullptr;
     std::shared_ptr<const Module> module;
-    std::map<std::string, Function, std::less<>> functions; // node-based: references stay valid
+    std::map<std::string, Function, std::less<>> functions;
 };
 
-struct Registry {
-    std::mutex mutex;
-    std::vector<std::unique_ptr<Loaded>> loaded; // one per context
-};
-
-Registry& registry() {
+const Loaded& loaded_in(CUcontext context) {
     // Deliberately never destroyed: modules must not be unloaded after the driver shut down.
-    static Registry* instance = new Registry;
-    return *instance;
+    static auto* cache = new PerContextCache<Loaded>;
+    return cache->get(context, {}, [] {
+        CompileOptions options;
+        options.arch = Device::current().arch();
+        options.options = {"--fmad=false"};
+        Loaded loaded;
+        loaded.module = Module::load(Compiler::global().compile(kSource, options), options);
+        std::vector<std::string> names{"kiln_fill_pattern64"};
+        for (int d = 0; d < kDTypeCount; ++d)
+            names.push_back(std::string("kiln_arange_") + name(static_cast<DType>(d)));
+        for (const std::string& kernel : names)
+            loaded.functions.emplace(kernel, loaded.module->function(kernel));
+        return loaded;
+    });
 }
 
 template <class T> T load_as(const void* bytes) {
@@ -182,25 +190,10 @@ const char* internal_kernel_source() {
 }
 
 const Function& internal_function(const char* name) {
-    CUcontext context = current_context();
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    Loaded* entry = nullptr;
-    for (const auto& l : r.loaded)
-        if (l->context == context) entry = l.get();
-    if (!entry) {
-        CompileOptions options;
-        options.arch = Device::current().arch();
-        options.options = {"--fmad=false"};
-        auto module = Module::load(Compiler::global().compile(kSource, options), options);
-        r.loaded.push_back(std::make_unique<Loaded>());
-        entry = r.loaded.back().get();
-        entry->context = context;
-        entry->module = std::move(module);
-    }
-    auto found = entry->functions.find(name);
-    if (found == entry->functions.end())
-        found = entry->functions.emplace(name, entry->module->function(name)).first;
+    const Loaded& loaded = loaded_in(current_context());
+    const auto found = loaded.functions.find(std::string_view(name));
+    if (found == loaded.functions.end())
+        throw ArgumentError(std::string("no internal kernel named '") + name + "'");
     return found->second;
 }
 

@@ -1,11 +1,8 @@
 // ElementwiseKernel without a GPU: binding, layouts and generated source, compiled by NVRTC.
 // Arrays are described with Array::wrap over made-up, aligned addresses: nothing is launched.
 
-#include "device_headers.hpp"
-#include "elementwise_codegen.hpp"
-#include "temp_dir.hpp"
+#include "write_only_outputs.hpp"
 
-#include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>
@@ -31,29 +28,22 @@ std::string source(const ElementwiseKernel& k, std::initializer_list<kiln::Arg> 
     return k.source_for(args.begin(), args.size(), options);
 }
 
-// Compiles like the kernel would, for sm_90, in a private cache.
+// Compiles the kernel of this call for sm_90, as a call on an H100 would.
 class ElementwiseCodegen : public ::testing::Test {
   protected:
-    kiln::test::TempDir m_dir;
-    kiln::cache::Store m_store{[&] {
-        kiln::cache::Config c;
-        c.dir = m_dir.path();
-        return c;
-    }()};
-    kiln::Compiler m_compiler{&m_store};
-
-    void compiles(const std::string& src) {
-        kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
-        options.headers = kiln::detail::device_headers();
-        // As the kernel does: the toolkit's headers only for the sources that include them.
-        options.cuda_headers = src.find("cuda_fp16.h") != std::string::npos;
+    void compiles(const ElementwiseKernel& k, std::initializer_list<kiln::Arg> args,
+                  const kiln::CallOptions& options = {}) {
         try {
-            m_compiler.compile(src, options);
+            k.compile_for(args.begin(), args.size(), options, "sm_90");
         } catch (const kiln::CompileError& e) {
             FAIL() << e.what();
         }
     }
 };
+
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+}
 
 template <class E> std::string error_of(const std::function<void()>& f) {
     try {
@@ -77,7 +67,7 @@ TEST_F(ElementwiseCodegen, ContiguousOperandsGetAFlatVectorizedLoop) {
     EXPECT_EQ(src.find("= *reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
               std::string::npos)
         << src;
-    compiles(src);
+    compiles(k, {x, y, 2.0f});
 }
 
 TEST_F(ElementwiseCodegen, AnOutputThatIsReadIsLoaded) {
@@ -87,7 +77,7 @@ TEST_F(ElementwiseCodegen, AnOutputThatIsReadIsLoaded) {
     EXPECT_NE(src.find("*reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
               std::string::npos)
         << src;
-    compiles(src);
+    compiles(k, {x, z});
 }
 
 TEST_F(ElementwiseCodegen, MisalignedOperandsFallBackToScalarAccess) {
@@ -95,7 +85,7 @@ TEST_F(ElementwiseCodegen, MisalignedOperandsFallBackToScalarAccess) {
     Array x = fake({4096}, DType::float32, 4); // 4-byte aligned only
     const std::string src = source(k, {x});
     EXPECT_EQ(src.find("kiln::Vec<"), std::string::npos) << src;
-    compiles(src);
+    compiles(k, {x});
 }
 
 TEST_F(ElementwiseCodegen, ABroadcastRowUsesTheRowsLayout) {
@@ -104,7 +94,7 @@ TEST_F(ElementwiseCodegen, ABroadcastRowUsesTheRowsLayout) {
     const std::string src = source(k, {x, b});
     EXPECT_NE(src.find("_row"), std::string::npos) << src;
     EXPECT_NE(src.find("kiln::Vec<float, 4>"), std::string::npos) << src;
-    compiles(src);
+    compiles(k, {x, b});
 }
 
 TEST_F(ElementwiseCodegen, ABroadcastColumnIsReadOncePerRow) {
@@ -112,7 +102,7 @@ TEST_F(ElementwiseCodegen, ABroadcastColumnIsReadOncePerRow) {
     Array x = fake({512, 1024}), c = fake({512, 1});
     const std::string src = source(k, {x, c});
     EXPECT_NE(src.find("_s_c"), std::string::npos) << src;
-    compiles(src);
+    compiles(k, {x, c});
 }
 
 TEST_F(ElementwiseCodegen, ATransposedOperandIsStagedThroughSharedMemory) {
@@ -121,7 +111,7 @@ TEST_F(ElementwiseCodegen, ATransposedOperandIsStagedThroughSharedMemory) {
     const std::string src = source(k, {x, y});
     EXPECT_NE(src.find("__shared__ float _t_x[32][33]"), std::string::npos) << src;
     EXPECT_EQ(src.find("_t_y"), std::string::npos) << "y is read directly";
-    compiles(src);
+    compiles(k, {x, y});
 }
 
 TEST_F(ElementwiseCodegen, SlicedOperandsUseTheStridedLayout) {
@@ -129,7 +119,7 @@ TEST_F(ElementwiseCodegen, SlicedOperandsUseTheStridedLayout) {
     Array x = fake({4096}).slice({kiln::Slice::range(0, 4096, 3)});
     const std::string src = source(k, {x});
     EXPECT_NE(src.find("_st_x[1]"), std::string::npos) << src;
-    compiles(src);
+    compiles(k, {x});
 }
 
 TEST_F(ElementwiseCodegen, ContiguousDimensionsCollapse) {
@@ -150,7 +140,7 @@ TEST_F(ElementwiseCodegen, EveryDtypeCompiles) {
         const auto dtype = static_cast<DType>(d);
         const std::string src = source(k, {fake({1000}, dtype), fake({1000}, dtype)});
         SCOPED_TRACE(kiln::name(dtype));
-        compiles(src);
+        compiles(k, {fake({1000}, dtype), fake({1000}, dtype)});
     }
 }
 
@@ -159,7 +149,7 @@ TEST_F(ElementwiseCodegen, RawParametersIndexTheirOwnShape) {
     Array x = fake({4096}), y = fake({4096});
     const std::string src = source(k, {x, y});
     EXPECT_NE(src.find("kiln::Raw<float, kiln_index_t, 1, true>"), std::string::npos) << src;
-    compiles(src);
+    compiles(k, {x, y});
 }
 
 TEST_F(ElementwiseCodegen, PreambleLoopPrepAndAfterLoopAreEmitted) {
@@ -171,22 +161,48 @@ TEST_F(ElementwiseCodegen, PreambleLoopPrepAndAfterLoopAreEmitted) {
     const std::string src = source(kern, {fake({100})});
     EXPECT_LT(src.find("square(float v)"), src.find("__global__"));
     EXPECT_NE(src.find("const float k = 3;"), std::string::npos);
-    compiles(src);
+    compiles(kern, {fake({100})});
 }
 
-TEST_F(ElementwiseCodegen, ABodyThatDoesNotCompileShowsTheNumberedSource) {
-    ElementwiseKernel k("T x", "T z", "z = undefined_function(x)", "broken");
-    const std::string src = source(k, {fake({100})});
-    kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
-    options.headers = kiln::detail::device_headers();
-    options.cuda_headers = true;
-    try {
-        m_compiler.compile(src, options);
-        FAIL() << "compiled an undefined function";
-    } catch (const kiln::CompileError& e) {
-        EXPECT_NE(std::string(e.what()).find("undefined_function"), std::string::npos);
-        EXPECT_NE(e.numbered_source().find("| "), std::string::npos);
-    }
+TEST_F(ElementwiseCodegen, APreambleMayIncludeTheToolkitsHeadersWhateverTheDtypes) {
+    // The toolkit's headers are always on the include path: only an #include costs compile time.
+    kiln::ElementwiseOptions groups;
+    groups.preamble = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;";
+    ElementwiseKernel rank("float32 x", "float32 z", "z = x + cg::this_thread_block().size()",
+                           "with_groups", groups);
+    compiles(rank, {fake({1000})});
+    kiln::ElementwiseOptions fp16;
+    fp16.preamble = "#include <cuda_fp16.h>";
+    ElementwiseKernel round("float32 x", "float32 z", "z = static_cast<float>(half(x))",
+                            "round_to_half", fp16);
+    compiles(round, {fake({1000})});
+}
+
+TEST_F(ElementwiseCodegen, CompileErrorsNameThePieceAtFaultAndShowTheNumberedSource) {
+    const Array x = fake({100});
+    auto error = [&](const char* operation, kiln::ElementwiseOptions options) {
+        const ElementwiseKernel k("T x", "T z", operation, "broken", std::move(options));
+        const std::initializer_list<kiln::Arg> args{x};
+        try {
+            k.compile_for(args.begin(), args.size(), {}, "sm_90");
+        } catch (const kiln::CompileError& e) {
+            EXPECT_TRUE(has(e.what(), "ElementwiseKernel 'broken' does not compile")) << e.what();
+            EXPECT_TRUE(has(e.numbered_source(), "| ")) << "the numbered source is attached";
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_TRUE(has(error("z = undefined_function(x)", {}),
+                    "the operation 'z = undefined_function(x)' is at fault"));
+    kiln::ElementwiseOptions preamble;
+    preamble.preamble = "__device__ int broken_helper() { return nosuch; }";
+    EXPECT_TRUE(has(error("z = x", preamble), "the preamble is at fault"));
+    kiln::ElementwiseOptions loop_prep;
+    loop_prep.loop_prep = "const float k = nosuch;";
+    EXPECT_TRUE(has(error("z = x", loop_prep), "the loop_prep code 'const float k = nosuch;'"));
+    kiln::ElementwiseOptions after_loop;
+    after_loop.after_loop = "nosuch();";
+    EXPECT_TRUE(has(error("z = x", after_loop), "the after_loop code 'nosuch();'"));
 }
 
 TEST(ElementwiseBinding, PlaceholdersBoundToDifferentDtypesAreAnError) {

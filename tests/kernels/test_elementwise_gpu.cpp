@@ -296,8 +296,15 @@ TEST(ElementwiseGpu, TheSecondCallWithTheSameSignatureReusesTheKernel) {
     options.stream = stream;
     Array z = kiln::empty({1 << 16}, DType::float32, stream);
     add(options, xa, xa, z);
+    // After the first call the kernel's own cache answers: the compiler is not even asked (no
+    // compile, no disk hit, no memory hit).
+    const kiln::CompileStatistics before = kiln::Compiler::global().statistics();
     for (int rep = 0; rep < 100; ++rep)
         add(options, xa, xa, z);
+    const kiln::CompileStatistics after = kiln::Compiler::global().statistics();
+    EXPECT_EQ(after.compiles, before.compiles);
+    EXPECT_EQ(after.disk_hits, before.disk_hits);
+    EXPECT_EQ(after.memory_hits, before.memory_hits);
     auto out = z.to_host<float>(stream);
     for (std::size_t i = 0; i < x.size(); ++i)
         ASSERT_EQ(out[i], x[i] + x[i]);

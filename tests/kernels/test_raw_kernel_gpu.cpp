@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -313,6 +314,31 @@ template <class T, int K> __global__ void scale(T* x, int n) {
         ASSERT_EQ(rf[i], x[i] * 3);
         ASSERT_EQ(ri[i], xi[i] * 5);
     }
+}
+
+TEST(RawModule, ModulesOfOneProgramShareOneLoadedModuleWhileOneHoldsIt) {
+    KILN_REQUIRE_GPU();
+    const std::string source = std::string(kSaxpy) + "// shared by RawModules\n";
+    std::weak_ptr<const kiln::Module> watch;
+    {
+        const kiln::RawModule first(source), second(source);
+        const std::shared_ptr<const kiln::Module> loaded = first.module();
+        EXPECT_EQ(second.module(), loaded) << "one CUmodule per program and context";
+        EXPECT_EQ(first.module(), loaded);
+        watch = loaded;
+    }
+    EXPECT_TRUE(watch.expired()) << "unloaded once no RawModule holds it";
+    const kiln::RawModule third(source);
+    const std::shared_ptr<const kiln::Module> reloaded = third.module();
+    ASSERT_TRUE(reloaded);
+    const int n = 1000;
+    auto x = random_floats(n), y = random_floats(n);
+    auto dx = upload(x), dy = upload(y);
+    auto out = poisoned(n * sizeof(float));
+    third.get_function("saxpy")({4}, {256}, 2.0f, dx, dy, out, n);
+    auto result = download<float>(out);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], std::fma(2.0f, x[i], y[i])) << i;
 }
 
 TEST(RawModule, LoadsCubinAndPtxFiles) {

@@ -218,6 +218,38 @@ TEST(ReductionCodegen, BadSpecsAreSpecErrors) {
     EXPECT_TRUE(has(error_of<kiln::SpecError>(make("", "T y")), "input"));
 }
 
+TEST(ReductionCodegen, MoreOutputsThanACallReturnsAreRefusedWhenTheKernelIsMade) {
+    // Outputs holds at most Outputs::kCapacity arrays: a kernel with more must not be made (it
+    // used to launch, then throw while collecting its outputs).
+    std::string outs, post;
+    for (std::size_t k = 0; k <= kiln::Outputs::kCapacity; ++k) {
+        outs += (k ? ", T y" : "T y") + std::to_string(k);
+        post += "y" + std::to_string(k) + " = a; ";
+    }
+    const std::string message = error_of<kiln::SpecError>(
+        [&] { ReductionKernel("T x", outs, "x", "a + b", post, "0", "many_outputs"); });
+    EXPECT_TRUE(has(message, "at most 8 output")) << message;
+    EXPECT_TRUE(has(message, "many_outputs")) << message;
+}
+
+TEST(ReductionCodegen, AnOutputThatIsABroadcastViewIsRefused) {
+    // Its elements overlap: several outputs would be written to one place, by racing threads.
+    Array y = fake({1}).broadcast_to({4});
+    const std::string message = error_of<kiln::ArgumentError>([&] {
+        source(l2norm(), {fake({4, 8}), y}, ReduceCall{1});
+    });
+    EXPECT_TRUE(has(message, "output 'y' is a broadcast view")) << message;
+}
+
+TEST(ReductionCodegen, APreambleMayIncludeTheToolkitsHeadersWhateverTheDtypes) {
+    // The toolkit's headers are always on the include path: only an #include costs compile time.
+    kiln::ReductionOptions groups;
+    groups.preamble = "#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;";
+    const ReductionKernel k("float32 x", "float32 y", "x * cg::this_thread_block().size()", "a + b",
+                            "y = a", "0", "with_groups", groups);
+    compiles(k, {fake({1000})});
+}
+
 TEST(ReductionCodegen, CompileErrorsNameTheExpressionAtFault) {
     Array x = fake({1000});
     auto error = [&](const char* map, const char* reduce, const char* post, const char* identity) {

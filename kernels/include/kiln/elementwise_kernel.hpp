@@ -10,13 +10,13 @@
 /// @endcode
 
 #include "kiln/array.hpp"
+#include "kiln/call_arguments.hpp"
+#include "kiln/compiler.hpp"
 #include "kiln/param_spec.hpp"
-#include "kiln/scalar.hpp"
-#include "kiln/stream.hpp"
 
 #include <array>
+#include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,61 +24,12 @@ namespace kiln {
 
 /// Code pieces and switches of an ElementwiseKernel (CuPy's keyword arguments).
 struct ElementwiseOptions {
-    std::string preamble;      ///< at file scope, before the kernel (helper functions, macros)
-    std::string loop_prep;     ///< in the kernel, before the loop over elements
-    std::string after_loop;    ///< in the kernel, after the loop
-    bool no_return = false;    ///< calls return no outputs
-    bool return_tuple = false; ///< calls return every output even when there is one (informative
-                               ///< in C++: Outputs always holds them all)
-    bool reduce_dims = true;   ///< collapse contiguous dimensions before specializing
+    std::string preamble;    ///< at file scope, before the kernel (helper functions, macros)
+    std::string loop_prep;   ///< in the kernel, before the loop over elements
+    std::string after_loop;  ///< in the kernel, after the loop
+    bool no_return = false;  ///< calls return no outputs (else every output, even a single one)
+    bool reduce_dims = true; ///< collapse contiguous dimensions before specializing
     std::vector<std::string> options; ///< extra NVRTC options
-};
-
-/// Per-call settings.
-struct CallOptions {
-    StreamRef stream;
-    /// Number of elements when every array is `raw` (CuPy's `size=`).
-    std::optional<std::int64_t> size;
-    /// Threads per block; unset chooses. 0 or over 1024 is an ArgumentError.
-    std::optional<int> block_size;
-};
-
-/// One argument of a call: an array or a scalar.
-class Arg {
-  public:
-    Arg(const Array& array) noexcept
-        : m_array(&array)
-        , m_scalar(0) {} // NOLINT: implicit
-    Arg(Scalar scalar) noexcept
-        : m_array(nullptr)
-        , m_scalar(scalar) {} // NOLINT: implicit
-    template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-    Arg(T value) noexcept
-        : m_array(nullptr)
-        , m_scalar(value) {} // NOLINT: implicit
-    bool is_array() const noexcept { return m_array != nullptr; }
-    const Array& array() const noexcept { return *m_array; }
-    const Scalar& scalar() const noexcept { return m_scalar; }
-
-  private:
-    const Array* m_array;
-    Scalar m_scalar;
-};
-
-/// The outputs of a call, in the order of the output parameters. Converts to Array when there is
-/// exactly one.
-class Outputs {
-  public:
-    std::size_t size() const noexcept { return m_count; }
-    const Array& operator[](std::size_t i) const { return m_arrays.at(i); }
-    Array& operator[](std::size_t i) { return m_arrays.at(i); }
-    /// The single output. @throws ArgumentError when there is not exactly one.
-    operator Array() const; // NOLINT: implicit by design, `Array z = kernel(x, y);`
-    void push_back(Array array);
-
-  private:
-    std::array<Array, 8> m_arrays;
-    std::size_t m_count = 0;
 };
 
 class ElementwiseKernel {
@@ -95,7 +46,8 @@ class ElementwiseKernel {
 
     /// Run on inputs, optionally followed by outputs: arrays (kiln::Array) or scalars.
     /// Outputs not given are allocated with the broadcast shape.
-    /// @throws ArgumentError (argument count, dtype), ShapeError, CompileError, CudaError.
+    /// @throws ArgumentError (argument count, dtype), ShapeError, CompileError (naming the piece
+    /// of code at fault: the operation, preamble, loop_prep or after_loop), CudaError.
     template <class... Args> Outputs operator()(const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), CallOptions{});
@@ -113,13 +65,18 @@ class ElementwiseKernel {
     std::string source_for(const Arg* args, std::size_t count,
                            const CallOptions& options = {}) const;
 
+    /// Compile this call's kernel for @p arch (e.g. "sm_90") without launching anything: warms the
+    /// caches ahead of time; no device needed. @throws CompileError as a call would.
+    std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
+                                               const CallOptions& options,
+                                               const std::string& arch) const;
+
     const std::string& name() const noexcept;
     const std::vector<ParamSpec>& in_params() const noexcept;
     const std::vector<ParamSpec>& out_params() const noexcept;
 
-    struct Impl;
-
   private:
+    struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 

@@ -4,7 +4,9 @@
 
 #include "kiln/activity.hpp"
 #include "kiln/array.hpp"
+#include "kiln/axes.hpp"
 #include "kiln/benchmark.hpp"
+#include "kiln/call_arguments.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/device.hpp"
 #include "kiln/dlpack.hpp"

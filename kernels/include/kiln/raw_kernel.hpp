@@ -12,12 +12,10 @@
 /// @endcode
 
 #include "kiln/compiler.hpp"
-#include "kiln/detail/driver.hpp"
+#include "kiln/launch.hpp"
 #include "kiln/module.hpp"
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -47,17 +45,16 @@ class RawModule {
     /// The module loaded in the current context (compiling and loading it if needed).
     std::shared_ptr<const Module> module() const;
 
-    struct State;
-
   private:
     friend class RawKernel;
-    explicit RawModule(std::shared_ptr<State> state)
-        : m_state(std::move(state)) {}
+    struct State;
+    explicit RawModule(std::shared_ptr<State> state);
     std::shared_ptr<State> m_state;
 };
 
-/// One kernel of a RawModule. Launching costs a context check, the argument checks and a
-/// cuLaunchKernel: no strings, hashing or allocation. Cheap to copy; thread-safe.
+/// One kernel of a RawModule. Launching costs a context check, a lock-free lookup of the kernel
+/// loaded in that context, the argument checks and a cuLaunchKernel: no strings or allocation.
+/// Cheap to copy; thread-safe.
 class RawKernel {
   public:
     /// Compile @p source (lazily) and launch its kernel @p name. @p options: NVRTC options as a
@@ -76,32 +73,15 @@ class RawKernel {
     }
 
     /// The kernel in the current context, compiling and loading on first use.
-    const Function& function() const {
-        CUcontext context = nullptr;
-        detail::driver().cuCtxGetCurrent(&context);
-        const Loaded* last = m_state->last.load(std::memory_order_acquire);
-        if (last && last->context == context && context) return last->function;
-        return load(context);
-    }
-    const std::string& name() const noexcept { return m_state->name; }
+    const Function& function() const;
+    const std::string& name() const noexcept;
     /// Compile now without loading; see RawModule::compile.
     std::shared_ptr<const Program> compile() const;
 
   private:
     friend class RawModule;
-    struct Loaded {
-        CUcontext context;
-        Function function;
-    };
-    struct State {
-        std::shared_ptr<RawModule::State> module;
-        std::string name;
-        std::atomic<const Loaded*> last{nullptr};
-        std::mutex mutex;
-        std::vector<std::unique_ptr<Loaded>> loaded; // one per context, never shrinks
-    };
+    struct State;
     RawKernel(std::shared_ptr<RawModule::State> module, std::string name);
-    const Function& load(CUcontext context) const;
 
     std::shared_ptr<State> m_state;
 };

@@ -21,46 +21,20 @@
 /// every run (no floating-point atomics; partial results combine in a fixed order).
 
 #include "kiln/array.hpp"
+#include "kiln/axes.hpp"
+#include "kiln/call_arguments.hpp"
 #include "kiln/compiler.hpp"
-#include "kiln/elementwise_kernel.hpp"
 #include "kiln/param_spec.hpp"
 #include "kiln/stream.hpp"
 
-#include <initializer_list>
+#include <array>
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace kiln {
-
-/// The axes of a reduction: all of them (the default), one, or several; negative values count
-/// from the end. No allocation: held inline.
-class Axes {
-  public:
-    /// Every axis (NumPy's axis=None). Note: `Axes::none()` (axis=()) reduces over no axis.
-    Axes() noexcept = default;
-    Axes(int axis) noexcept // NOLINT: implicit, `ReduceCall{1}`
-        : m_all(false)
-        , m_count(1) {
-        m_values[0] = axis;
-    }
-    /// Several axes; an empty list reduces over none (each output is its single element).
-    Axes(std::initializer_list<int> axes); // NOLINT: implicit, `ReduceCall{{0, 2}}`
-    explicit Axes(const std::vector<int>& axes);
-    static Axes all() noexcept { return {}; }
-    static Axes none() { return Axes(std::vector<int>{}); }
-
-    bool is_all() const noexcept { return m_all; }
-    int size() const noexcept { return m_count; }
-    int operator[](int k) const noexcept { return m_values[k]; }
-    std::string to_string() const; ///< "None", "1", "(0, 2)"
-
-  private:
-    bool m_all = true;
-    int m_count = 0;
-    int m_values[kMaxDims] = {};
-};
 
 /// Per-call settings of a reduction.
 struct ReduceCall {
@@ -131,9 +105,8 @@ class ReductionKernel {
     const std::vector<ParamSpec>& in_params() const noexcept;
     const std::vector<ParamSpec>& out_params() const noexcept;
 
-    struct Impl;
-
   private:
+    struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
 

@@ -1,0 +1,68 @@
+#pragma once
+/// @file
+/// What a call of a generated kernel (ElementwiseKernel, ReductionKernel) takes and gives: its
+/// arguments (Arg), its results (Outputs) and ElementwiseKernel's per-call settings (CallOptions).
+
+#include "kiln/array.hpp"
+#include "kiln/scalar.hpp"
+#include "kiln/stream.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+
+namespace kiln {
+
+/// Per-call settings.
+struct CallOptions {
+    StreamRef stream;
+    /// Number of elements when every array is `raw` (CuPy's `size=`).
+    std::optional<std::int64_t> size;
+    /// Threads per block; unset chooses. 0 or over 1024 is an ArgumentError.
+    std::optional<int> block_size;
+};
+
+/// One argument of a call: an array or a scalar.
+class Arg {
+  public:
+    Arg(const Array& array) noexcept
+        : m_array(&array)
+        , m_scalar(0) {} // NOLINT: implicit
+    Arg(Scalar scalar) noexcept
+        : m_array(nullptr)
+        , m_scalar(scalar) {} // NOLINT: implicit
+    template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+    Arg(T value) noexcept
+        : m_array(nullptr)
+        , m_scalar(value) {} // NOLINT: implicit
+    bool is_array() const noexcept { return m_array != nullptr; }
+    const Array& array() const noexcept { return *m_array; }
+    const Scalar& scalar() const noexcept { return m_scalar; }
+
+  private:
+    const Array* m_array;
+    Scalar m_scalar;
+};
+
+/// The outputs of a call, in the order of the output parameters. Converts to Array when there is
+/// exactly one.
+class Outputs {
+  public:
+    /// The most outputs a kernel may declare (a kernel with more is refused when it is made).
+    static constexpr std::size_t kCapacity = 8;
+
+    std::size_t size() const noexcept { return m_count; }
+    const Array& operator[](std::size_t i) const { return m_arrays.at(i); }
+    Array& operator[](std::size_t i) { return m_arrays.at(i); }
+    /// The single output. @throws ArgumentError when there is not exactly one.
+    operator Array() const; // NOLINT: implicit by design, `Array z = kernel(x, y);`
+    void push_back(Array array);
+
+  private:
+    std::array<Array, kCapacity> m_arrays;
+    std::size_t m_count = 0;
+};
+
+} // namespace kiln

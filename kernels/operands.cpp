@@ -1,0 +1,140 @@
+#include "operands.hpp"
+
+#include "index_math.hpp"
+#include "kiln/error.hpp"
+
+#include <string>
+
+namespace kiln::detail {
+
+OperandSet Operands::of_kind(OperandKind kind, std::size_t first, std::size_t end) const noexcept {
+    OperandSet set;
+    for (std::size_t k = first; k < end; ++k)
+        set[k] = is(k, kind);
+    return set;
+}
+
+std::size_t Operands::widest_itemsize(const OperandSet& set) const noexcept {
+    std::size_t widest = 1;
+    for (std::size_t k = 0; k < count; ++k)
+        if (set[k]) widest = std::max(widest, itemsize(types[k].dtype));
+    return widest;
+}
+
+void bind_operands(const KernelParams& params, const Arg* args, std::size_t count, Operands& ops) {
+    const std::size_t nin = params.inputs.size(), nout = params.outputs.size();
+    if (count != nin && count != nin + nout)
+        params.bad_call("takes " + std::to_string(nin) + " input(s)" +
+                        (nout ? " optionally followed by " + std::to_string(nout) + " output(s)"
+                              : std::string()) +
+                        "; " + std::to_string(count) + " argument(s) were given");
+    ops.inputs = nin;
+    ops.count = nin + nout;
+    ops.given = count;
+    DType dtypes[kMaxParams];
+    bind_types(params, args, count, ops.bindings, dtypes);
+    for (std::size_t k = 0; k < ops.count; ++k) {
+        const bool given_array = k < count && args[k].is_array();
+        ops.types[k].dtype = dtypes[k];
+        ops.types[k].kind = params[k].raw               ? OperandKind::raw
+                            : k < count && !given_array ? OperandKind::scalar
+                                                        : OperandKind::array;
+        if (given_array) ops.arrays[k] = args[k].array();
+        if (ops.is(k, OperandKind::scalar)) ops.scalars[k] = &args[k].scalar();
+    }
+}
+
+std::optional<Dims> broadcast_inputs(const Operands& ops) {
+    std::optional<Dims> shape;
+    for (std::size_t k = 0; k < ops.inputs; ++k) {
+        if (!ops.is(k, OperandKind::array)) continue;
+        const Dims& s = ops.arrays[k].shape();
+        shape = shape ? broadcast_shapes({*shape, s}) : s;
+    }
+    return shape;
+}
+
+void check_given_outputs(const KernelParams& params, const Operands& ops, const Dims& shape,
+                         const char* origin) {
+    for (std::size_t k = ops.inputs; k < ops.given; ++k) {
+        if (!ops.is(k, OperandKind::array) || ops.arrays[k].shape() == shape) continue;
+        throw ShapeError(params.who + ": output '" + params[k].name + "' has shape " +
+                         ops.arrays[k].shape().to_string() + " but " + origin + " " +
+                         shape.to_string());
+    }
+}
+
+void make_outputs(Operands& ops, const Dims& shape, bool allocate, StreamRef stream) {
+    // A made-up address for outputs that are only described: 1 MiB, aligned for any vector.
+    constexpr CUdeviceptr kDescribedOnly = CUdeviceptr{1} << 20;
+    for (std::size_t k = ops.given; k < ops.count; ++k) {
+        const DType dtype = ops.types[k].dtype;
+        ops.arrays[k] =
+            allocate ? empty(shape, dtype, stream) : Array::wrap(kDescribedOnly, shape, dtype);
+    }
+}
+
+Dims element_strides(const KernelParams& params, const Operands& ops, std::size_t k, int ndim) {
+    const Array& a = ops.arrays[k];
+    const auto item = static_cast<std::int64_t>(a.itemsize());
+    Dims strides;
+    strides.resize(ndim, 0);
+    for (int d = 0; d < a.ndim(); ++d) {
+        const std::int64_t stride = a.strides()[d];
+        if (stride % item != 0)
+            params.bad_call("array '" + params[k].name +
+                            "' has strides that are not a multiple of its itemsize");
+        if (a.shape()[d] == 1) continue; // broadcast: stride 0
+        if (stride == 0 && a.shape()[d] > 1 && ops.is_output(k) && ops.is(k, OperandKind::array))
+            params.bad_call("output '" + params[k].name +
+                            "' is a broadcast view: its elements overlap");
+        strides[ndim - a.ndim() + d] = stride / item;
+    }
+    return strides;
+}
+
+void collapse_axes(Dims& shape, std::array<Dims, kMaxParams>& strides, const OperandSet& walkers,
+                   bool merge) {
+    Dims collapsed;
+    std::array<Dims, kMaxParams> collapsed_strides;
+    for (int d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 1) continue;
+        bool merges = merge && collapsed.size() > 0;
+        for (int k = 0; merges && k < kMaxParams; ++k) {
+            if (!walkers[k]) continue;
+            // A product that overflows is no stride of this array: the axes do not merge.
+            std::int64_t outer = 0;
+            merges = !__builtin_mul_overflow(strides[k][d], shape[d], &outer) &&
+                     collapsed_strides[k][collapsed.size() - 1] == outer;
+        }
+        if (merges) {
+            collapsed[collapsed.size() - 1] *= shape[d];
+            for (int k = 0; k < kMaxParams; ++k)
+                if (walkers[k]) collapsed_strides[k][collapsed.size() - 1] = strides[k][d];
+        } else {
+            collapsed.push_back(shape[d]);
+            for (int k = 0; k < kMaxParams; ++k)
+                if (walkers[k]) collapsed_strides[k].push_back(strides[k][d]);
+        }
+    }
+    shape = collapsed;
+    for (int k = 0; k < kMaxParams; ++k)
+        if (walkers[k]) strides[k] = collapsed_strides[k];
+}
+
+bool needs_index64(std::int64_t elements, const Dims& shape,
+                   const std::array<Dims, kMaxParams>& strides, const OperandSet& walkers) {
+    if (elements >= kIndex32Limit) return true;
+    for (int k = 0; k < kMaxParams; ++k)
+        if (walkers[k] && max_offset(shape, strides[k]) >= kIndex32Limit) return true;
+    return false;
+}
+
+bool vector_aligned(const Array& array, const Dims& strides, int axis, int vec) {
+    if (array.data() % (static_cast<std::size_t>(vec) * array.itemsize()) != 0) return false;
+    for (int d = 0; d < strides.size(); ++d)
+        if (d != axis && strides[d] % vec != 0) return false;
+    return true;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,46 @@
+#include "param_writer.hpp"
+
+#include "kiln/error.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+namespace kiln::detail {
+
+std::size_t device_alignment(DType dtype) noexcept {
+    switch (dtype) {
+    case DType::complex64:
+        return 8;
+    case DType::complex128:
+        return 16;
+    default:
+        return itemsize(dtype);
+    }
+}
+
+void ParamWriter::scalar(const Scalar& value, DType dtype) {
+    alignas(16) unsigned char converted[16];
+    value.cast_to(dtype, converted);
+    put(converted, itemsize(dtype), device_alignment(dtype));
+}
+
+void ParamWriter::put(const void* data, std::size_t size, std::size_t alignment) {
+    const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
+    if (offset + size > kCapacity)
+        throw ArgumentError("too many kernel arguments: their total exceeds " +
+                            std::to_string(kCapacity) + " bytes");
+    std::memset(m_buffer + m_size, 0, offset - m_size);
+    if (size) std::memcpy(m_buffer + offset, data, size);
+    m_size = offset + size;
+    m_alignment = std::max(m_alignment, alignment);
+}
+
+std::size_t ParamWriter::finish() {
+    const std::size_t size = (m_size + m_alignment - 1) / m_alignment * m_alignment;
+    std::memset(m_buffer + m_size, 0, size - m_size);
+    m_size = size;
+    return size;
+}
+
+} // namespace kiln::detail

@@ -1,0 +1,35 @@
+#pragma once
+// One specialization of a generated kernel, compiled and loaded the same way by every front end:
+// through Compiler::global() (the memory and disk caches) with Kiln's device headers in memory, the
+// toolkit's headers on the include path (always) and the kernel's extra NVRTC options. A
+// CompileError names the kernel and the piece of the user's code at fault (the GeneratedSource's
+// pieces), with NVRTC's log and the source attached.
+
+#include "kernel_params.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/module.hpp"
+#include "source_writer.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+struct CompiledSpecialization {
+    std::shared_ptr<const Program> program;
+    /// What it was compiled with: Module::load recompiles with the same options when the driver
+    /// rejects a cubin read from the disk cache.
+    CompileOptions options;
+};
+
+/// Compiles @p generated for @p arch. @throws CompileError, naming the piece at fault.
+CompiledSpecialization compile_specialization(const KernelParams& params,
+                                              const GeneratedSource& generated,
+                                              const std::vector<std::string>& nvrtc_options,
+                                              const std::string& arch);
+
+/// The kernel params.name of @p compiled, loaded in the current context.
+Function load_specialization(const KernelParams& params, const CompiledSpecialization& compiled);
+
+} // namespace kiln::detail

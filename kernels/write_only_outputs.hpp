@@ -1,0 +1,14 @@
+#pragma once
+// Whether an ElementwiseKernel's operation only ever assigns its outputs: then vector stores
+// need not read the outputs first.
+
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+/// Whether @p operation only ever assigns each of @p outputs, unconditionally: statements of the
+/// form `out = expression;` at the top level, no control flow, no other mention of the outputs.
+bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs);
+
+} // namespace kiln::detail
