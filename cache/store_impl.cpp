@@ -98,11 +98,6 @@ std::shared_ptr<const detail::UniqueFd> Store::Impl::root(bool create) {
     return nullptr;
 }
 
-std::string Store::Impl::root_problem() {
-    std::lock_guard<std::mutex> lock(m_root_mutex);
-    return m_root_refused;
-}
-
 detail::ShardRef Store::Impl::open_shard(int shard, bool create) {
     detail::ShardRef ref;
     ref.shard = shard;

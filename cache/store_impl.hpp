@@ -49,8 +49,6 @@ struct Store::Impl {
     /// The cache directory, opened and checked, or nullptr when it cannot be used (missing, or
     /// refused with one warning). A missing one is created when @p create and not read-only.
     std::shared_ptr<const detail::UniqueFd> root(bool create);
-    /// Why root() refused the directory, or "" (check_dir reports it).
-    std::string root_problem();
     /// A shard directory, opened and checked; created (and healed) when @p create and not
     /// read-only. Problems are warned about once per process.
     detail::ShardRef open_shard(int shard, bool create);
