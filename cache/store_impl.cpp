@@ -283,15 +283,14 @@ PruneResult Store::Impl::evict(std::uint64_t max_bytes, std::optional<std::int64
                                            !config.readonly, modes.file, modes.shared, wait);
     if (!usage && errno == EWOULDBLOCK && wait == detail::LockWait::brief) return result;
 
-    std::vector<detail::ShardRef> refs(detail::kShardCount);
+    // Scanned one shard at a time and reopened only where something goes, so a clean-up holds at
+    // most two descriptors whatever the application has open.
     std::vector<detail::ShardContents> contents(detail::kShardCount);
     std::vector<detail::Candidate> candidates;
     std::uint64_t entries = 0, bytes = 0;
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        refs[shard] = open_shard(shard, false);
-        if (!refs[shard] ||
-            detail::scan_shard(refs[shard].get(), stale_before_ns, contents[shard]) != 0)
-            continue;
+        auto ref = open_shard(shard, false);
+        if (!ref || detail::scan_shard(ref.get(), stale_before_ns, contents[shard]) != 0) continue;
         entries += contents[shard].entries();
         bytes += contents[shard].bytes();
         for (const auto& item : contents[shard].items)
@@ -299,25 +298,29 @@ PruneResult Store::Impl::evict(std::uint64_t max_bytes, std::optional<std::int64
     }
     const auto victims =
         detail::choose_victims(std::move(candidates), max_bytes, older_than_ns, keep);
-    std::vector<std::uint64_t> removed(detail::kShardCount, 0);
-    for (const auto& victim : victims) {
-        auto& ref = refs[victim.shard];
-        const std::uint64_t freed = detail::remove_item(ref.get(), *victim.item);
-        result.bytes += freed;
-        bytes -= std::min(bytes, freed);
-        if (victim.item->has_entry) {
-            ++removed[victim.shard];
-            ++result.entries;
-            --entries;
-        }
-    }
+    std::vector<std::vector<const detail::ShardItem*>> by_shard(detail::kShardCount);
+    for (const auto& victim : victims)
+        by_shard[victim.shard].push_back(victim.item);
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        if (!refs[shard]) continue;
-        result.temporaries += detail::remove_stale_temps(refs[shard].get(), contents[shard]);
-        if (count_evicted && removed[shard] != 0) {
+        if (by_shard[shard].empty() && contents[shard].stale_temps.empty()) continue;
+        auto ref = open_shard(shard, false);
+        if (!ref) continue;
+        std::uint64_t removed = 0;
+        for (const detail::ShardItem* item : by_shard[shard]) {
+            const std::uint64_t freed = detail::remove_item(ref.get(), *item);
+            result.bytes += freed;
+            bytes -= std::min(bytes, freed);
+            if (item->has_entry) {
+                ++removed;
+                --entries;
+            }
+        }
+        result.entries += removed;
+        result.temporaries += detail::remove_stale_temps(ref.get(), contents[shard]);
+        if (count_evicted && removed != 0) {
             detail::Counters delta;
-            delta.evicted = removed[shard];
-            count(refs[shard], delta, wait);
+            delta.evicted = removed;
+            count(ref, delta, wait);
         }
     }
     // Recount: the estimate heals from drift (killed writers, removals by hand) at each clean-up.

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <ctime>
 #include <vector>
@@ -218,4 +220,30 @@ TEST(Eviction, ACacheWithoutAUsageEstimateIsRecountedOnItsFirstStore) {
     ASSERT_TRUE(store.store(make_entry(key_of("new"), 4000)));
     EXPECT_LE(bytes_on_disk(dir.path()), config.max_size + entry_size);
     EXPECT_TRUE(store.load(key_of("new")));
+}
+
+TEST(Eviction, ACleanUpNeedsFewFileDescriptors) {
+    // An application may have most of its descriptors in use: a clean-up over 256 shards must not
+    // hold one per shard.
+    TempDir dir;
+    const std::size_t entry_size =
+        kiln::cache::encode_entry(make_entry(key_of("size"), 4000)).size();
+    Config config = config_for(dir.path());
+    config.max_size = 0;
+    {
+        Store store(config);
+        for (int shard = 0; shard < 256; ++shard)
+            ASSERT_TRUE(store.store(make_entry(kiln::test::key_in_shard(shard, "k"), 4000)));
+    }
+    const pid_t child = kiln::test::spawn([&] {
+        rlimit limit{32, 32};
+        if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return 10;
+        Config small = config_for(dir.path());
+        small.max_size = 20 * entry_size;
+        Store store(small);
+        if (store.prune(small.max_size).entries < 200) return 11;
+        return 0;
+    });
+    EXPECT_EQ(kiln::test::wait_for(child), 0);
+    EXPECT_LE(bytes_on_disk(dir.path()), 20 * entry_size);
 }
