@@ -62,6 +62,20 @@ inline cache::Config config_for(const std::filesystem::path& dir) {
     return config;
 }
 
+/// A store configuration that also saves sources.
+inline cache::Config with_sources(const std::filesystem::path& dir) {
+    cache::Config config = config_for(dir);
+    config.save_source = true;
+    return config;
+}
+
+/// Permission bits (with setgid and sticky) of @p path itself, not what a link points to.
+inline mode_t mode_of(const std::filesystem::path& path) {
+    struct stat st {};
+    ::lstat(path.c_str(), &st);
+    return st.st_mode & 07777;
+}
+
 inline std::filesystem::path entry_file(const std::filesystem::path& dir, const cache::Key& key) {
     const std::string hex = key.hex();
     return dir / hex.substr(0, 2) / (hex + ".kiln");

@@ -27,14 +27,9 @@ using kiln::test::key_in_shard;
 using kiln::test::key_of;
 using kiln::test::make_entry;
 using kiln::test::TempDir;
+using kiln::test::with_sources;
 
 namespace {
-
-Config with_sources(const std::filesystem::path& dir) {
-    Config config = config_for(dir);
-    config.save_source = true;
-    return config;
-}
 
 // An archive record written by hand from the documented format (archive.cpp), so import is
 // tested against the format and not only against export.

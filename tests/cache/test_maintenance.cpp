@@ -19,16 +19,9 @@ using kiln::test::entry_file;
 using kiln::test::key_of;
 using kiln::test::make_entry;
 using kiln::test::TempDir;
+using kiln::test::with_sources;
 
-namespace {
-
-Config with_sources(const std::filesystem::path& dir) {
-    Config config = config_for(dir);
-    config.save_source = true;
-    return config;
-}
-
-} // namespace
+namespace {} // namespace
 
 TEST(Maintenance, ListShowsEachEntryWithItsMetadata) {
     TempDir dir;

@@ -16,15 +16,10 @@ using kiln::test::config_for;
 using kiln::test::entry_file;
 using kiln::test::key_of;
 using kiln::test::make_entry;
+using kiln::test::mode_of;
 using kiln::test::TempDir;
 
 namespace {
-
-mode_t mode_of(const std::filesystem::path& path) {
-    struct stat st {};
-    ::lstat(path.c_str(), &st);
-    return st.st_mode & 07777;
-}
 
 // Sets the umask for one test and puts the old one back.
 class ScopedUmask {

@@ -30,6 +30,7 @@ using kiln::test::entry_file;
 using kiln::test::key_in_shard;
 using kiln::test::key_of;
 using kiln::test::make_entry;
+using kiln::test::mode_of;
 using kiln::test::read_file;
 using kiln::test::TempDir;
 using kiln::test::write_file;
@@ -94,12 +95,6 @@ std::size_t count_of(const std::string& text, const std::string& what) {
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
         ++n;
     return n;
-}
-
-mode_t mode_of(const std::filesystem::path& path) {
-    struct stat st {};
-    ::lstat(path.c_str(), &st);
-    return st.st_mode & 07777;
 }
 
 gid_t group_of(const std::filesystem::path& path) {
