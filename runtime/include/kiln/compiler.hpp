@@ -57,6 +57,10 @@ struct CompileOptions {
     std::optional<bool> lineinfo;
     /// false: skip the disk cache for this compile (memory de-duplication still applies).
     bool use_disk_cache = true;
+    /// The front end's description of the kernel (JSON text: for a generated kernel its spec,
+    /// dtypes, dimensions and layout), kept in the cache entry's recipe. Not part of the key: it
+    /// says what produced the source, the source itself is keyed.
+    std::string description;
 };
 
 /// How a Program reached this process.
