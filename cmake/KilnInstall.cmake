@@ -42,3 +42,12 @@ string(REGEX REPLACE "/$" "" KILN_PC_RELATIVE_PREFIX "${KILN_PC_RELATIVE_PREFIX}
 configure_file(${PROJECT_SOURCE_DIR}/cmake/kiln.pc.in ${PROJECT_BINARY_DIR}/kiln.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/kiln.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
     COMPONENT kiln_development)
+
+# The license and the changelog, beside the package's other documentation.
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/CHANGELOG.md
+    DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT kiln_development)
+
+# `cpack -G DEB`: the kiln-dev package, only when Kiln is the top-level project.
+if(KILN_IS_TOP_LEVEL)
+    include(KilnPackage)
+endif()

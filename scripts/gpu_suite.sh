@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | 
 bash scripts/unpack_device_deps.sh
 
 if has build; then
-    cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_BENCH=ON >"$out/configure.log" 2>&1 \
+    cmake --preset bench >"$out/configure.log" 2>&1 \
         || { tail -30 "$out/configure.log"; exit 1; }
     cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
     echo "build: ok"

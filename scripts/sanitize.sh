@@ -9,7 +9,7 @@
 # and is also written under <build>/sanitizer-logs: a report in a process whose failure a test
 # expects still fails the run. The GPU suite is checked with compute-sanitizer instead
 # (scripts/gpu_sanitize.sh): host sanitizers and the CUDA driver do not mix.
-# Left out: package_client, which installs this build and links a client project against it
+# Left out: package_client and package_deb, which install this build and link a client project against it
 # without the sanitizer runtime (its link fails by design; it tests packaging, not memory).
 # Extra ctest arguments may follow the kind, e.g. `scripts/sanitize.sh thread -R test_threads`.
 # KILN_SANITIZE_GPU=1 (on a GPU machine) builds and runs the GPU tests too; host sanitizers see
@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-}
 case "$kind" in
-address) build=build-asan sanitize="address;undefined" ;;
-thread) build=build-tsan sanitize=thread ;;
+address) preset=asan build=build-asan ;;
+thread) preset=tsan build=build-tsan ;;
 *)
     echo "usage: scripts/sanitize.sh address|thread [ctest arguments...]" >&2
     exit 2
@@ -32,9 +32,9 @@ if [[ ${KILN_SANITIZE_GPU:-0} == 1 ]]; then
     gpu_tests=ON labels="cpu|gpu"
 fi
 
-cmake -S . -B "$build" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
-    -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
-    -DKILN_SANITIZE="$sanitize" -DKILN_BUILD_BENCH=OFF -DKILN_BUILD_GPU_TESTS="$gpu_tests" >/dev/null
+# The asan / tsan presets of CMakePresets.json (build-asan, build-tsan).
+cmake --preset "$preset" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
+    -DKILN_BUILD_GPU_TESTS="$gpu_tests" ${KILN_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" -j"$(nproc)"
 
 logs=$PWD/$build/sanitizer-logs
@@ -49,7 +49,7 @@ export LSAN_OPTIONS="suppressions=$suppressions/lsan.supp:print_suppressions=0"
 export TSAN_OPTIONS="$common:second_deadlock_stack=1:suppressions=$suppressions/tsan.supp"
 
 status=0
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L "$labels" -E '^package_client$' "$@" ||
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L "$labels" -E '^package_(client|deb)$' "$@" ||
     status=1
 if compgen -G "$logs/report*" >/dev/null; then
     echo "sanitize.sh $kind: sanitizer reports (from $logs):"

@@ -6,12 +6,16 @@
 #include "commands.hpp"
 #include "output.hpp"
 
+#include "kiln/cache/entry.hpp"
+#include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 #include "kiln/version.hpp"
 
 #include <CLI/CLI.hpp>
+#include <cuda.h>
 
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
 
@@ -27,6 +31,15 @@ std::string command_path(const CLI::App& app) {
         at = used.back();
         path += " " + at->get_name();
     }
+}
+
+// `kiln --version`: what a bug report needs. The cache format decides which entries a build can
+// read; the NVRTC in use (which may differ from the toolkit Kiln was built with) decides the keys.
+std::string version_text() {
+    return std::string("kiln ") + KILN_VERSION_STRING + "\ncache entry format " +
+           std::to_string(kiln::cache::kEntryFormatVersion) + "\nbuilt against CUDA " +
+           std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
+           " (NVRTC), running NVRTC " + kiln::nvrtc_version();
 }
 
 int run(CLI::App& app, int argc, char** argv) {
@@ -53,7 +66,8 @@ int run(CLI::App& app, int argc, char** argv) {
 
 int main(int argc, char** argv) {
     CLI::App app{"kiln: JIT CUDA kernels with a persistent kernel cache", "kiln"};
-    app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION_STRING);
+    app.set_version_flag("--version", std::function<std::string()>(version_text),
+                         "print the version, the cache entry format and the NVRTC");
     app.require_subcommand(1);
     kiln::tools::add_compile_command(app);
     kiln::tools::add_demo_command(app);

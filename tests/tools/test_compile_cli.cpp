@@ -1,6 +1,11 @@
 #include "run_command.hpp"
 #include "temp_dir.hpp"
 
+#include "kiln/cache/entry.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/version.hpp"
+
+#include <cuda.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -101,7 +106,16 @@ TEST_F(CompileCli, HelpAndVersion) {
     EXPECT_NE(help.out.find("compile"), std::string::npos);
     auto version = run_command(KILN_TOOL_PATH " --version");
     EXPECT_EQ(version.status, 0);
-    EXPECT_NE(version.out.find("kiln 0."), std::string::npos) << version.out;
+    EXPECT_NE(version.out.find("kiln " KILN_VERSION_STRING "\n"), std::string::npos) << version.out;
+    EXPECT_NE(version.out.find("cache entry format " +
+                               std::to_string(kiln::cache::kEntryFormatVersion) + "\n"),
+              std::string::npos)
+        << version.out;
+    EXPECT_NE(version.out.find("built against CUDA " + std::to_string(CUDA_VERSION / 1000) + "."),
+              std::string::npos)
+        << version.out;
+    EXPECT_NE(version.out.find("running NVRTC " + kiln::nvrtc_version()), std::string::npos)
+        << version.out;
 }
 
 TEST_F(CompileCli, WithoutADriverAndWithoutArchItSaysToPassArch) {
