@@ -98,7 +98,15 @@ FusedDefinition fused_definition(const FusionTrace& trace, const FuseOptions& op
         stores += std::string(j ? "; " : "") + "out" + std::to_string(j) + " = " +
                   trace.node(outputs[j]).name;
 
-    def.preamble = ops_preamble();
+    // The ready operations' helpers only where an expression calls one: each #include the
+    // source needs (complex numbers) costs compile time.
+    bool helpers = false;
+    for (std::size_t id = 0; id < need.size(); ++id) {
+        const FuseNode& n = trace.node(static_cast<int>(id));
+        helpers = helpers || (need[id] && n.kind == FuseNode::Kind::operation &&
+                              op_expression(n.op, "x", "y", "z").find("kiln_") == 0);
+    }
+    if (helpers) def.preamble = ops_preamble();
     if (!def.reduction) {
         def.operation = lines(false, "\n            ") + stores;
     } else {
