@@ -77,18 +77,18 @@ void BM_Fuse_BlackScholes(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
     Array S = shifted(n, 20), K = shifted(n, 20), T = shifted(n, 2);
-    time_device(state, 5.0 * n * 4, [&] {
-        benchmark::DoNotOptimize(black_scholes()(S, K, T, kRate, kSigma));
-    });
+    time_device(state, 5.0 * n * 4,
+                [&] { benchmark::DoNotOptimize(black_scholes()(S, K, T, kRate, kSigma)); });
 }
 
 // The same formula, one ready operation per step.
 Array cdf_unfused(const Array& x) {
     return kiln::multiply(
-        kiln::add(kiln::tanh(kiln::multiply(
-                      kiln::add(x, kiln::multiply(kiln::multiply(kiln::multiply(x, x), x), 0.044715)),
-                      0.7978845608028654)),
-                  1),
+        kiln::add(
+            kiln::tanh(kiln::multiply(
+                kiln::add(x, kiln::multiply(kiln::multiply(kiln::multiply(x, x), x), 0.044715)),
+                0.7978845608028654)),
+            1),
         0.5);
 }
 

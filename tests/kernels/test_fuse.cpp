@@ -285,3 +285,31 @@ TEST(Fuse, EachSignatureIsTracedOnce) {
     EXPECT_EQ(calls, 5);
     EXPECT_EQ(f.traces(), 5u);
 }
+
+TEST(Fuse, EveryFusableReductionCompilesWithItsNumPyDtype) {
+    Array x = fake({300, 200});
+    std::vector<DType> seen;
+    auto record = [&](const auto& v) {
+        seen.push_back(v.dtype());
+        return v;
+    };
+    auto any = kiln::fuse("fused_any", [&](auto v) { return record(kiln::any(v > 0, 0)); });
+    auto all = kiln::fuse("fused_all", [&](auto v) { return record(kiln::all(v != 0, -1)); });
+    auto count = kiln::fuse("fused_count", [&](auto v) { return record(kiln::count_nonzero(v)); });
+    auto prod = kiln::fuse("fused_prod", [&](auto v) {
+        kiln::ReduceOptions options;
+        options.dtype = DType::float64;
+        return record(kiln::prod(v * 0.5, {0, 1}, options));
+    });
+    auto low = kiln::fuse("fused_min", [&](auto v) { return record(kiln::min(kiln::abs(v), 1)); });
+    auto first = kiln::fuse("fused_argmin", [&](auto v) { return record(kiln::argmin(v)); });
+    compiles(any, {x});
+    EXPECT_TRUE(has(source(all, {x}), "a && b"));
+    EXPECT_TRUE(has(source(count, {x}), "int64") || has(source(count, {x}), "long long"));
+    compiles(prod, {x});
+    EXPECT_TRUE(has(source(low, {x}), "kiln_min(a, b)"));
+    compiles(first, {x});
+    const std::vector<DType> expected = {DType::bool_,   DType::bool_,   DType::int64,
+                                         DType::float64, DType::float32, DType::int64};
+    EXPECT_EQ(seen, expected);
+}

@@ -216,7 +216,9 @@ TEST(FuseGpu, Float16AndFloat64) {
     for (int k = 0; k < n; ++k)
         ASSERT_EQ(kiln::to_double(hr[k]), 2 * hv[k] + 1) << k;
 
-    auto g = kiln::fuse("math64_gpu", [](auto x) { return kiln::tanh(kiln::log(x)) * kiln::sqrt(x) + kiln::exp(-x); });
+    auto g = kiln::fuse("math64_gpu", [](auto x) {
+        return kiln::tanh(kiln::log(x)) * kiln::sqrt(x) + kiln::exp(-x);
+    });
     std::vector<double> d(n);
     std::uniform_real_distribution<double> positive(0.01, 4);
     for (auto& v : d)
@@ -253,7 +255,8 @@ TEST(FuseGpu, BlackScholesCallAndPutInOneKernel) {
     auto call = out[0].to_host<float>(), put = out[1].to_host<float>();
     for (int k = 0; k < n; ++k) {
         const double s = S[k], kk = K[k], t = T[k];
-        const double d1 = (std::log(s / kk) + (r + 0.5 * sigma * sigma) * t) / (sigma * std::sqrt(t));
+        const double d1 =
+            (std::log(s / kk) + (r + 0.5 * sigma * sigma) * t) / (sigma * std::sqrt(t));
         const double d2 = d1 - sigma * std::sqrt(t);
         const double discount = kk * std::exp(-r * t);
         const double scale = s + kk;
