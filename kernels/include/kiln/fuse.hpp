@@ -38,7 +38,13 @@
 /// float64), and an expression of scalars alone stays weak.
 ///
 /// Errors are FusionError (an ArgumentError): a function that returns no array, an operation
-/// that cannot be fused (named), two reductions, an array used after the reduction.
+/// that cannot be fused (kiln::var, kiln::std: named, with the reason), two reductions, an
+/// array used after the reduction. An Array operation given a Var (a captured kiln::Array, an
+/// operation Kiln has only for arrays) does not compile.
+///
+/// Threads: a fused function may be called from several threads at once. Two threads that meet
+/// a new signature together may both trace it (one result is kept), so the function must not
+/// rely on being called once.
 
 #include "kiln/array.hpp"
 #include "kiln/axes.hpp"
