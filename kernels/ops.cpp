@@ -1,6 +1,7 @@
 #include "kiln/ops.hpp"
 
 #include "kiln/error.hpp"
+#include "op_rules.hpp"
 
 #include <map>
 #include <memory>
@@ -10,111 +11,34 @@ namespace kiln {
 
 namespace {
 
-enum class Op {
-    add,
-    subtract,
-    multiply,
-    divide,
-    power,
-    maximum,
-    minimum,
-    equal,
-    not_equal,
-    less,
-    less_equal,
-    greater,
-    greater_equal,
-    exp,
-    log,
-    sqrt,
-    sin,
-    cos,
-    tanh,
-    abs,
-    where,
-    clip,
-    convert,
-};
+using Op = detail::ElementwiseOp;
 
-// Device helpers the ready ops share; `P` is the type the operation computes in.
-constexpr const char* kPreamble = R"(
-template <class T> __device__ T kiln_ipow(T a, T b) {
-    if (b < T(0)) return a == T(1) ? T(1) : T(0);
-    T r = 1;
-    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
-    return r;
-}
-__device__ inline float kiln_pow(float a, float b) { return powf(a, b); }
-__device__ inline double kiln_pow(double a, double b) { return ::pow(a, b); }
-template <class T> __device__ kiln::complex<T> kiln_pow(kiln::complex<T> a, kiln::complex<T> b) { return kiln::pow(a, b); }
-template <class T> __device__ T kiln_pow(T a, T b) { return kiln_ipow(a, b); }
-template <class T> __device__ T kiln_abs(T a) { return a < T(0) ? T(-a) : a; }
-__device__ inline float kiln_abs(float a) { return fabsf(a); }
-__device__ inline double kiln_abs(double a) { return fabs(a); }
-template <class T> __device__ T kiln_abs(kiln::complex<T> a) { return kiln::abs(a); }
-)";
-
-const char* binary_operation(Op op) {
+// The operation as an ElementwiseKernel statement: operands converted to the type the shared
+// rules say (P, the compute type, or V, the result type), the value to V.
+std::string operation_of(Op op) {
+    auto operand = [&](int k, const char* name) {
+        switch (detail::operand_role(op, k)) {
+        case detail::OperandRole::condition:
+            return std::string("kiln::cast<bool>(") + name + ')';
+        case detail::OperandRole::result:
+            return std::string("kiln::cast<V>(") + name + ')';
+        default:
+            return std::string("kiln::cast<P>(") + name + ')';
+        }
+    };
     switch (op) {
-    case Op::add:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) + kiln::cast<P>(y))";
-    case Op::subtract:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) - kiln::cast<P>(y))";
-    case Op::multiply:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) * kiln::cast<P>(y))";
-    case Op::divide:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) / kiln::cast<P>(y))";
-    case Op::power:
-        return "z = kiln::cast<V>(kiln_pow(kiln::cast<P>(x), kiln::cast<P>(y)))";
-    case Op::maximum:
-        return "const P a = kiln::cast<P>(x); const P b = kiln::cast<P>(y); "
-               "z = kiln::cast<V>((a != a || a > b) ? a : b)";
-    case Op::minimum:
-        return "const P a = kiln::cast<P>(x); const P b = kiln::cast<P>(y); "
-               "z = kiln::cast<V>((a != a || a < b) ? a : b)";
-    case Op::equal:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) == kiln::cast<P>(y))";
-    case Op::not_equal:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) != kiln::cast<P>(y))";
-    case Op::less:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) < kiln::cast<P>(y))";
-    case Op::less_equal:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) <= kiln::cast<P>(y))";
-    case Op::greater:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) > kiln::cast<P>(y))";
-    case Op::greater_equal:
-        return "z = kiln::cast<V>(kiln::cast<P>(x) >= kiln::cast<P>(y))";
+    case Op::where:
+        return "z = kiln::cast<V>(" +
+               detail::op_expression(op, operand(0, "c"), operand(1, "x"), operand(2, "y")) + ')';
+    case Op::clip:
+        return "z = kiln::cast<V>(" +
+               detail::op_expression(op, operand(0, "x"), operand(1, "lo"), operand(2, "hi")) + ')';
     default:
-        return "";
+        return "z = kiln::cast<V>(" +
+               detail::op_expression(op, operand(0, "x"),
+                                     detail::is_binary(op) ? operand(1, "y") : "") +
+               ')';
     }
-}
-
-const char* unary_operation(Op op) {
-    switch (op) {
-    case Op::exp:
-        return "z = kiln::cast<V>(exp(kiln::cast<P>(x)))";
-    case Op::log:
-        return "z = kiln::cast<V>(log(kiln::cast<P>(x)))";
-    case Op::sqrt:
-        return "z = kiln::cast<V>(sqrt(kiln::cast<P>(x)))";
-    case Op::sin:
-        return "z = kiln::cast<V>(sin(kiln::cast<P>(x)))";
-    case Op::cos:
-        return "z = kiln::cast<V>(cos(kiln::cast<P>(x)))";
-    case Op::tanh:
-        return "z = kiln::cast<V>(tanh(kiln::cast<P>(x)))";
-    case Op::abs:
-        return "z = kiln::cast<V>(kiln_abs(kiln::cast<P>(x)))";
-    case Op::convert:
-        return "z = kiln::cast<V>(x)";
-    default:
-        return "";
-    }
-}
-
-// 16-bit floats compute in float: CUDA's math functions have no __half overloads.
-DType compute_type(DType d) {
-    return d == DType::float16 || d == DType::bfloat16 ? DType::float32 : d;
 }
 
 // One ElementwiseKernel per (operation, compute type), built on first use and kept; each caches
@@ -126,69 +50,33 @@ const ElementwiseKernel& kernel_for(Op op, DType compute) {
     auto& slot = kernels[{op, compute}];
     if (!slot) {
         ElementwiseOptions options;
-        options.preamble = std::string("typedef ") + cuda_type(compute) + " P;\n" + kPreamble;
-        switch (op) {
-        case Op::where:
-            slot = std::make_unique<ElementwiseKernel>(
-                "C c, T x, U y", "V z",
-                "z = kiln::cast<bool>(c) ? kiln::cast<V>(x) : kiln::cast<V>(y)", "kiln_where",
-                options);
-            break;
-        case Op::clip:
-            slot = std::make_unique<ElementwiseKernel>(
-                "T x, U lo, W hi", "V z",
-                "const P v = kiln::cast<P>(x); const P l = kiln::cast<P>(lo); "
-                "const P h = kiln::cast<P>(hi); z = kiln::cast<V>(v < l ? l : (v > h ? h : v))",
-                "kiln_clip", options);
-            break;
-        default: {
-            const char* binary = binary_operation(op);
-            if (*binary)
-                slot = std::make_unique<ElementwiseKernel>("T x, U y", "V z", binary, "kiln_binary",
-                                                           options);
-            else
-                slot = std::make_unique<ElementwiseKernel>("T x", "V z", unary_operation(op),
-                                                           "kiln_unary", options);
-        }
-        }
+        options.preamble =
+            std::string("typedef ") + cuda_type(compute) + " P;\n" + detail::ops_preamble();
+        const std::string operation = operation_of(op);
+        if (op == Op::where)
+            slot = std::make_unique<ElementwiseKernel>("C c, T x, U y", "V z", operation,
+                                                       "kiln_where", options);
+        else if (op == Op::clip)
+            slot = std::make_unique<ElementwiseKernel>("T x, U lo, W hi", "V z", operation,
+                                                       "kiln_clip", options);
+        else if (detail::is_binary(op))
+            slot = std::make_unique<ElementwiseKernel>("T x, U y", "V z", operation, "kiln_binary",
+                                                       options);
+        else
+            slot =
+                std::make_unique<ElementwiseKernel>("T x", "V z", operation, "kiln_unary", options);
     }
     return *slot;
 }
 
-int kind(DType d) { // NumPy's kinds, ordered: bool < integer < floating < complex
-    if (is_bool(d)) return 0;
-    if (is_integer(d)) return 1;
-    if (is_floating(d)) return 2;
-    return 3;
+detail::TypedOperand typed(const Arg& a) {
+    return a.is_array() ? detail::TypedOperand{a.array().dtype(), false}
+                        : detail::TypedOperand{a.scalar().dtype(), true};
 }
 
-// A C++ scalar is weak: it takes the array's type unless its kind is higher (NumPy 2).
-DType with_weak_scalar(DType array, DType scalar) {
-    if (kind(scalar) <= kind(array)) return array;
-    switch (kind(scalar)) {
-    case 1:
-        return DType::int64;
-    case 2:
-        return DType::float64;
-    default:
-        return array == DType::float64 ? DType::complex128
-               : kind(array) == 2      ? DType::complex64
-                                       : DType::complex128;
-    }
-}
-
-DType result_type(const Arg& a, const Arg& b, const char* what) {
-    if (a.is_array() && b.is_array()) return promote_types(a.array().dtype(), b.array().dtype());
-    if (a.is_array()) return with_weak_scalar(a.array().dtype(), b.scalar().dtype());
-    if (b.is_array()) return with_weak_scalar(b.array().dtype(), a.scalar().dtype());
-    throw ArgumentError(std::string(what) + ": at least one argument must be an array");
-}
-
-// NumPy's floating result for math functions of integers.
-DType floating_result(DType d) {
-    if (kind(d) >= 2) return d;
-    const std::size_t size = itemsize(d);
-    return size == 1 ? DType::float16 : size == 2 ? DType::float32 : DType::float64;
+void need_an_array(const Arg& a, const Arg& b, const char* what) {
+    if (!a.is_array() && !b.is_array())
+        throw ArgumentError(std::string(what) + ": at least one argument must be an array");
 }
 
 Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DType result,
@@ -220,31 +108,14 @@ Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DT
 }
 
 Array binary(Op op, const Arg& a, const Arg& b, const OpOptions& options, const char* what) {
-    DType result = result_type(a, b, what);
-    DType compute = result;
-    const bool comparison = op >= Op::equal && op <= Op::greater_equal;
-    if (op == Op::divide && kind(result) < 2) compute = result = DType::float64; // NumPy's `/`
-    if (comparison) {
-        if (is_complex(compute) && op != Op::equal && op != Op::not_equal)
-            throw ArgumentError(std::string(what) + ": complex numbers have no order");
-        result = DType::bool_;
-    }
-    if ((op == Op::maximum || op == Op::minimum) && is_complex(compute))
-        throw ArgumentError(std::string(what) + ": complex numbers have no order");
-    return run(kernel_for(op, compute_type(compute)), {a, b}, result, options);
+    need_an_array(a, b, what);
+    const detail::OpTypes types = detail::binary_types(op, typed(a), typed(b), what);
+    return run(kernel_for(op, types.compute), {a, b}, types.result, options);
 }
 
 Array unary(Op op, const Array& a, const OpOptions& options) {
-    DType result = floating_result(a.dtype());
-    if (op == Op::abs) {
-        result = a.dtype() == DType::complex64    ? DType::float32
-                 : a.dtype() == DType::complex128 ? DType::float64
-                                                  : a.dtype();
-        DType compute = compute_type(a.dtype());
-        if (is_bool(compute)) compute = DType::uint8;
-        return run(kernel_for(op, compute), {a}, result, options);
-    }
-    return run(kernel_for(op, compute_type(result)), {a}, result, options);
+    const detail::OpTypes types = detail::unary_types(op, a.dtype());
+    return run(kernel_for(op, types.compute), {a}, types.result, options);
 }
 
 } // namespace
@@ -312,7 +183,9 @@ Array abs(const Array& a, const OpOptions& o) {
 }
 
 Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions& o) {
-    const DType result = result_type(x, y, "where");
+    need_an_array(x, y, "where");
+    const detail::OpTypes types = detail::where_types(typed(x), typed(y));
+    const DType result = types.result;
     CallOptions call;
     call.stream = o.stream;
     Array out =
@@ -322,18 +195,18 @@ Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions&
                                       y.is_array() ? y.array().shape() : Dims{}}),
                     result, o.stream);
     std::array<Arg, 4> args{Arg(condition), x, y, Arg(out)};
-    kernel_for(Op::where, compute_type(result)).call(args.data(), args.size(), call);
+    kernel_for(Op::where, types.compute).call(args.data(), args.size(), call);
     return out;
 }
 
 Array clip(const Array& a, const Arg& lo, const Arg& hi, const OpOptions& o) {
-    if (is_complex(a.dtype())) throw ArgumentError("clip: complex numbers have no order");
+    const detail::OpTypes types = detail::clip_types(a.dtype());
     CallOptions call;
     call.stream = o.stream;
-    const DType result = a.dtype();
+    const DType result = types.result;
     Array out = o.out ? *o.out : empty(a.shape(), result, o.stream);
     std::array<Arg, 4> args{Arg(a), lo, hi, Arg(out)};
-    kernel_for(Op::clip, compute_type(result)).call(args.data(), args.size(), call);
+    kernel_for(Op::clip, types.compute).call(args.data(), args.size(), call);
     return out;
 }
 

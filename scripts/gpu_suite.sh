@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -62,6 +62,17 @@ if has reduction; then
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
     done | tee "$out/reduction_first_call.txt"
     has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
+fi
+if has fuse; then
+    ./build-gpu/bench/bench_fuse --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+        --benchmark_min_time=0.2 --benchmark_out="$out/bench_fuse.json" --benchmark_out_format=json \
+        >"$out/bench_fuse.txt" 2>&1 || status=1
+    grep -E "median|ERROR" "$out/bench_fuse.txt"
+    for run in 1 2 3; do
+        KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call
+        KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call --elementwise
+    done | tee "$out/fuse_first_call.txt"
+    has cupy && { python3 bench/cupy_fuse.py 2>&1 | tee "$out/cupy_fuse.json" || status=1; }
 fi
 if has cupy; then
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1

@@ -7,3 +7,9 @@ void readme_compile_offline();
 TEST(Readme, CompileOfflineSnippetRuns) {
     readme_compile_offline();
 }
+
+void readme_fuse_offline();
+
+TEST(Readme, FuseOfflineSnippetRuns) {
+    readme_fuse_offline();
+}

@@ -48,3 +48,10 @@ TEST(Readme, ReductionSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_reduction();
 }
+
+void readme_fuse();
+
+TEST(Readme, FuseSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_fuse();
+}

@@ -497,7 +497,8 @@ TEST(ReductionsGpu, ArgmaxOverSeveralAxesAndBadAxesAreAxisErrors) {
 TEST(ReductionsGpu, EmptyReductions) {
     KILN_REQUIRE_GPU();
     const Array none = kiln::empty({0}, DType::float32);
-    for (Reduction r : {&kiln::max, &kiln::min, &kiln::argmax, &kiln::argmin})
+    for (Reduction r :
+         std::initializer_list<Reduction>{&kiln::max, &kiln::min, &kiln::argmax, &kiln::argmin})
         EXPECT_THROW(r(none, {}, {}), kiln::ArgumentError);
     EXPECT_EQ(kiln::sum(none).to_host<float>()[0], 0.f);
     EXPECT_EQ(kiln::prod(none).to_host<float>()[0], 1.f);
@@ -517,7 +518,8 @@ TEST(ReductionsGpu, EmptyReductions) {
     EXPECT_TRUE(exactly(reals(kiln::sum(rows, 0)), {0, 0, 0}));
     EXPECT_TRUE(exactly(reals(kiln::prod(rows, 0)), {1, 1, 1}));
     EXPECT_TRUE(exactly(reals(kiln::all(rows, 0)), {1, 1, 1}));
-    for (Reduction r : {&kiln::max, &kiln::argmax, &kiln::sum, &kiln::mean}) {
+    for (Reduction r :
+         std::initializer_list<Reduction>{&kiln::max, &kiln::argmax, &kiln::sum, &kiln::mean}) {
         Array y;
         ASSERT_NO_THROW(y = r(rows, 1, {}));
         EXPECT_EQ(y.shape().to_string(), "(0,)");

@@ -14,6 +14,7 @@
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"
+#include "kiln/fuse.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/launch.hpp"
 #include "kiln/memory.hpp"

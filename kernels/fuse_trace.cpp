@@ -1,0 +1,307 @@
+#include "fuse_trace.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace kiln::detail {
+
+std::string literal_text(const Scalar& s) {
+    char buffer[64];
+    const DType d = s.dtype();
+    // The shortest text that reads back as the same value (in float for float32).
+    auto floating = [&](double v, const char* suffix) {
+        if (std::isnan(v)) return std::string("kiln::cast<") + cuda_type(d) + ">(0.0 / 0.0)";
+        if (std::isinf(v))
+            return std::string("kiln::cast<") + cuda_type(d) + ">(" + (v < 0 ? "-" : "") +
+                   "1.0 / 0.0)";
+        const bool single = *suffix == 'f';
+        for (int digits = 1; digits <= 17; ++digits) {
+            std::snprintf(buffer, sizeof buffer, "%.*g", digits, v);
+            if (single ? std::strtof(buffer, nullptr) == static_cast<float>(v)
+                       : std::strtod(buffer, nullptr) == v)
+                break;
+        }
+        std::string text = buffer;
+        if (text.find_first_of(".e") == std::string::npos) text += ".0";
+        return text + suffix;
+    };
+    switch (d) {
+    case DType::bool_: {
+        bool v;
+        std::memcpy(&v, s.bytes(), 1);
+        return v ? "true" : "false";
+    }
+    case DType::float32: {
+        float v;
+        std::memcpy(&v, s.bytes(), 4);
+        return floating(v, "f");
+    }
+    case DType::float64: {
+        double v;
+        std::memcpy(&v, s.bytes(), 8);
+        return floating(v, "");
+    }
+    default:
+        break;
+    }
+    if (is_integer(d)) {
+        if (is_unsigned_integer(d)) {
+            std::uint64_t v = 0;
+            s.cast_to(DType::uint64, &v);
+            return std::to_string(v) + "ull";
+        }
+        std::int64_t v = 0;
+        s.cast_to(DType::int64, &v);
+        // The most negative value has no literal of its own.
+        if (v == INT64_MIN) return "(-9223372036854775807ll - 1)";
+        return std::to_string(v) + "ll";
+    }
+    double v = 0; // 16-bit floats and complex scalars: as double, then converted
+    s.cast_to(DType::float64, &v);
+    return std::string("kiln::cast<") + cuda_type(d) + ">(" + floating(v, "") + ")";
+}
+
+namespace {
+
+ElementwiseOp op_named(const char* name) {
+    for (int k = 0; k <= static_cast<int>(ElementwiseOp::convert); ++k)
+        if (std::strcmp(op_name(static_cast<ElementwiseOp>(k)), name) == 0)
+            return static_cast<ElementwiseOp>(k);
+    throw ArgumentError(std::string("kiln::fuse: no operation named '") + name + "'");
+}
+
+ReduceOp reduction_named(const char* name) {
+    for (int k = 0; k <= static_cast<int>(ReduceOp::count_nonzero); ++k)
+        if (std::strcmp(reduce_op_name(static_cast<ReduceOp>(k)), name) == 0)
+            return static_cast<ReduceOp>(k);
+    throw ArgumentError(std::string("kiln::fuse: no reduction named '") + name + "'");
+}
+
+const char* infix_sign(ElementwiseOp op) {
+    switch (op) {
+    case ElementwiseOp::add:
+        return "+";
+    case ElementwiseOp::subtract:
+        return "-";
+    case ElementwiseOp::multiply:
+        return "*";
+    case ElementwiseOp::divide:
+        return "/";
+    case ElementwiseOp::equal:
+        return "==";
+    case ElementwiseOp::not_equal:
+        return "!=";
+    case ElementwiseOp::less:
+        return "<";
+    case ElementwiseOp::less_equal:
+        return "<=";
+    case ElementwiseOp::greater:
+        return ">";
+    case ElementwiseOp::greater_equal:
+        return ">=";
+    default:
+        return nullptr;
+    }
+}
+
+FusionTrace& trace_of(std::initializer_list<FuseOperand> operands, const char* op) {
+    FusionTrace* trace = nullptr;
+    for (const FuseOperand& o : operands) {
+        if (!o.trace) continue;
+        if (trace && o.trace != trace)
+            throw FusionError(std::string("kiln::fuse: ") + op +
+                              " mixes values of two traced functions");
+        trace = o.trace;
+    }
+    if (!trace)
+        throw FusionError(std::string("kiln::fuse: ") + op + " needs a traced value (a Var)");
+    return *trace;
+}
+
+} // namespace
+
+FusionTrace::FusionTrace(const std::string& fused_name, const FuseSignature& signature)
+    : m_name(fused_name)
+    , m_signature(signature) {
+    for (int k = 0; k < signature.count; ++k) {
+        FuseNode node;
+        node.kind = FuseNode::Kind::input;
+        node.dtype = signature.operands[k].dtype;
+        node.weak = signature.operands[k].scalar != 0;
+        node.array = !node.weak;
+        node.ndim = signature.operands[k].ndim;
+        node.arg = k;
+        node.name = node.text = "in" + std::to_string(k);
+        m_nodes.push_back(std::move(node));
+    }
+}
+
+void FusionTrace::refuse(const std::string& what) const {
+    throw FusionError(who() + ": " + what);
+}
+
+int FusionTrace::operand(const FuseOperand& o) {
+    if (o.trace) return o.id;
+    FuseNode node;
+    node.kind = FuseNode::Kind::literal;
+    node.dtype = o.literal.dtype();
+    node.weak = true;
+    node.literal = o.literal;
+    node.name = node.text = literal_text(o.literal);
+    return add(std::move(node));
+}
+
+int FusionTrace::add(FuseNode node) {
+    const int id = static_cast<int>(m_nodes.size());
+    if (node.kind == FuseNode::Kind::operation || node.kind == FuseNode::Kind::reduction)
+        node.name = "t" + std::to_string(id);
+    m_nodes.push_back(std::move(node));
+    return id;
+}
+
+void FusionTrace::output(const fusion::Var& v) {
+    if (trace_of(v) != this) refuse("returns a value of another traced function");
+    m_outputs.push_back(id_of(v));
+}
+
+void FusionTrace::add_reduction(int id) {
+    if (m_reduction >= 0)
+        refuse("holds two reductions, " + node(m_reduction).text + " and " + node(id).text +
+               ": a fused function may hold one (fuse each part on its own)");
+    m_reduction = id;
+}
+
+fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> operands,
+                       DType target) {
+    FusionTrace& trace = trace_of(operands, op_text);
+    const ElementwiseOp op = op_named(op_text);
+    FuseNode node;
+    node.kind = FuseNode::Kind::operation;
+    node.op = op;
+    node.weak = true;
+    for (const FuseOperand& o : operands) {
+        const int id = trace.operand(o);
+        const FuseNode& in = trace.node(id);
+        node.operands[node.operand_count++] = id;
+        node.weak = node.weak && in.weak;
+        node.array = node.array || in.array;
+        node.reduced = node.reduced || in.reduced;
+        node.ndim = std::max(node.ndim, in.ndim);
+    }
+    auto at = [&](int k) -> const FuseNode& { return trace.node(node.operands[k]); };
+    auto typed = [&](int k) { return TypedOperand{at(k).dtype, at(k).weak}; };
+    if (node.reduced)
+        for (int k = 0; k < node.operand_count; ++k)
+            if (at(k).array && !at(k).reduced)
+                trace.refuse(std::string(op_text) + " combines the reduction's result with " +
+                             at(k).text +
+                             ", an array computed before it: after the reduction only its "
+                             "result and scalars may be used");
+    const std::string what = trace.who() + ": " + op_text;
+    if (is_binary(op))
+        node.types = binary_types(op, typed(0), typed(1), what.c_str());
+    else if (is_unary(op))
+        node.types = unary_types(op, at(0).dtype);
+    else if (op == ElementwiseOp::where)
+        node.types = where_types(typed(1), typed(2));
+    else if (op == ElementwiseOp::clip) {
+        try {
+            node.types = clip_types(at(0).dtype);
+        } catch (const ArgumentError& e) {
+            trace.refuse(e.what());
+        }
+    } else {
+        node.types = convert_types(target);
+        node.weak = false; // an explicit dtype is a strong one
+    }
+    node.dtype = node.types.result;
+    if (const char* sign = infix_sign(op))
+        node.text = at(0).name + ' ' + sign + ' ' + at(1).name;
+    else {
+        node.text = std::string(op_text) + '(' + at(0).name;
+        for (int k = 1; k < node.operand_count; ++k)
+            node.text += ", " + at(k).name;
+        if (op == ElementwiseOp::convert) node.text += std::string(", ") + kiln::name(target);
+        node.text += ')';
+    }
+    return trace.var(trace.add(std::move(node)));
+}
+
+fusion::Var fuse_reduce(const char* op_text, const fusion::Var& v, const Axes& axis,
+                        const ReduceOptions& options) {
+    FusionTrace& trace = *FusionTrace::trace_of(v);
+    const FuseNode& in = trace.node(FusionTrace::id_of(v));
+    if (options.out)
+        trace.refuse(std::string(op_text) +
+                     " is given an output array: a fused function's outputs are the values it "
+                     "returns");
+    if (!in.array)
+        trace.refuse(std::string(op_text) + " of " + in.text +
+                     ", which depends on no array argument");
+    if (in.reduced)
+        trace.refuse("holds two reductions: " + std::string(op_text) + " of " + in.text +
+                     ", which comes after a reduction; a fused function may hold one (fuse each "
+                     "part on its own)");
+    const ReduceOp op = reduction_named(op_text);
+    FuseNode node;
+    node.kind = FuseNode::Kind::reduction;
+    node.recipe = reduction_recipe(op, in.dtype, options.dtype, axis);
+    node.dtype = node.recipe->result;
+    node.array = node.reduced = true;
+    node.operands[0] = FusionTrace::id_of(v);
+    node.operand_count = 1;
+    node.axis = axis;
+    node.keepdims = options.keepdims;
+    const int reduced_axes = axis.is_all() ? in.ndim : axis.size();
+    node.ndim = options.keepdims ? in.ndim : std::max(0, in.ndim - reduced_axes);
+    node.text = std::string(op_text) + '(' + in.name;
+    if (!axis.is_all()) node.text += ", axis=" + axis.to_string();
+    if (options.keepdims) node.text += ", keepdims=true";
+    node.text += ')';
+    const int id = trace.add(std::move(node));
+    trace.add_reduction(id);
+    return trace.var(id);
+}
+
+void fuse_refuse(const fusion::Var& v, const char* op, const char* why) {
+    FusionTrace::trace_of(v)->refuse(std::string(op) + " cannot be fused: " + why);
+}
+
+fusion::Var fusion_input(FusionTrace& trace, std::size_t k) {
+    return trace.var(static_cast<int>(k));
+}
+
+void fusion_output(FusionTrace& trace, const fusion::Var& v) {
+    trace.output(v);
+}
+
+void fusion_not_an_array(FusionTrace& trace, const char* returned) {
+    trace.refuse(std::string("the function returns ") + returned +
+                 ", not an array: return a Var (an expression of the arguments) or a tuple of "
+                 "them");
+}
+
+void fusion_wrong_arity(FusionTrace& trace) {
+    trace.refuse("the function does not take " + std::to_string(trace.signature().count) +
+                 " arguments");
+}
+
+} // namespace kiln::detail
+
+namespace kiln::fusion {
+
+DType Var::dtype() const {
+    return m_trace->node(m_id).dtype;
+}
+
+int Var::ndim() const {
+    return m_trace->node(m_id).ndim;
+}
+
+Var Var::astype(DType dtype) const {
+    return detail::fuse_apply("astype", {*this}, dtype);
+}
+
+} // namespace kiln::fusion

@@ -1,0 +1,440 @@
+#pragma once
+/// @file
+/// Kernel fusion (CuPy's `cupy.fuse`): a function of array operations, written once as a generic
+/// C++ lambda, runs as one generated kernel instead of one kernel per operation.
+///
+/// @code
+/// auto squared_diff = kiln::fuse("squared_diff", [](auto x, auto y) { return (x - y) * (x - y);
+/// }); kiln::Array z = squared_diff(x, y);                       // one elementwise kernel auto
+/// sum_of_products =
+///     kiln::fuse("sum_of_products", [](auto x, auto y) { return kiln::sum(x * y, -1); });
+/// kiln::Array s = sum_of_products(x, y);                    // one reduction kernel
+/// @endcode
+///
+/// On the first call with a signature (each argument's dtype, whether it is an array or a scalar,
+/// and its number of dimensions) the function is called once with symbolic arrays
+/// (kiln::fusion::Var) that record what it does; the record becomes an ElementwiseKernel (or, with
+/// a reduction, a ReductionKernel) definition with one line of source per traced expression.
+/// Later calls with that signature run the kernel without calling the function again: the
+/// function must compute the same thing each time it is traced (no side effects it relies on).
+/// Everything else is the kernel's: broadcasting, output allocation, layouts, vector width, the
+/// caches in memory and on disk (`kiln warm --from-cache` replays a fused kernel from its
+/// recipe), `-lineinfo`.
+///
+/// What a traced function may do, with NumPy's result dtypes (the rules of kiln/ops.hpp):
+/// - operators `+ - * /`, unary `-`, `== != < <= > >=` and the functions add ... greater_equal,
+///   power, maximum, minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars
+///   and C++ scalars;
+/// - at most one reduction (sum, prod, min, max, mean, argmax, argmin, any, all, count_nonzero,
+///   with axes and keepdims as kiln/reductions.hpp takes them), elementwise work before it, and
+///   after it elementwise work on its result and scalars;
+/// - return one Var, or a std::tuple / std::pair of Vars for several outputs (with a reduction,
+///   every output comes after it).
+///
+/// Scalars: a C++ scalar passed to the fused call is a kernel parameter (a new value never
+/// recompiles; its C++ type is part of the signature). A literal inside the function (`x * 2`)
+/// is a constant in the generated source. Both are weak, as NumPy 2's Python scalars: they take
+/// the array's dtype unless their kind is higher (`float32 * 2.5` is float32, `int32 * 2.5` is
+/// float64), and an expression of scalars alone stays weak.
+///
+/// Errors are FusionError (an ArgumentError): a function that returns no array, an operation
+/// that cannot be fused (kiln::var, kiln::std: named, with the reason), two reductions, an
+/// array used after the reduction. An Array operation given a Var (a captured kiln::Array, an
+/// operation Kiln has only for arrays) does not compile.
+///
+/// Threads: a fused function may be called from several threads at once. Two threads that meet
+/// a new signature together may both trace it (one result is kept), so the function must not
+/// rely on being called once.
+
+#include "kiln/array.hpp"
+#include "kiln/axes.hpp"
+#include "kiln/call_arguments.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/error.hpp"
+#include "kiln/reductions.hpp"
+#include "kiln/scalar.hpp"
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+/// A function kiln::fuse cannot turn into one kernel; the message says why and names the
+/// operation at fault.
+class FusionError : public ArgumentError {
+  public:
+    using ArgumentError::ArgumentError;
+};
+
+/// Construction-time options of a fused function.
+struct FuseOptions {
+    std::string preamble;             ///< at file scope, before the kernel
+    std::vector<std::string> options; ///< extra NVRTC options (e.g. "-use_fast_math")
+};
+
+namespace detail {
+class FusionTrace;
+struct FuseOperand;
+} // namespace detail
+
+namespace fusion {
+
+/// A symbolic array (or scalar argument) inside a function being traced by kiln::fuse. Copyable;
+/// valid only while the trace that made it runs.
+class Var {
+  public:
+    /// The dtype this value will have.
+    DType dtype() const;
+    /// Its number of dimensions (0 for a scalar argument; the reduction's for its result).
+    int ndim() const;
+    /// A copy converted to @p dtype (NumPy's astype).
+    Var astype(DType dtype) const;
+
+  private:
+    friend class detail::FusionTrace;
+    friend struct detail::FuseOperand;
+    Var(detail::FusionTrace* trace, int id) noexcept
+        : m_trace(trace)
+        , m_id(id) {}
+    detail::FusionTrace* m_trace;
+    int m_id;
+};
+
+template <class T> inline constexpr bool is_var_v = std::is_same_v<std::decay_t<T>, Var>;
+template <class T>
+inline constexpr bool is_operand_v = is_var_v<T> || (std::is_arithmetic_v<std::decay_t<T>> &&
+                                                     !std::is_same_v<std::decay_t<T>, char>);
+/// Enables an operation on operands that are Vars or C++ scalars, at least one a Var.
+template <class... T>
+using IfFusable = std::enable_if_t<(is_operand_v<T> && ...) && (is_var_v<T> || ...), Var>;
+
+} // namespace fusion
+
+namespace detail {
+
+/// An operand of a traced operation: a Var or a C++ scalar (a literal).
+struct FuseOperand {
+    FuseOperand(const fusion::Var& v) noexcept // NOLINT: implicit by design
+        : trace(v.m_trace)
+        , id(v.m_id)
+        , literal(0) {}
+    template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+    FuseOperand(T value) noexcept // NOLINT: implicit by design
+        : literal(value) {}
+    FusionTrace* trace = nullptr;
+    int id = -1;
+    Scalar literal;
+};
+
+/// Records the operation NumPy names @p op ("add", "where", "astype"...) on @p operands.
+fusion::Var fuse_apply(const char* op, std::initializer_list<FuseOperand> operands,
+                       DType target = DType::bool_);
+/// Records the reduction @p op ("sum", "argmax"...) of @p v.
+fusion::Var fuse_reduce(const char* op, const fusion::Var& v, const Axes& axis,
+                        const ReduceOptions& options);
+/// @throws FusionError: @p op cannot be fused, because @p why.
+[[noreturn]] void fuse_refuse(const fusion::Var& v, const char* op, const char* why);
+
+// The trace's side of a traced call.
+fusion::Var fusion_input(FusionTrace& trace, std::size_t k);
+void fusion_output(FusionTrace& trace, const fusion::Var& v);
+[[noreturn]] void fusion_not_an_array(FusionTrace& trace, const char* returned);
+[[noreturn]] void fusion_wrong_arity(FusionTrace& trace);
+
+/// What kiln::fuse's result holds beyond the user's function: the per-signature table of traced
+/// kernels. Not a template, so the work lives in one place.
+class FusedCore {
+  public:
+    /// Traces the function at @p function with the trace's inputs.
+    using TraceFn = void (*)(const void* function, FusionTrace& trace);
+    /// The most arguments a fused function takes.
+    static constexpr std::size_t kMaxArgs = 16;
+
+    FusedCore(std::string name, FuseOptions options);
+    ~FusedCore();
+    FusedCore(FusedCore&&) noexcept;
+    FusedCore& operator=(FusedCore&&) noexcept;
+
+    /// @p tracers[n] traces with n arguments.
+    Outputs call(const Arg* args, std::size_t count, const CallOptions& options,
+                 const void* function, const TraceFn* tracers) const;
+    std::string source_for(const Arg* args, std::size_t count, const void* function,
+                           const TraceFn* tracers) const;
+    std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
+                                               const std::string& arch, const void* function,
+                                               const TraceFn* tracers) const;
+    const std::string& name() const noexcept;
+    std::size_t traces() const noexcept;
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+template <class R> void collect_outputs(FusionTrace& trace, const R& result) {
+    if constexpr (fusion::is_var_v<R>) {
+        fusion_output(trace, result);
+    } else if constexpr (std::is_arithmetic_v<R>) {
+        fusion_not_an_array(trace, "a C++ scalar");
+    } else {
+        fusion_not_an_array(trace, "something that is neither a Var nor a tuple of Vars");
+    }
+}
+template <class... T> void collect_outputs(FusionTrace& trace, const std::tuple<T...>& result) {
+    std::apply([&](const auto&... v) { (collect_outputs(trace, v), ...); }, result);
+}
+template <class A, class B> void collect_outputs(FusionTrace& trace, const std::pair<A, B>& p) {
+    collect_outputs(trace, p.first);
+    collect_outputs(trace, p.second);
+}
+
+template <class F, std::size_t... I>
+void trace_with(const void* function, FusionTrace& trace, std::index_sequence<I...>) {
+    const F& f = *static_cast<const F*>(function);
+    if constexpr (std::is_invocable_v<const F&, std::conditional_t<I == I, fusion::Var, void>...>) {
+        using R = std::invoke_result_t<const F&, std::conditional_t<I == I, fusion::Var, void>...>;
+        if constexpr (std::is_void_v<R>) {
+            f(fusion_input(trace, I)...);
+            fusion_not_an_array(trace, "nothing");
+        } else {
+            collect_outputs(trace, f(fusion_input(trace, I)...));
+        }
+    } else {
+        fusion_wrong_arity(trace);
+    }
+}
+
+template <class F, std::size_t... N>
+constexpr std::array<FusedCore::TraceFn, sizeof...(N)> tracers_for(std::index_sequence<N...>) {
+    return {[](const void* function, FusionTrace& trace) {
+        trace_with<F>(function, trace, std::make_index_sequence<N>{});
+    }...};
+}
+
+} // namespace detail
+
+/// A fused function: what kiln::fuse returns. Call it like the function, with arrays and C++
+/// scalars; the result is every output (converting to Array when there is one).
+template <class F> class Fused {
+  public:
+    Fused(std::string name, F function, FuseOptions options = {})
+        : m_core(std::move(name), std::move(options))
+        , m_function(std::move(function)) {}
+
+    /// Runs the fused kernel on @p args, tracing the function on the first call with their
+    /// signature. @throws FusionError (what the function does cannot be fused), ArgumentError,
+    /// ShapeError, AxisError, CompileError (naming the traced expression at fault), CudaError.
+    template <class... Args> Outputs operator()(const Args&... args) const {
+        const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+        return call(packed.data(), packed.size(), CallOptions{});
+    }
+    /// The same with per-call options (stream; block size for an elementwise kernel).
+    template <class... Args>
+    Outputs operator()(const CallOptions& options, const Args&... args) const {
+        const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
+        return call(packed.data(), packed.size(), options);
+    }
+    Outputs call(const Arg* args, std::size_t count, const CallOptions& options) const {
+        return m_core.call(args, count, options, &m_function, kTracers.data());
+    }
+
+    /// The CUDA source a call with @p args would compile (no device needed; nothing launched).
+    std::string source_for(const Arg* args, std::size_t count) const {
+        return m_core.source_for(args, count, &m_function, kTracers.data());
+    }
+    /// Compiles a call's kernel for @p arch (e.g. "sm_90") without a device, warming the caches.
+    std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
+                                               const std::string& arch) const {
+        return m_core.compile_for(args, count, arch, &m_function, kTracers.data());
+    }
+
+    const std::string& name() const noexcept { return m_core.name(); }
+    /// How many times the function has been traced (once per signature).
+    std::size_t traces() const noexcept { return m_core.traces(); }
+
+  private:
+    static constexpr std::array<detail::FusedCore::TraceFn, detail::FusedCore::kMaxArgs + 1>
+        kTracers =
+            detail::tracers_for<F>(std::make_index_sequence<detail::FusedCore::kMaxArgs + 1>{});
+    detail::FusedCore m_core;
+    F m_function;
+};
+
+/// Fuses @p function (a generic lambda of Vars, e.g. `[](auto x, auto y) { return x * y; }`)
+/// into one kernel named @p name (a C identifier, as profilers show it).
+template <class F>
+Fused<std::decay_t<F>> fuse(std::string name, F&& function, FuseOptions options = {}) {
+    return Fused<std::decay_t<F>>(std::move(name), std::forward<F>(function), std::move(options));
+}
+
+namespace fusion {
+
+// Operators, found by argument-dependent lookup on Var.
+template <class A, class B> IfFusable<A, B> operator+(const A& a, const B& b) {
+    return detail::fuse_apply("add", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator-(const A& a, const B& b) {
+    return detail::fuse_apply("subtract", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator*(const A& a, const B& b) {
+    return detail::fuse_apply("multiply", {a, b});
+}
+/// True division: integers give float64.
+template <class A, class B> IfFusable<A, B> operator/(const A& a, const B& b) {
+    return detail::fuse_apply("divide", {a, b});
+}
+inline Var operator-(const Var& a) {
+    return detail::fuse_apply("multiply", {a, -1});
+}
+template <class A, class B> IfFusable<A, B> operator==(const A& a, const B& b) {
+    return detail::fuse_apply("equal", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator!=(const A& a, const B& b) {
+    return detail::fuse_apply("not_equal", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator<(const A& a, const B& b) {
+    return detail::fuse_apply("less", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator<=(const A& a, const B& b) {
+    return detail::fuse_apply("less_equal", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator>(const A& a, const B& b) {
+    return detail::fuse_apply("greater", {a, b});
+}
+template <class A, class B> IfFusable<A, B> operator>=(const A& a, const B& b) {
+    return detail::fuse_apply("greater_equal", {a, b});
+}
+
+// The ready operations of kiln/ops.hpp, by name.
+#define KILN_FUSION_BINARY(name)                                                                   \
+    template <class A, class B> IfFusable<A, B> name(const A& a, const B& b) {                     \
+        return detail::fuse_apply(#name, {a, b});                                                  \
+    }
+KILN_FUSION_BINARY(add)
+KILN_FUSION_BINARY(subtract)
+KILN_FUSION_BINARY(multiply)
+KILN_FUSION_BINARY(divide)
+KILN_FUSION_BINARY(power)
+KILN_FUSION_BINARY(maximum)
+KILN_FUSION_BINARY(minimum)
+KILN_FUSION_BINARY(equal)
+KILN_FUSION_BINARY(not_equal)
+KILN_FUSION_BINARY(less)
+KILN_FUSION_BINARY(less_equal)
+KILN_FUSION_BINARY(greater)
+KILN_FUSION_BINARY(greater_equal)
+#undef KILN_FUSION_BINARY
+
+inline Var exp(const Var& a) {
+    return detail::fuse_apply("exp", {a});
+}
+inline Var log(const Var& a) {
+    return detail::fuse_apply("log", {a});
+}
+inline Var sqrt(const Var& a) {
+    return detail::fuse_apply("sqrt", {a});
+}
+inline Var sin(const Var& a) {
+    return detail::fuse_apply("sin", {a});
+}
+inline Var cos(const Var& a) {
+    return detail::fuse_apply("cos", {a});
+}
+inline Var tanh(const Var& a) {
+    return detail::fuse_apply("tanh", {a});
+}
+inline Var abs(const Var& a) {
+    return detail::fuse_apply("abs", {a});
+}
+/// `condition ? x : y` elementwise.
+template <class C, class X, class Y>
+IfFusable<C, X, Y> where(const C& condition, const X& x, const Y& y) {
+    return detail::fuse_apply("where", {condition, x, y});
+}
+/// @p a limited to [lo, hi], in a's dtype.
+template <class Y, class Z> IfFusable<Var, Y, Z> clip(const Var& a, const Y& lo, const Z& hi) {
+    return detail::fuse_apply("clip", {a, lo, hi});
+}
+inline Var astype(const Var& a, DType dtype) {
+    return a.astype(dtype);
+}
+
+// Reductions, with the axes and options of kiln/reductions.hpp (options.out is refused: a fused
+// function's outputs are its return values).
+#define KILN_FUSION_REDUCTION(name)                                                                \
+    inline Var name(const Var& a, const Axes& axis = {}, const ReduceOptions& options = {}) {      \
+        return detail::fuse_reduce(#name, a, axis, options);                                       \
+    }
+KILN_FUSION_REDUCTION(sum)
+KILN_FUSION_REDUCTION(prod)
+KILN_FUSION_REDUCTION(max)
+KILN_FUSION_REDUCTION(min)
+KILN_FUSION_REDUCTION(argmax)
+KILN_FUSION_REDUCTION(argmin)
+KILN_FUSION_REDUCTION(mean)
+KILN_FUSION_REDUCTION(any)
+KILN_FUSION_REDUCTION(all)
+KILN_FUSION_REDUCTION(count_nonzero)
+#undef KILN_FUSION_REDUCTION
+
+/// var and std take two passes over the data (the mean, then the deviations): refused with a
+/// FusionError that says so.
+inline Var var(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
+    detail::fuse_refuse(a, "var",
+                        "it takes two passes over the data (the mean, then the squared "
+                        "deviations); call kiln::var outside the fused function");
+}
+inline Var std(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
+    detail::fuse_refuse(a, "std",
+                        "it takes two passes over the data (the mean, then the squared "
+                        "deviations); call kiln::std outside the fused function");
+}
+
+} // namespace fusion
+
+// The operations on Vars beside their Array namesakes, so that `kiln::sum(x * y, -1)` reads the
+// same in a fused function as outside one.
+using fusion::abs;
+using fusion::add;
+using fusion::all;
+using fusion::any;
+using fusion::argmax;
+using fusion::argmin;
+using fusion::astype;
+using fusion::clip;
+using fusion::cos;
+using fusion::count_nonzero;
+using fusion::divide;
+using fusion::equal;
+using fusion::exp;
+using fusion::greater;
+using fusion::greater_equal;
+using fusion::less;
+using fusion::less_equal;
+using fusion::log;
+using fusion::max;
+using fusion::maximum;
+using fusion::mean;
+using fusion::min;
+using fusion::minimum;
+using fusion::multiply;
+using fusion::not_equal;
+using fusion::power;
+using fusion::prod;
+using fusion::sin;
+using fusion::sqrt;
+using fusion::std;
+using fusion::subtract;
+using fusion::sum;
+using fusion::tanh;
+using fusion::var;
+using fusion::where;
+
+} // namespace kiln
