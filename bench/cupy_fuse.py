@@ -56,7 +56,11 @@ def first_call(kind):
         k = cp.ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff")
         k(x, y)
     else:
-        cp.fuse(lambda a, b: (a - b) * (a - b))(x, y)
+        # A named function: cupy.fuse names the kernel after it, and "<lambda>" is no C name.
+        def squared_diff(a, b):
+            return (a - b) * (a - b)
+
+        cp.fuse(squared_diff)(x, y)
     cp.cuda.Device().synchronize()
     print((time.perf_counter() - t0) * 1e3)
 
@@ -64,9 +68,11 @@ def first_call(kind):
 def first_call_ms(kind):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, CUPY_CACHE_DIR=cache)
-        ms = subprocess.run([sys.executable, __file__, "--first-call", kind], env=env,
-                            check=True, capture_output=True, text=True).stdout.strip()
-        return float(ms)
+        run = subprocess.run([sys.executable, __file__, "--first-call", kind], env=env,
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.exit(f"cupy_fuse.py --first-call {kind} failed:\n{run.stderr}")
+        return float(run.stdout.strip())
 
 
 def main():
