@@ -68,7 +68,7 @@ if has fuse; then
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_fuse.json" --benchmark_out_format=json \
         >"$out/bench_fuse.txt" 2>&1 || status=1
     grep -E "median|ERROR" "$out/bench_fuse.txt"
-    for run in 1 2 3; do
+    for run in 1 2 3 4 5; do # alternating, fresh processes and caches: compare the medians
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call --elementwise
     done | tee "$out/fuse_first_call.txt"
