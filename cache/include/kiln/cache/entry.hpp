@@ -26,11 +26,9 @@ inline constexpr std::uint64_t kMaxPayloadSize = std::uint64_t{1} << 30;
 /// The largest metadata block (names, log and the other fields): 64 MiB.
 inline constexpr std::uint64_t kMaxMetadataSize = std::uint64_t{64} << 20;
 
-/// What the payload is.
-enum class PayloadKind : std::uint32_t {
-    cubin = 1, ///< a cubin for Entry::arch, loaded as is
-    ptx = 2    ///< PTX text; the format allows it, Kiln itself stores cubins only
-};
+/// What the payload is: `cubin`, a cubin for Entry::arch, loaded as is; or `ptx`, PTX text,
+/// which the format allows (Kiln itself stores cubins only).
+enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 
 /// One compiled program and what is known about it, as stored under its key.
 struct Entry {
@@ -54,15 +52,12 @@ struct Entry {
 /// kMaxMetadataSize (or a string exceeds 4 GiB).
 std::string encode_entry(const Entry& entry);
 
-/// Why decode_entry() rejected some bytes.
-enum class DecodeError {
-    truncated,    ///< fewer bytes than the header or the sizes in it promise
-    bad_magic,    ///< not a Kiln cache entry
-    bad_version,  ///< an entry of another format version
-    bad_key,      ///< an entry for another key than its file name says
-    bad_checksum, ///< the header, metadata or payload hash does not match
-    malformed     ///< sizes over the limits, bad lengths or a bad payload kind
-};
+/// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
+/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (another format version),
+/// `bad_key` (an entry for another key than its file name says), `bad_checksum` (a hash over the
+/// header, metadata or payload does not match), `malformed` (sizes over the limits, bad lengths,
+/// an unknown payload kind).
+enum class DecodeError { truncated, bad_magic, bad_version, bad_key, bad_checksum, malformed };
 /// A name for logs and `kiln cache verify`.
 /// @param e the error.
 /// @return its name, e.g. `"bad_checksum"` (a static string).
