@@ -69,19 +69,29 @@ const char* cuda_type(DType dtype) noexcept;
 /// @throws ArgumentError naming the accepted names.
 DType parse_dtype(std::string_view text);
 
-/// Whether @p d is bool_.
+/// Whether a dtype is bool_.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_bool(DType d) noexcept;
-/// Whether @p d is int8, int16, int32 or int64.
+/// Whether a dtype is int8, int16, int32 or int64.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_signed_integer(DType d) noexcept;
-/// Whether @p d is uint8, uint16, uint32 or uint64.
+/// Whether a dtype is uint8, uint16, uint32 or uint64.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_unsigned_integer(DType d) noexcept;
-/// Whether @p d is a signed or unsigned integer (not bool_).
+/// Whether a dtype is a signed or unsigned integer (not bool_).
+/// @param d the dtype.
+/// @return true when it is.
 bool is_integer(DType d) noexcept;
 /// Whether @p d is a real floating type.
 /// @param d the dtype.
 /// @return true for the four types that follow.
 bool is_floating(DType d) noexcept; ///< float16, bfloat16, float32, float64
-/// Whether @p d is complex64 or complex128.
+/// Whether a dtype is complex64 or complex128.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_complex(DType d) noexcept;
 
 /// NumPy's promotion of two dtypes (`np.result_type` for arrays): int32 + float32 -> float64,

@@ -91,17 +91,17 @@ class DeviceBuffer {
     /// @return nothing: deleted.
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-    /// The device address (0 when empty).
+    /// @return the device address (0 when empty).
     CUdeviceptr get() const noexcept { return m_pointer; }
-    /// The device address as a pointer, for kernel arguments.
+    /// @return the device address as a pointer, for kernel arguments.
     void* data() const noexcept { return reinterpret_cast<void*>(m_pointer); }
     /// The device address as a typed pointer.
     /// @tparam T the element type.
     /// @return the address.
     template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_pointer); }
-    /// The size in bytes.
+    /// @return the size in bytes.
     std::size_t size() const noexcept { return m_bytes; }
-    /// The stream the memory is ordered on.
+    /// @return the stream the memory is ordered on.
     StreamRef stream() const noexcept { return m_stream; }
 
     /// Copy @p bytes from host memory, queued on @p stream (the buffer's own when omitted).
