@@ -151,7 +151,6 @@ class Compiler {
     /// Not copyable: a compiler holds its programs and in-flight compiles.
     Compiler(const Compiler&) = delete;
     /// Not copyable.
-    /// @return nothing: deleted.
     Compiler& operator=(const Compiler&) = delete;
 
     /// The process-wide compiler over cache::Store::global().

@@ -88,7 +88,6 @@ class DeviceBuffer {
     /// Not copyable: one owner per block.
     DeviceBuffer(const DeviceBuffer&) = delete;
     /// Not copyable.
-    /// @return nothing: deleted.
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
     /// @return the device address (0 when empty).

@@ -53,7 +53,6 @@ class KeyBuilder {
     /// Not copyable: a builder is used once, in one place.
     KeyBuilder(const KeyBuilder&) = delete;
     /// Not copyable.
-    /// @return nothing: deleted.
     KeyBuilder& operator=(const KeyBuilder&) = delete;
 
     /// Append a field with a string value.

@@ -129,7 +129,6 @@ class Store {
     /// Not copyable: a store holds per-directory state.
     Store(const Store&) = delete;
     /// Not copyable.
-    /// @return nothing: deleted.
     Store& operator=(const Store&) = delete;
 
     /// @return the configuration the store was opened with.
