@@ -33,10 +33,13 @@ class CudaError : public Error {
     /// @param line the line of the call.
     CudaError(std::string call, int code, std::string code_name, std::string description,
               const char* file, int line);
+    /// The call as written in the source.
     /// @return the call as written in the source.
     const std::string& call() const noexcept { return m_call; }
+    /// The driver's CUresult.
     /// @return the driver's CUresult, as an int.
     int code() const noexcept { return m_code; }
+    /// The code's name.
     /// @return the code's name, e.g. `"CUDA_ERROR_INVALID_VALUE"`.
     const std::string& code_name() const noexcept { return m_code_name; }
 
@@ -62,10 +65,13 @@ class CompileError : public Error {
     /// @param source the program's source.
     CompileError(std::string summary, std::string log, std::vector<std::string> options,
                  std::string source);
+    /// NVRTC's log.
     /// @return NVRTC's log, with its errors and warnings.
     const std::string& log() const noexcept { return m_log; }
+    /// The options the program was compiled with.
     /// @return the options the program was compiled with.
     const std::vector<std::string>& options() const noexcept { return m_options; }
+    /// The program's source.
     /// @return the program's source, as handed to NVRTC.
     const std::string& source() const noexcept { return m_source; }
     /// The source with 1-based line numbers, as printed in what().

@@ -35,19 +35,24 @@ class Axes {
     /// @param axes the axes.
     /// @throws AxisError for more than kMaxDims axes.
     explicit Axes(const std::vector<int>& axes);
+    /// Every axis.
     /// @return every axis (NumPy's axis=None), as the default constructor.
     static Axes all() noexcept { return {}; }
+    /// No axis (NumPy's axis=()).
     /// @return no axis (NumPy's axis=()): each output element is its one input element.
     static Axes none() { return Axes(std::vector<int>{}); }
 
+    /// Whether this means every axis.
     /// @return whether this means every axis.
     bool is_all() const noexcept { return m_all; }
+    /// How many axes were given.
     /// @return how many axes were given (0 for all()).
     int size() const noexcept { return m_count; }
     /// Axis @p k as given, unchecked and not normalized.
     /// @param k an index below size().
     /// @return the axis.
     int operator[](int k) const noexcept { return m_values[k]; }
+    /// The axes as NumPy prints them, for messages.
     /// @return the axes as NumPy would print them, for messages.
     std::string to_string() const; ///< "None", "1", "(0, 2)"
 

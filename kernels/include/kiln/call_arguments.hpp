@@ -47,10 +47,13 @@ class Arg {
     Arg(T value) noexcept
         : m_array(nullptr)
         , m_scalar(value) {} // NOLINT: implicit
+    /// Whether this is an array.
     /// @return whether this is an array (else a scalar).
     bool is_array() const noexcept { return m_array != nullptr; }
+    /// The array.
     /// @return the array; only when is_array().
     const Array& array() const noexcept { return *m_array; }
+    /// The scalar.
     /// @return the scalar; only when not is_array().
     const Scalar& scalar() const noexcept { return m_scalar; }
 
@@ -66,6 +69,7 @@ class Outputs {
     /// The most outputs a kernel may declare (a kernel with more is refused when it is made).
     static constexpr std::size_t kCapacity = 8;
 
+    /// The number of outputs.
     /// @return the number of outputs.
     std::size_t size() const noexcept { return m_count; }
     /// Output @p i.

@@ -111,10 +111,13 @@ class ElementwiseKernel {
                                                const CallOptions& options,
                                                const std::string& arch) const;
 
+    /// The kernel's name.
     /// @return the kernel's name.
     const std::string& name() const noexcept;
+    /// The parsed input parameters.
     /// @return the parsed input parameters.
     const std::vector<ParamSpec>& in_params() const noexcept;
+    /// The parsed output parameters.
     /// @return the parsed output parameters.
     const std::vector<ParamSpec>& out_params() const noexcept;
 

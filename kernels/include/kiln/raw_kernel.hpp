@@ -103,6 +103,7 @@ class RawKernel {
     /// @return the kernel, valid while this RawKernel (or a copy) lives.
     /// @throws ArgumentError (no such kernel), CompileError, CudaError, NoDeviceError.
     const Function& function() const;
+    /// The kernel's name.
     /// @return the kernel's name, as given.
     const std::string& name() const noexcept;
     /// Compile now without loading; see RawModule::compile.

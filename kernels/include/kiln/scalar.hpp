@@ -47,8 +47,10 @@ class Scalar {
         std::memcpy(m_bytes, &value, 2);
     }
 
+    /// The value's dtype.
     /// @return the value's dtype.
     DType dtype() const noexcept { return m_dtype; }
+    /// The value's bytes.
     /// @return the value's bytes (itemsize(dtype()) of them are meaningful), 16-byte aligned.
     const unsigned char* bytes() const noexcept { return m_bytes; }
 

@@ -128,8 +128,10 @@ class TimingSession {
     /// @throws CudaError.
     std::vector<TimingResult> end(bool synchronize = true);
 
+    /// The kinds of activity the session times.
     /// @return the kinds of activity the session times.
     Activity filter() const noexcept;
+    /// Whether end() has not been called yet.
     /// @return whether end() has not been called yet.
     bool open() const noexcept;
 

@@ -56,8 +56,10 @@ class Dims {
     /// @param values at most kMaxDims values.
     /// @throws ArgumentError for more than kMaxDims values.
     explicit Dims(const std::vector<std::int64_t>& values);
+    /// The number of values in use.
     /// @return the number of values in use.
     int size() const noexcept { return m_size; }
+    /// Whether there are no values.
     /// @return whether there are no values (a 0-d shape).
     bool empty() const noexcept { return m_size == 0; }
     /// Value @p i, unchecked.
@@ -68,8 +70,10 @@ class Dims {
     /// @param i an index below size().
     /// @return the value.
     std::int64_t operator[](int i) const noexcept { return m_values[static_cast<std::size_t>(i)]; }
+    /// A pointer to the first value.
     /// @return a pointer to the first value, for range-for loops.
     const std::int64_t* begin() const noexcept { return m_values.data(); }
+    /// A pointer past the last value in use.
     /// @return a pointer past the last value in use.
     const std::int64_t* end() const noexcept { return m_values.data() + m_size; }
     /// Append a value.
@@ -80,11 +84,13 @@ class Dims {
     /// @param value the value of appended entries.
     /// @throws ArgumentError for a negative @p n or one over kMaxDims.
     void resize(int n, std::int64_t value = 0);
+    /// The values in use.
     /// @return the values in use, as a vector.
     std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
     /// Product of the extents (1 for none).
     /// @return the product.
     std::int64_t product() const noexcept;
+    /// The values as a NumPy shape, for messages.
     /// @return the values as NumPy prints a shape, for messages.
     std::string to_string() const; ///< "(2, 3)"
     /// Lists compare by their values in use.
@@ -111,12 +117,14 @@ class Dims {
 /// (NumPy's start:stop:step, negative values counting from the end), or everything.
 struct Slice {
     /// @{
-    /// First index and the index to stop before; nullopt is the start or end of the axis (for a
-    /// negative step, its end or start), as an empty place in `start:stop` is in NumPy.
+    /// `start`: the first index; `stop`: the index to stop before. Negative values count from the
+    /// end; nullopt is the start or end of the axis (for a negative step, its end or start), as an
+    /// empty place in `start:stop` is in NumPy.
     std::optional<std::int64_t> start, stop;
     /// @}
     /// Step between indices; negative walks backwards; never 0.
     std::int64_t step = 1;
+    /// A slice that takes the whole axis.
     /// @return a slice that takes the whole axis (NumPy's `:`).
     static Slice all() { return {}; }
     /// NumPy's `start:stop:step`.
@@ -173,19 +181,25 @@ class Array {
     static Array wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides = {},
                       std::shared_ptr<void> owner = nullptr);
 
+    /// The element type.
     /// @return the element type.
     DType dtype() const noexcept { return m_dtype; }
+    /// The size of one element in bytes.
     /// @return the size of one element in bytes.
     std::size_t itemsize() const noexcept { return kiln::itemsize(m_dtype); }
+    /// The number of dimensions.
     /// @return the number of dimensions.
     int ndim() const noexcept { return m_shape.size(); }
+    /// The extents.
     /// @return the extents.
     const Dims& shape() const noexcept { return m_shape; }
     /// Strides in bytes.
     /// @return one stride per dimension; 0 on broadcast axes, negative on reversed ones.
     const Dims& strides() const noexcept { return m_strides; }
+    /// The number of elements.
     /// @return the number of elements (1 for a 0-d array, 0 for an empty one).
     std::int64_t size() const noexcept { return m_shape.product(); }
+    /// The bytes of the elements.
     /// @return size() times itemsize(): the bytes of the elements, not of the memory spanned.
     std::size_t nbytes() const noexcept { return static_cast<std::size_t>(size()) * itemsize(); }
     /// Address of element (0, ..., 0).
@@ -199,8 +213,10 @@ class Array {
     /// The memory's owner (nullptr for wrapped memory with no owner given).
     /// @return the owner, shared by every view of the memory.
     const std::shared_ptr<void>& owner() const noexcept { return m_owner; }
+    /// Whether the array is C-contiguous.
     /// @return whether the elements lie in C (row-major) order without gaps.
     bool is_c_contiguous() const noexcept;
+    /// Whether the array is Fortran-contiguous.
     /// @return whether the elements lie in Fortran (column-major) order without gaps.
     bool is_f_contiguous() const noexcept;
 

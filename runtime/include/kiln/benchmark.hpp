@@ -56,6 +56,7 @@ class BenchmarkResult {
     BenchmarkResult(std::string name, std::vector<double> cpu_times, std::vector<double> gpu_times,
                     int device = 0);
 
+    /// The measurement's name.
     /// @return the measurement's name (BenchmarkOptions::name).
     const std::string& name() const noexcept { return m_name; }
     /// Host (steady clock) time of each call, in seconds.

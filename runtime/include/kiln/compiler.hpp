@@ -82,16 +82,22 @@ enum class ProgramOrigin { compiled, disk_cache };
 /// and module built from the same source, options and architecture.
 class Program {
   public:
+    /// The cache key it was compiled under.
     /// @return the cache key it was compiled under.
     const cache::Key& key() const noexcept { return m_key; }
+    /// The cubin.
     /// @return the cubin, byte for byte.
     const std::string& cubin() const noexcept { return m_cubin; }
+    /// NVRTC's log.
     /// @return NVRTC's log (warnings; empty when there were none).
     const std::string& log() const noexcept { return m_log; }
+    /// The target architecture.
     /// @return the target architecture, e.g. "sm_90".
     const std::string& arch() const noexcept { return m_arch; }
+    /// The CUDA source it was compiled from.
     /// @return the CUDA source it was compiled from.
     const std::string& source() const noexcept { return m_source; }
+    /// Whether it was compiled here or read from the disk cache.
     /// @return whether it was compiled here or read from the disk cache.
     ProgramOrigin origin() const noexcept { return m_origin; }
     /// Time to compile, or to load from disk, in milliseconds.
@@ -100,6 +106,7 @@ class Program {
     /// The options NVRTC was given, Kiln's defaults included.
     /// @return the options, in order.
     const std::vector<std::string>& options() const noexcept { return m_options; }
+    /// The name expressions and their lowered names.
     /// @return each name expression given at compile time with its lowered (mangled) name.
     const std::vector<std::pair<std::string, std::string>>& lowered_names() const noexcept {
         return m_lowered_names;
@@ -180,6 +187,7 @@ class Compiler {
     /// @throws as compile().
     std::shared_ptr<const Program> recompile(const Program& program, const CompileOptions& options);
 
+    /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.
     cache::Store* store() const noexcept;
 

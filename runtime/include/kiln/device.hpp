@@ -34,10 +34,13 @@ class Device {
     /// @return true when device calls can work.
     static bool available(std::string* reason = nullptr);
 
+    /// The ordinal.
     /// @return the ordinal, as CUDA_VISIBLE_DEVICES numbers devices.
     int ordinal() const noexcept { return m_ordinal; }
+    /// The driver handle.
     /// @return the driver handle.
     CUdevice handle() const noexcept { return m_device; }
+    /// The product name.
     /// @return the product name, e.g. "NVIDIA H100 80GB HBM3".
     /// @throws CudaError.
     std::string name() const;
@@ -46,18 +49,23 @@ class Device {
     /// @return its value.
     /// @throws CudaError.
     int attribute(CUdevice_attribute attribute) const;
+    /// The major compute capability.
     /// @return the major compute capability, e.g. 9 for sm_90.
     /// @throws CudaError.
     int compute_capability_major() const;
+    /// The minor compute capability.
     /// @return the minor compute capability, e.g. 0 for sm_90.
     /// @throws CudaError.
     int compute_capability_minor() const;
+    /// The NVRTC target for this device.
     /// @return the NVRTC target for this device, e.g. "sm_90".
     /// @throws CudaError.
     std::string arch() const;
+    /// The device memory in bytes.
     /// @return the device memory in bytes.
     /// @throws CudaError.
     std::size_t total_memory() const;
+    /// How many streaming multiprocessors the device has.
     /// @return how many streaming multiprocessors the device has.
     /// @throws CudaError.
     int multiprocessor_count() const;

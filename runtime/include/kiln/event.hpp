@@ -18,6 +18,7 @@ class EventRef {
     /// @param event an event of any library.
     constexpr EventRef(CUevent event) noexcept
         : m_event(event) {} // NOLINT: implicit by design
+    /// The driver handle.
     /// @return the driver handle.
     constexpr CUevent get() const noexcept { return m_event; }
 
@@ -55,8 +56,10 @@ class Event {
     /// @return this event.
     Event& operator=(Event&&) noexcept = default;
 
+    /// The driver handle.
     /// @return the driver handle, owned by this object.
     CUevent get() const noexcept { return m_event.get(); }
+    /// A non-owning view.
     /// @return a non-owning view, valid while this object lives.
     EventRef ref() const noexcept { return EventRef(get()); }
     /// An Event passes wherever an EventRef is taken.

@@ -51,6 +51,7 @@ class Graph {
     /// @throws CudaError.
     GraphExec instantiate() const;
 
+    /// The driver handle.
     /// @return the driver handle, owned by this object.
     CUgraph get() const noexcept { return m_graph.get(); }
 
@@ -74,6 +75,7 @@ class GraphExec {
     /// @throws CudaError.
     void launch(StreamRef stream = {}) const;
 
+    /// The driver handle.
     /// @return the driver handle, owned by this object.
     CUgraphExec get() const noexcept { return m_exec.get(); }
 

@@ -17,7 +17,7 @@ namespace kiln {
 /// Grid or block dimensions.
 struct Dim3 {
     /// @{
-    /// The extents along x, y and z; 1 where not given.
+    /// `x`, `y`, `z`: the extents along each direction; 1 where not given.
     unsigned x = 1, y = 1, z = 1;
     /// @}
     /// 1 × 1 × 1.

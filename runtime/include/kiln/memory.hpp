@@ -90,16 +90,20 @@ class DeviceBuffer {
     /// Not copyable.
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
+    /// The device address.
     /// @return the device address (0 when empty).
     CUdeviceptr get() const noexcept { return m_pointer; }
+    /// The device address as a pointer.
     /// @return the device address as a pointer, for kernel arguments.
     void* data() const noexcept { return reinterpret_cast<void*>(m_pointer); }
     /// The device address as a typed pointer.
     /// @tparam T the element type.
     /// @return the address.
     template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_pointer); }
+    /// The size in bytes.
     /// @return the size in bytes.
     std::size_t size() const noexcept { return m_bytes; }
+    /// The stream the memory is ordered on.
     /// @return the stream the memory is ordered on.
     StreamRef stream() const noexcept { return m_stream; }
 

@@ -25,15 +25,19 @@ class Function {
     /// No kernel; only assignment and handle() (which gives nullptr) may be used.
     Function() = default;
 
+    /// The driver handle.
     /// @return the driver handle, nullptr for a default-constructed Function.
     CUfunction handle() const noexcept { return m_state ? m_state->function : nullptr; }
+    /// The kernel's name as it was looked up.
     /// @return the kernel's name as it was looked up (a plain name or a name expression).
     const std::string& name() const;
     /// Number of kernel parameters and their sizes in bytes, as the driver reports them.
     /// @return the number of parameters.
     std::size_t parameter_count() const;
+    /// The size in bytes of each parameter.
     /// @return the size in bytes of each parameter, in order.
     const std::vector<std::size_t>& parameter_sizes() const;
+    /// The most threads a block of this kernel may have.
     /// @return the most threads a block of this kernel may have (registers may make it less than
     /// the device's limit).
     int max_threads_per_block() const;
@@ -126,8 +130,10 @@ class Module : public std::enable_shared_from_this<Module> {
     /// Unloads the module; Functions keep it alive, so none is left dangling.
     ~Module();
 
+    /// The driver handle.
     /// @return the driver handle.
     CUmodule handle() const noexcept { return m_module; }
+    /// The context the module is loaded in.
     /// @return the context the module is loaded in.
     CUcontext context() const noexcept { return m_context; }
     /// The program it came from, when compiled by Kiln.

@@ -53,6 +53,7 @@ void mark(const char* message, std::uint32_t argb = kGreen) noexcept;
 /// pay nothing for it.
 /// @param enabled whether launches get ranges, for every thread.
 void set_launch_ranges(bool enabled) noexcept;
+/// Whether launches get ranges.
 /// @return whether launches get ranges (set_launch_ranges()).
 bool launch_ranges() noexcept;
 

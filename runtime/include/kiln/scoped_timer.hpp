@@ -80,6 +80,7 @@ class ScopedTimer {
     /// @throws CudaError when synchronizing or collecting activities fails.
     double stop();
 
+    /// The timer's name.
     /// @return the timer's name.
     const std::string& name() const noexcept { return m_name; }
     /// Host milliseconds from construction to stop(); 0 while running.

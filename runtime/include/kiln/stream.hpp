@@ -22,6 +22,7 @@ class StreamRef {
     constexpr StreamRef(CUstream stream) noexcept
         : m_stream(stream) {} // NOLINT: implicit by design
 
+    /// The driver handle.
     /// @return the driver handle.
     constexpr CUstream get() const noexcept { return m_stream; }
     /// Block the host until all work queued on the stream is done.
@@ -62,8 +63,10 @@ class Stream {
     /// @return this stream.
     Stream& operator=(Stream&&) noexcept = default;
 
+    /// The driver handle.
     /// @return the driver handle, owned by this object.
     CUstream get() const noexcept { return m_stream.get(); }
+    /// A non-owning view.
     /// @return a non-owning view, valid while this object lives.
     StreamRef ref() const noexcept { return StreamRef(get()); }
     /// A Stream passes wherever a StreamRef is taken.

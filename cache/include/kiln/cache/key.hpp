@@ -18,6 +18,7 @@ struct Key {
     /// The digest, in XXH3's canonical (big-endian) byte order.
     std::array<std::uint8_t, 16> bytes{};
 
+    /// The key as 32 lower-case hex digits.
     /// @return the 32 lower-case hex digits that name the entry's file.
     std::string hex() const;
     /// Parse 32 hex digits; nullopt for anything else (so no path can be smuggled in).
@@ -78,8 +79,9 @@ class KeyBuilder {
 /// Hash for `std::unordered_map<Key, ..., KeyHash>`: a key is already a uniform hash, so this
 /// takes eight of its bytes.
 struct KeyHash {
+    /// The bucket hash of @p k.
     /// @param k a key.
-    /// @return its bucket hash.
+    /// @return its hash.
     std::size_t operator()(const Key& k) const noexcept;
 };
 

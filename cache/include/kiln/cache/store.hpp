@@ -49,12 +49,14 @@ struct Config {
 /// miss and as damaged; `entries` and `bytes` come from a fresh count of the directory.
 struct Stats {
     /// @{
-    /// Loads that found a verified entry, loads that did not, entries found damaged (and
-    /// removed), entries evicted for the size limit, and entries published.
+    /// `hits`: loads that found a verified entry; `misses`: loads that did not; `damaged`: entries
+    /// found damaged (and removed); `evicted`: entries evicted for the size limit; `stores`:
+    /// entries published.
     std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
     /// @}
     /// @{
-    /// Entries in the directory now, and their bytes on disk (saved sources included).
+    /// `entries`: entries in the directory now; `bytes`: their bytes on disk (saved sources
+    /// included).
     std::uint64_t entries = 0, bytes = 0;
     /// @}
 };
@@ -91,7 +93,8 @@ struct DirProblem {
 /// What verify() found.
 struct VerifyResult {
     /// @{
-    /// Entries read, entries that verified, damaged ones, and damaged ones removed (with `fix`).
+    /// `checked`: entries read; `ok`: entries that verified; `damaged`: the others; `removed`:
+    /// damaged entries removed (with `fix`).
     std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
     /// @}
     /// Each damaged file and why.
@@ -108,7 +111,8 @@ struct PruneResult {
 /// What export_to() wrote or import_from() published.
 struct TransferResult {
     /// @{
-    /// Entries written (export) or newly published (import), sources likewise, and their bytes.
+    /// `entries`: entries written (export) or newly published (import); `sources`: saved sources
+    /// likewise; `bytes`: their bytes.
     std::uint64_t entries = 0, sources = 0, bytes = 0;
     /// @}
     std::uint64_t skipped = 0; ///< damaged entries left out of an export
@@ -131,6 +135,7 @@ class Store {
     /// Not copyable.
     Store& operator=(const Store&) = delete;
 
+    /// The configuration the store was opened with.
     /// @return the configuration the store was opened with.
     const Config& config() const noexcept;
 
