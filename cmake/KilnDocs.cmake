@@ -17,6 +17,7 @@ file(GLOB_RECURSE kiln_docs_inputs CONFIGURE_DEPENDS
 add_custom_target(docs
     COMMAND ${DOXYGEN_EXECUTABLE} ${KILN_DOCS_OUTPUT_DIR}/Doxyfile
     WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
-    DEPENDS ${KILN_DOCS_OUTPUT_DIR}/Doxyfile ${PROJECT_SOURCE_DIR}/README.md ${kiln_docs_inputs}
+    DEPENDS ${KILN_DOCS_OUTPUT_DIR}/Doxyfile ${PROJECT_SOURCE_DIR}/README.md
+            ${PROJECT_SOURCE_DIR}/docs/namespaces.dox ${kiln_docs_inputs}
     COMMENT "API reference (Doxygen) in ${KILN_DOCS_OUTPUT_DIR}/html"
     VERBATIM)
