@@ -76,7 +76,7 @@ class RawKernel {
     /// braced list (`{"-DN=4"}`) or full CompileOptions.
     /// @param source the CUDA source.
     /// @param name the kernel's name: an `extern "C"` name, or a name expression such as
-    /// "scale<float>" (which is then added to the options' name expressions).
+    /// "scale<float>" listed in the options' name expressions.
     /// @param options NVRTC options or full CompileOptions.
     RawKernel(std::string source, std::string name, CompileOptions options = {});
 

@@ -14,7 +14,7 @@
 
 namespace kiln {
 
-/// 16-bit floating-point storage types (host side only stores the bits).
+/// The float16 (IEEE 754 binary16) storage type (host side only stores the bits).
 struct float16 {
     /// The IEEE 754 binary16 bits, as `__half` holds them; to_float16() and to_double() convert.
     std::uint16_t bits;
@@ -87,7 +87,7 @@ bool is_unsigned_integer(DType d) noexcept;
 bool is_integer(DType d) noexcept;
 /// Whether @p d is a real floating type.
 /// @param d the dtype.
-/// @return true for the four types that follow.
+/// @return true for:
 bool is_floating(DType d) noexcept; ///< float16, bfloat16, float32, float64
 /// Whether a dtype is complex64 or complex128.
 /// @param d the dtype.
@@ -111,7 +111,7 @@ float16 to_float16(double value) noexcept;
 /// @param value the value.
 /// @return the bfloat16 nearest to it.
 bfloat16 to_bfloat16(double value) noexcept;
-/// The exact value of a float16 or bfloat16.
+/// The exact value of a float16.
 /// @param value the float16.
 /// @return its value (every float16 is a double exactly).
 double to_double(float16 value) noexcept;
