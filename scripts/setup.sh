@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libxxhash-dev libdlpack-dev
-          libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev binutils)
+          libcli11-dev nlohmann-json3-dev libgtest-dev libbenchmark-dev binutils doxygen)
 scripts/install_packages.sh "${packages[@]}"
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cmake --preset release -DCUDAToolkit_ROOT="$cuda" ${KILN_CMAKE_ARGS:-}

@@ -11,10 +11,14 @@ function(package_words text out)
     set(${out} "${words}" PARENT_SCOPE)
 endfunction()
 
-if(NOT readme MATCHES "installs Debian packages only \\(`([^`]*)`\\)")
+# The list may be split into several code spans (`a b` `c d`): a Markdown code span that runs
+# over more than two lines does not render in the API reference's main page.
+if(NOT readme MATCHES "installs Debian packages only \\((`[^)]*`)\\)")
     message(FATAL_ERROR "README.md: no \"installs Debian packages only (`...`)\" list")
 endif()
-package_words("${CMAKE_MATCH_1}" from_readme)
+string(REPLACE "`" " " readme_list "${CMAKE_MATCH_1}")
+string(STRIP "${readme_list}" readme_list)
+package_words("${readme_list}" from_readme)
 
 if(NOT setup MATCHES "\npackages=\\(([^)]*)\\)")
     message(FATAL_ERROR "scripts/setup.sh: no packages=(...) list")

@@ -9,18 +9,30 @@
 
 namespace kiln::env {
 
-/// The raw value, or nullopt when unset or empty.
+/// The raw value of a variable.
+/// @param name the variable's name, e.g. `"KILN_CACHE_DIR"`.
+/// @return its value, or nullopt when it is unset or empty.
 std::optional<std::string> get(const char* name);
 
 /// `1`/`true`/`yes`/`on` or `0`/`false`/`no`/`off` (any case); @p fallback when unset.
+/// @param name the variable's name.
+/// @param fallback the value when the variable is unset or empty.
+/// @return the flag's value.
 /// @throws ConfigError for any other value.
 bool get_flag(const char* name, bool fallback);
 
 /// A size such as `2G`, `500M`, `64k` or `1048576` (binary units); @p fallback when unset.
+/// @param name the variable's name.
+/// @param fallback the size in bytes when the variable is unset or empty.
+/// @return the size in bytes.
 /// @throws ConfigError when it does not parse.
 std::uint64_t get_size(const char* name, std::uint64_t fallback);
 
-/// Parse a size as get_size() does. @throws ConfigError naming @p what.
+/// Parse a size as get_size() does.
+/// @param text the size, e.g. `"2G"`.
+/// @param what what the size is, for the error message (a variable or option name).
+/// @return the size in bytes.
+/// @throws ConfigError naming @p what.
 std::uint64_t parse_size(const std::string& text, const std::string& what);
 
 } // namespace kiln::env

@@ -24,10 +24,23 @@ class ConfigError : public Error {
 /// A CUDA driver call failed. Carries the call text, the code, its name and description.
 class CudaError : public Error {
   public:
+    /// Usually made by the `KILN_CU` macro, which fills in the call text, file and line.
+    /// @param call the call as written, e.g. `"cuMemAlloc(&ptr, bytes)"`.
+    /// @param code the CUresult it returned.
+    /// @param code_name the code's name, e.g. `"CUDA_ERROR_OUT_OF_MEMORY"`.
+    /// @param description the driver's text for the code.
+    /// @param file the source file of the call.
+    /// @param line the line of the call.
     CudaError(std::string call, int code, std::string code_name, std::string description,
               const char* file, int line);
+    /// The call as written in the source.
+    /// @return the call as written in the source.
     const std::string& call() const noexcept { return m_call; }
+    /// The driver's CUresult.
+    /// @return the driver's CUresult, as an int.
     int code() const noexcept { return m_code; }
+    /// The code's name.
+    /// @return the code's name, e.g. `"CUDA_ERROR_INVALID_VALUE"`.
     const std::string& code_name() const noexcept { return m_code_name; }
 
   private:
@@ -45,12 +58,24 @@ class NoDeviceError : public Error {
 /// NVRTC rejected a program. Carries the log, the options and the numbered source.
 class CompileError : public Error {
   public:
+    /// what() is @p summary, then the options, the log and the numbered source.
+    /// @param summary the first line: what went wrong.
+    /// @param log NVRTC's log.
+    /// @param options the options the program was compiled with.
+    /// @param source the program's source.
     CompileError(std::string summary, std::string log, std::vector<std::string> options,
                  std::string source);
+    /// NVRTC's log.
+    /// @return NVRTC's log, with its errors and warnings.
     const std::string& log() const noexcept { return m_log; }
+    /// The options the program was compiled with.
+    /// @return the options the program was compiled with.
     const std::vector<std::string>& options() const noexcept { return m_options; }
+    /// The program's source.
+    /// @return the program's source, as handed to NVRTC.
     const std::string& source() const noexcept { return m_source; }
     /// The source with 1-based line numbers, as printed in what().
+    /// @return the numbered source.
     std::string numbered_source() const;
 
   private:
@@ -85,6 +110,8 @@ class ShapeError : public Error {
 };
 
 /// Number the lines of @p source from 1, right-aligned, as compilers print them.
+/// @param source any text.
+/// @return the text with a line number before each line.
 std::string number_lines(const std::string& source);
 
 } // namespace kiln

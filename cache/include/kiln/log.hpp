@@ -8,7 +8,10 @@
 
 namespace kiln {
 
-/// The shared logger; created on first use, writing to stderr.
+/// The shared logger; created on first use, writing to stderr. A host program that registered its
+/// own spdlog logger named `kiln` before the first call gets that one instead.
+/// @return the logger, alive until the end of the program.
+/// @throws ConfigError (on first use) when KILN_LOG_LEVEL is not a level name.
 spdlog::logger& logger();
 
 } // namespace kiln

@@ -17,6 +17,7 @@ namespace kiln {
 
 /// Per-call settings.
 struct CallOptions {
+    /// The stream the call's allocations and launch are ordered on.
     StreamRef stream;
     /// Number of elements when every array is `raw` (CuPy's `size=`).
     std::optional<std::int64_t> size;
@@ -24,21 +25,36 @@ struct CallOptions {
     std::optional<int> block_size;
 };
 
-/// One argument of a call: an array or a scalar.
+/// One argument of a call: an array or a scalar. An Arg refers to its array, it does not copy it:
+/// the array must outlive the call (an Arg made from a temporary Array dangles once the full
+/// expression ends).
 class Arg {
   public:
+    /// An array argument.
+    /// @param array the array, held by reference.
     Arg(const Array& array) noexcept
         : m_array(&array)
         , m_scalar(0) {} // NOLINT: implicit
+    /// A scalar argument.
+    /// @param scalar the value with its dtype.
     Arg(Scalar scalar) noexcept
         : m_array(nullptr)
         , m_scalar(scalar) {} // NOLINT: implicit
+    /// A scalar argument from a C++ number; its dtype is dtype_of<T>().
+    /// @tparam T an arithmetic type.
+    /// @param value the value.
     template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
     Arg(T value) noexcept
         : m_array(nullptr)
         , m_scalar(value) {} // NOLINT: implicit
+    /// Whether this is an array.
+    /// @return whether this is an array (else a scalar).
     bool is_array() const noexcept { return m_array != nullptr; }
+    /// The array.
+    /// @return the array; only when is_array().
     const Array& array() const noexcept { return *m_array; }
+    /// The scalar.
+    /// @return the scalar; only when not is_array().
     const Scalar& scalar() const noexcept { return m_scalar; }
 
   private:
@@ -53,11 +69,24 @@ class Outputs {
     /// The most outputs a kernel may declare (a kernel with more is refused when it is made).
     static constexpr std::size_t kCapacity = 8;
 
+    /// The number of outputs.
+    /// @return the number of outputs.
     std::size_t size() const noexcept { return m_count; }
+    /// Output @p i.
+    /// @param i the index, below kCapacity (an index past size() gives an empty Array).
+    /// @return the output.
+    /// @throws std::out_of_range for @p i of kCapacity or more.
     const Array& operator[](std::size_t i) const { return m_arrays.at(i); }
+    /// Output @p i, writable.
+    /// @param i the index, below kCapacity.
+    /// @return the output.
+    /// @throws std::out_of_range for @p i of kCapacity or more.
     Array& operator[](std::size_t i) { return m_arrays.at(i); }
     /// The single output. @throws ArgumentError when there is not exactly one.
     operator Array() const; // NOLINT: implicit by design, `Array z = kernel(x, y);`
+    /// Append an output (the front ends do, in the order of the output parameters).
+    /// @param array the output.
+    /// @throws ArgumentError beyond kCapacity outputs.
     void push_back(Array array);
 
   private:

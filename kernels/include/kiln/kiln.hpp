@@ -1,6 +1,8 @@
 #pragma once
 /// @file
-/// Everything Kiln offers to user code.
+/// Everything Kiln offers to user code: includes every public header, so `#include <kiln/kiln.hpp>`
+/// is all a program needs (link `kiln::kiln`). The narrower headers serve programs that want to
+/// keep their includes small; kiln/cache/ holds the cache's own API, for tools.
 
 #include "kiln/activity.hpp"
 #include "kiln/array.hpp"

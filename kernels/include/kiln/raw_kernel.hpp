@@ -1,6 +1,8 @@
 #pragma once
 /// @file
-/// RawModule and RawKernel: CUDA source you write, compiled with NVRTC, cached, and launched.
+/// RawModule and RawKernel: CUDA source you write, compiled with NVRTC, cached, and launched, as
+/// CuPy's classes of the same names. The README's "RawKernel" and "RawModule" sections show them
+/// with templates, name expressions and headers.
 ///
 /// @code
 /// kiln::RawKernel add(R"(extern "C" __global__ void my_add(const float* x, const float* y,
@@ -31,18 +33,31 @@ class RawModule {
     /// @p options: NVRTC options as a braced list (`{"-DN=4"}`) or full CompileOptions
     /// (architecture, headers, lineinfo, disk cache). @p name_expressions: C++ names (templates,
     /// overloads) to look kernels up by, e.g. "scale<float>"; added to the options' own.
+    /// Nothing is compiled until first use.
+    /// @param source the CUDA source.
+    /// @param options NVRTC options or full CompileOptions.
+    /// @param name_expressions C++ names of kernels to look up.
     explicit RawModule(std::string source, CompileOptions options = {},
                        std::vector<std::string> name_expressions = {});
     /// A module from a .cubin, .ptx or .fatbin file, read now and loaded on first use.
+    /// @param path the file.
+    /// @return the module.
     /// @throws ArgumentError if the file is missing or is not a module image.
     static RawModule from_file(const std::string& path);
 
     /// The kernel @p name (a plain name or one of the name expressions).
+    /// @param name the kernel's name; checked when the kernel is first launched or its
+    /// RawKernel::function() asked for (an ArgumentError naming the kernels there are).
+    /// @return the kernel, which shares this module's state.
     RawKernel get_function(const std::string& name) const;
     /// Compile now without loading (works without a GPU when an architecture is given).
-    /// nullptr for a module loaded from a file. @throws CompileError.
+    /// nullptr for a module loaded from a file.
+    /// @return the program for the options' architecture, else the current device's.
+    /// @throws CompileError; NoDeviceError with neither an architecture nor a device.
     std::shared_ptr<const Program> compile() const;
     /// The module loaded in the current context (compiling and loading it if needed).
+    /// @return the module, loaded once per context.
+    /// @throws CompileError, CudaError, NoDeviceError.
     std::shared_ptr<const Module> module() const;
 
   private:
@@ -59,23 +74,41 @@ class RawKernel {
   public:
     /// Compile @p source (lazily) and launch its kernel @p name. @p options: NVRTC options as a
     /// braced list (`{"-DN=4"}`) or full CompileOptions.
+    /// @param source the CUDA source.
+    /// @param name the kernel's name: an `extern "C"` name, or a name expression such as
+    /// "scale<float>" listed in the options' name expressions.
+    /// @param options NVRTC options or full CompileOptions.
     RawKernel(std::string source, std::string name, CompileOptions options = {});
 
     /// Launch on the legacy default stream: `kernel({blocks}, {threads}, args...)`.
+    /// @tparam Args the argument types, as Function::launch() takes them.
+    /// @param grid blocks in the grid.
+    /// @param block threads per block.
+    /// @param args the kernel's arguments, whose sizes must match its parameters.
     /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
     template <class... Args> void operator()(Dim3 grid, Dim3 block, const Args&... args) const {
         function().launch(LaunchConfig{grid, block}, args...);
     }
     /// Launch with a full configuration (stream, dynamic shared memory, cooperative).
+    /// @tparam Args the argument types, as Function::launch() takes them.
+    /// @param config the grid, block, dynamic shared memory, stream and cooperative switch.
+    /// @param args the kernel's arguments.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
     template <class... Args>
     void operator()(const LaunchConfig& config, const Args&... args) const {
         function().launch(config, args...);
     }
 
     /// The kernel in the current context, compiling and loading on first use.
+    /// @return the kernel, valid while this RawKernel (or a copy) lives.
+    /// @throws ArgumentError (no such kernel), CompileError, CudaError, NoDeviceError.
     const Function& function() const;
+    /// The kernel's name.
+    /// @return the kernel's name, as given.
     const std::string& name() const noexcept;
     /// Compile now without loading; see RawModule::compile.
+    /// @return the program, or nullptr for a module loaded from a file.
+    /// @throws CompileError, NoDeviceError.
     std::shared_ptr<const Program> compile() const;
 
   private:

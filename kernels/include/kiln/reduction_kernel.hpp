@@ -40,6 +40,7 @@ namespace kiln {
 struct ReduceCall {
     Axes axis;             ///< which axes to reduce; all by default
     bool keepdims = false; ///< keep reduced axes as extent-1 dimensions
+    /// The stream the call's allocations and launches are ordered on.
     StreamRef stream;
 };
 
@@ -56,6 +57,10 @@ struct ReductionOptions {
     std::vector<std::string> options; ///< extra NVRTC options
 };
 
+/// A generated reduction kernel. Construction parses the specs; each call binds the placeholders
+/// to its arguments' dtypes, chooses a layout for the reduced and kept axes, and compiles (once per
+/// dtypes, dimensions and layout, then from the caches) and launches. Move-only; calls on one
+/// kernel may come from any thread.
 class ReductionKernel {
   public:
     /// @p in_params and @p out_params are CuPy parameter specs ("T x, T w", "T y") without
@@ -68,11 +73,23 @@ class ReductionKernel {
     /// bytes; a larger one fails to compile with a static_assert saying so.
     /// @throws SpecError for a spec that does not parse, a `raw` parameter, an empty expression
     /// or a reserved output name (`a`, `b`).
+    /// @param in_params the input parameters' spec.
+    /// @param out_params the output parameters' spec.
+    /// @param map_expr the expression mapping each input element to a partial result.
+    /// @param reduce_expr the expression combining partial results `a` and `b`.
+    /// @param post_map_expr the statements writing each output from the reduced value `a`.
+    /// @param identity the reduce expression's identity, or empty for none.
+    /// @param name the kernel's name, as profilers show it (it must be an identifier).
+    /// @param options reduce type, preamble and switches.
     ReductionKernel(std::string in_params, std::string out_params, std::string map_expr,
                     std::string reduce_expr, std::string post_map_expr, std::string identity,
                     std::string name = "reduce_kernel", ReductionOptions options = {});
+    /// Frees the kernel's specializations (programs stay in the caches).
     ~ReductionKernel();
+    /// Takes the other kernel's state; the moved-from kernel may only be assigned or destroyed.
     ReductionKernel(ReductionKernel&&) noexcept;
+    /// Takes the other kernel's state; the moved-from kernel may only be assigned or destroyed.
+    /// @return this kernel.
     ReductionKernel& operator=(ReductionKernel&&) noexcept;
 
     /// Reduce over every axis: inputs, optionally followed by outputs (arrays or scalars). The
@@ -80,29 +97,60 @@ class ReductionKernel {
     /// temporary Array dangles once the full expression ends).
     /// @throws AxisError, ArgumentError (arguments, an empty reduction with no identity),
     /// ShapeError, CompileError (naming the expression at fault), CudaError.
+    /// @tparam Args Array, Scalar or C++ number types.
+    /// @param args the inputs in the order of the input spec, then optionally every output.
+    /// @return the outputs (given or allocated), in order.
     template <class... Args> Outputs operator()(const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), ReduceCall{});
     }
     /// The same with axes, keepdims and a stream.
+    /// @tparam Args Array, Scalar or C++ number types.
+    /// @param how the axes, keepdims and stream.
+    /// @param args the inputs, then optionally every output.
+    /// @return the outputs, in order.
     template <class... Args> Outputs operator()(const ReduceCall& how, const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), how);
     }
+    /// The call operator's work, with arguments already made into Args (for wrappers and
+    /// arguments known only at run time).
+    /// @param args @p count arguments: inputs, then optionally every output.
+    /// @param count how many.
+    /// @param how the axes, keepdims and stream.
+    /// @return the outputs, in order.
+    /// @throws as the call operator.
     Outputs call(const Arg* args, std::size_t count, const ReduceCall& how) const;
 
     /// The CUDA source this call would compile (no device needed; nothing is launched or
     /// allocated). Without a device, layout choices assume 132 multiprocessors.
+    /// @param args @p count arguments, as for call().
+    /// @param count how many.
+    /// @param how the axes and keepdims (the stream is not used).
+    /// @return the complete source handed to NVRTC.
+    /// @throws AxisError, ArgumentError, ShapeError as a call would.
     std::string source_for(const Arg* args, std::size_t count, const ReduceCall& how = {}) const;
 
     /// Compile this call's kernel for @p arch (e.g. "sm_90") without launching anything: warms the
-    /// caches ahead of time; no device needed. @throws CompileError as a call would.
+    /// caches ahead of time; no device needed.
+    /// @param args @p count arguments, as for call(); only their dtypes, shapes and layouts count.
+    /// @param count how many.
+    /// @param how the axes and keepdims.
+    /// @param arch the target architecture.
+    /// @return the compiled program.
+    /// @throws CompileError as a call would.
     std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
                                                const ReduceCall& how,
                                                const std::string& arch) const;
 
+    /// The kernel's name.
+    /// @return the kernel's name.
     const std::string& name() const noexcept;
+    /// The parsed input parameters.
+    /// @return the parsed input parameters.
     const std::vector<ParamSpec>& in_params() const noexcept;
+    /// The parsed output parameters.
+    /// @return the parsed output parameters.
     const std::vector<ParamSpec>& out_params() const noexcept;
 
   private:

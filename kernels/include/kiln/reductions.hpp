@@ -1,10 +1,11 @@
 #pragma once
 /// @file
-/// Ready reductions, built on ReductionKernel, with NumPy's result dtypes: `sum` and `prod` of
-/// bool and signed integers give int64 (unsigned: uint64); `mean`, `var`, `std` and `norm` of
-/// integers give float64, of complex values `var`, `std` and `norm` give the real type;
-/// `argmin` / `argmax` / `count_nonzero` give int64; `any` / `all` give bool. 16-bit floats are
-/// accumulated in float32. Deterministic: the same input gives bitwise the same result.
+/// Ready reductions, built on ReductionKernel (the README's "ReductionKernel and ready reductions"
+/// section), with NumPy's result dtypes: `sum` and `prod` of bool and signed integers give int64
+/// (unsigned: uint64); `mean`, `var`, `std` and `norm` of integers give float64, of complex values
+/// `var`, `std` and `norm` give the real type; `argmin` / `argmax` / `count_nonzero` give int64;
+/// `any` / `all` give bool. 16-bit floats are accumulated in float32. Deterministic: the same input
+/// gives bitwise the same result.
 ///
 /// @code
 /// kiln::Array total = kiln::sum(x);                               // every axis: a 0-d array
@@ -20,36 +21,109 @@
 
 namespace kiln {
 
+/// Per-call settings of the ready reductions.
 struct ReduceOptions {
+    /// Keep reduced axes as extent-1 dimensions (NumPy's `keepdims=`).
     bool keepdims = false;
     /// The result (and accumulation) dtype of sum, prod and mean; NumPy's `dtype=`.
     std::optional<DType> dtype;
     /// Write here instead of allocating (its shape must be the result's, its dtype the result's).
     const Array* out = nullptr;
+    /// The stream the result's allocation and the kernels are ordered on.
     StreamRef stream;
     /// var and std: divide by N - ddof.
     int ddof = 0;
 };
 
+/// The sum of the elements; an empty reduction gives 0.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array sum(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The product of the elements; an empty reduction gives 1.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array prod(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// NaN propagates (NumPy's max / min). @throws ArgumentError for an empty reduction, or complex.
+/// The maximum; NaN propagates (NumPy's max / min).
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws ArgumentError for an empty reduction, or complex; AxisError; CudaError.
 Array max(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The minimum; NaN propagates. Empty reductions and complex input are an ArgumentError.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array min(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// The index of the first maximum (minimum) along one axis, or in the flattened array for
-/// Axes::all(); the first NaN wins. @throws AxisError for several axes, ArgumentError for an
-/// empty reduction or complex input.
+/// The index of the first maximum along one axis, or in the flattened array for Axes::all();
+/// the first NaN wins.
+/// @param a the array.
+/// @param axis one axis, or every axis (the default).
+/// @param options keepdims, output array and stream.
+/// @return the indices, as int64: @p a's shape without the reduced axis.
+/// @throws AxisError for several axes, ArgumentError for an empty reduction or complex input.
 Array argmax(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The index of the first minimum, as argmax(); the first NaN wins.
+/// @param a the array.
+/// @param axis one axis, or every axis (the default).
+/// @param options keepdims, output array and stream.
+/// @return the indices, as int64: @p a's shape without the reduced axis.
+/// @throws AxisError for several axes, ArgumentError for an empty reduction or complex input.
 Array argmin(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// Empty reductions give NaN.
+/// The arithmetic mean. Empty reductions give NaN.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
 Array mean(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// Two passes (the mean, then squared deviations) for accuracy. Divides by N - ddof.
+/// The variance: two passes (the mean, then squared deviations) for accuracy. Divides by
+/// N - ddof.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
 Array var(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The standard deviation: the square root of var(), with the same ddof.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array std(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 /// The 2-norm of the flattened axes: sqrt(sum(|x|^2)) (numpy.linalg.norm with ord=None).
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
 Array norm(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// Whether any element is non-zero; an empty reduction gives false.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array any(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// Whether every element is non-zero; an empty reduction gives true.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array all(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// How many elements are non-zero, as int64.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array, stream and ddof.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
 Array count_nonzero(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 
 } // namespace kiln

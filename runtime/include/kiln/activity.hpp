@@ -29,25 +29,39 @@ enum class Activity : std::uint32_t {
     all = (1u << 5) - 1,
 };
 
+/// The kinds in either set.
+/// @param a a set of kinds.
+/// @param b another set.
+/// @return their union.
 constexpr Activity operator|(Activity a, Activity b) noexcept {
     return static_cast<Activity>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
 }
+/// The kinds in both sets.
+/// @param a a set of kinds.
+/// @param b another set.
+/// @return their intersection.
 constexpr Activity operator&(Activity a, Activity b) noexcept {
     return static_cast<Activity>(static_cast<std::uint32_t>(a) & static_cast<std::uint32_t>(b));
 }
 /// Whether @p set includes any kind of @p kinds.
+/// @param set a set of kinds.
+/// @param kinds the kinds asked about.
+/// @return true when they share a kind.
 constexpr bool has_activity(Activity set, Activity kinds) noexcept {
     return (set & kinds) != Activity::none;
 }
 
 /// A short lower-case name: "kernel", "builtin_kernel", "copy", "fill", "graph" (or "activity"
 /// for none or a combination).
+/// @param kind one kind.
+/// @return its name, a static string.
 const char* activity_name(Activity kind) noexcept;
 
 /// One timed activity.
 struct TimingResult {
     /// Position in issue order, counted across the process.
     std::uint64_t sequence = 0;
+    /// What kind of activity it was (one kind, never a combination).
     Activity kind = Activity::none;
     /// What it was: "kernel NAME", "builtin kernel NAME", "memcpy HtoD", "memcpy DtoH",
     /// "memcpy DtoD", "memset" or "graph launch".
@@ -86,23 +100,39 @@ struct SessionState;
 class TimingSession {
   public:
     /// Begin timing the activities in @p filter. With @p synchronize, wait for the current
-    /// context's work first, so no earlier work is counted. @throws NoDeviceError, CudaError.
+    /// context's work first, so no earlier work is counted.
+    /// @param filter the kinds of activity to time.
+    /// @param synchronize whether to wait for the context's work before the session begins.
+    /// @throws NoDeviceError, CudaError.
     explicit TimingSession(Activity filter = Activity::all, bool synchronize = true);
     /// Ends the session if end() was not called, discarding its results. Never throws.
     ~TimingSession();
+    /// Takes over @p other's session; @p other is left closed.
+    /// @param other the session to move from.
     TimingSession(TimingSession&& other) noexcept;
+    /// Ends this session (discarding its results), then takes over @p other's.
+    /// @param other the session to move from.
+    /// @return this session.
     TimingSession& operator=(TimingSession&& other) noexcept;
+    /// Not copyable: a session's results are ended once.
     TimingSession(const TimingSession&) = delete;
+    /// Not copyable.
     TimingSession& operator=(const TimingSession&) = delete;
 
     /// Stop recording and return what was recorded, in issue order. With @p synchronize, wait for
     /// the current context's work first; either way each result waits for its own end event.
     /// Must not be called while a stream of the context is being captured. A second call returns
-    /// nothing. @throws CudaError.
+    /// nothing.
+    /// @param synchronize whether to wait for the context's work first.
+    /// @return the timed activities, in issue order.
+    /// @throws CudaError.
     std::vector<TimingResult> end(bool synchronize = true);
 
+    /// The kinds of activity the session times.
+    /// @return the kinds of activity the session times.
     Activity filter() const noexcept;
     /// Whether end() has not been called yet.
+    /// @return whether end() has not been called yet.
     bool open() const noexcept;
 
   private:
@@ -110,9 +140,13 @@ class TimingSession {
 };
 
 /// Begin a session (Warp's `timing_begin`) on the calling thread's stack of sessions.
+/// @param filter the kinds of activity to time.
+/// @param synchronize whether to wait for the context's work before the session begins.
 /// @throws NoDeviceError, CudaError.
 void timing_begin(Activity filter = Activity::all, bool synchronize = true);
 /// End the innermost session begun by this thread with timing_begin (Warp's `timing_end`).
+/// @param synchronize whether to wait for the context's work first.
+/// @return the timed activities, in issue order.
 /// @throws ArgumentError when this thread has none open, CudaError.
 std::vector<TimingResult> timing_end(bool synchronize = true);
 

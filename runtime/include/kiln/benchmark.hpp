@@ -47,25 +47,41 @@ struct BenchmarkOptions {
 class BenchmarkResult {
   public:
     /// A result from raw times in seconds, one per repeat. @p gpu_times must be as long as
-    /// @p cpu_times. @throws ArgumentError for no repeats or series of different lengths.
+    /// @p cpu_times.
+    /// @param name the measurement's name.
+    /// @param cpu_times the host time of each repeat, in seconds.
+    /// @param gpu_times the GPU time of each repeat, in seconds.
+    /// @param device the ordinal of the device the GPU times were taken on.
+    /// @throws ArgumentError for no repeats or series of different lengths.
     BenchmarkResult(std::string name, std::vector<double> cpu_times, std::vector<double> gpu_times,
                     int device = 0);
 
+    /// The measurement's name.
+    /// @return the measurement's name (BenchmarkOptions::name).
     const std::string& name() const noexcept { return m_name; }
     /// Host (steady clock) time of each call, in seconds.
+    /// @return one time per repeat.
     const std::vector<double>& cpu_times() const noexcept { return m_cpu_times; }
     /// GPU time of each call (CUDA events), in seconds.
+    /// @return one time per repeat.
     const std::vector<double>& gpu_times() const noexcept { return m_gpu_times; }
     /// The ordinal of the device the GPU times were taken on.
+    /// @return the ordinal.
     int device() const noexcept { return m_device; }
-    /// Statistics of cpu_times() and gpu_times(), in seconds.
+    /// Statistics of cpu_times(), in seconds.
+    /// @return count, mean, standard deviation, minimum and maximum.
     Statistics cpu_statistics() const { return Statistics::of(m_cpu_times); }
+    /// Statistics of gpu_times(), in seconds.
+    /// @return count, mean, standard deviation, minimum and maximum.
     Statistics gpu_statistics() const { return Statistics::of(m_gpu_times); }
 
     /// CuPy's line: the name padded to 20 columns, then `CPU:` mean `+/-` standard deviation
     /// `(min: ... / max: ...) us`, then (with @p show_gpu) `GPU-<device>:` the same.
+    /// @param show_gpu whether to add the GPU times.
+    /// @return the line, without a newline.
     std::string to_string(bool show_gpu = true) const;
     /// A JSON object: name, device, repeats, the raw times and their statistics, in microseconds.
+    /// @return the object, on one line.
     std::string to_json() const;
 
   private:
@@ -76,6 +92,9 @@ class BenchmarkResult {
 };
 
 /// Writes BenchmarkResult::to_string().
+/// @param out the stream.
+/// @param result the result.
+/// @return @p out.
 std::ostream& operator<<(std::ostream& out, const BenchmarkResult& result);
 
 namespace detail {
@@ -88,6 +107,10 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable, const Benchma
 /// and waits for it. Repeats stop after `n_repeat` or once `max_duration` seconds have passed.
 ///
 /// Runs in the calling thread's current context (device 0's primary context if none is current).
+/// @tparam F a callable with no arguments.
+/// @param function what to time; its work must be queued on `options.stream` or ordered with it.
+/// @param options repeats, warm-up, time limit, name and stream.
+/// @return the times of every repeat.
 /// @throws ArgumentError for n_repeat < 1 or n_warmup < 0, NoDeviceError, CudaError, and whatever
 /// @p function throws.
 template <class F> BenchmarkResult benchmark(F&& function, const BenchmarkOptions& options = {}) {

@@ -1,6 +1,10 @@
 #pragma once
 /// @file
-/// NVRTC compilation to cubins, through the in-memory and on-disk caches.
+/// NVRTC compilation to cubins, through the in-memory and on-disk caches. A Compiler turns a source
+/// and CompileOptions into a Program (a cubin and what NVRTC said about it); each distinct request
+/// compiles once, and the cache key covers everything that can change the cubin. The front ends
+/// all compile through Compiler::global(); the README's "Compiling without a GPU" and "The cache"
+/// sections show it in use.
 
 #include "kiln/cache/key.hpp"
 
@@ -22,17 +26,24 @@ class Store;
 
 /// A header handed to NVRTC in memory: `#include "name"` in the source finds it.
 struct Header {
+    /// The name the source includes it by, e.g. `"my_types.cuh"`.
     std::string name;
+    /// Its content, which is part of the cache key.
     std::string source;
 };
 
 /// What to compile for. Defaults: an explicit -arch, -lineinfo, -std=c++17.
 /// A braced list of strings is a list of NVRTC options: `RawKernel(src, "k", {"-DN=4"})`.
 struct CompileOptions {
+    /// Kiln's defaults, for the current device.
     CompileOptions() = default;
+    /// The defaults plus @p nvrtc_options.
+    /// @param nvrtc_options extra NVRTC options, as #options.
     CompileOptions(std::initializer_list<std::string> nvrtc_options) // NOLINT: implicit by design
         : options(nvrtc_options) {}
     /// Options for the architecture @p target, e.g. "sm_90".
+    /// @param target the architecture, as #arch.
+    /// @return the defaults with #arch set.
     static CompileOptions for_arch(std::string target) {
         CompileOptions o;
         o.arch = std::move(target);
@@ -48,6 +59,7 @@ struct CompileOptions {
     std::vector<std::string> options;
     /// C++ names whose lowered (mangled) names are wanted, e.g. "my_kernel<float, 4>".
     std::vector<std::string> name_expressions;
+    /// Headers handed to NVRTC in memory; their content is part of the key.
     std::vector<Header> headers;
     /// Make the CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, ...) includable, as
     /// CuPy does. The key records this switch, not the directory, so caches still move between
@@ -63,29 +75,48 @@ struct CompileOptions {
     std::string description;
 };
 
-/// How a Program reached this process.
+/// How a Program reached this process: `compiled` by NVRTC here, or read from the `disk_cache`.
 enum class ProgramOrigin { compiled, disk_cache };
 
 /// A compiled program: an immutable cubin plus what NVRTC said about it. Shared by every kernel
 /// and module built from the same source, options and architecture.
 class Program {
   public:
+    /// The cache key it was compiled under.
+    /// @return the cache key it was compiled under.
     const cache::Key& key() const noexcept { return m_key; }
+    /// The cubin.
+    /// @return the cubin, byte for byte.
     const std::string& cubin() const noexcept { return m_cubin; }
+    /// NVRTC's log.
+    /// @return NVRTC's log (warnings; empty when there were none).
     const std::string& log() const noexcept { return m_log; }
+    /// The target architecture.
+    /// @return the target architecture, e.g. "sm_90".
     const std::string& arch() const noexcept { return m_arch; }
+    /// The CUDA source it was compiled from.
+    /// @return the CUDA source it was compiled from.
     const std::string& source() const noexcept { return m_source; }
+    /// Whether it was compiled here or read from the disk cache.
+    /// @return whether it was compiled here or read from the disk cache.
     ProgramOrigin origin() const noexcept { return m_origin; }
     /// Time to compile, or to load from disk, in milliseconds.
+    /// @return the time in milliseconds.
     double milliseconds() const noexcept { return m_ms; }
     /// The options NVRTC was given, Kiln's defaults included.
+    /// @return the options, in order.
     const std::vector<std::string>& options() const noexcept { return m_options; }
+    /// The name expressions and their lowered names.
+    /// @return each name expression given at compile time with its lowered (mangled) name.
     const std::vector<std::pair<std::string, std::string>>& lowered_names() const noexcept {
         return m_lowered_names;
     }
     /// The lowered name of a name expression given at compile time; nullopt when not one.
+    /// @param name_expression the expression, spelled as it was given.
+    /// @return the lowered name, or nullopt.
     std::optional<std::string> lowered_name(std::string_view name_expression) const;
     /// The saved `.cu` beside the cache entry (KILN_CACHE_SAVE_SOURCE=1), if any.
+    /// @return the path, or nullopt.
     const std::optional<std::filesystem::path>& source_path() const noexcept {
         return m_source_path;
     }
@@ -120,30 +151,49 @@ struct CompileStatistics {
 class Compiler {
   public:
     /// Use @p store for the disk cache (nullptr: memory only). The store must outlive the Compiler.
+    /// @param store the disk cache, or nullptr.
     explicit Compiler(cache::Store* store);
+    /// Frees the programs it holds that nothing else shares.
     ~Compiler();
+    /// Not copyable: a compiler holds its programs and in-flight compiles.
     Compiler(const Compiler&) = delete;
+    /// Not copyable.
     Compiler& operator=(const Compiler&) = delete;
 
     /// The process-wide compiler over cache::Store::global().
+    /// @return the compiler, alive until the end of the program.
+    /// @throws ConfigError (on first use) when a KILN_CACHE_* variable does not parse.
     static Compiler& global();
 
     /// Compile, or find the program in memory or on disk.
+    /// @param source the CUDA source.
+    /// @param options the architecture, NVRTC options, headers and name expressions.
+    /// @return the program, shared with every other request for the same key.
     /// @throws CompileError (NVRTC rejected the source or an option), NoDeviceError (no arch given
     /// and no device), ArgumentError (bad options).
     std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options);
 
     /// The key compile() would use, without compiling. Same exceptions as compile().
+    /// @param source the CUDA source.
+    /// @param options the options, as for compile().
+    /// @return the key.
     cache::Key key_for(std::string_view source, const CompileOptions& options);
 
     /// The driver rejected @p program's cubin: forget it in memory, remove it from disk, and
     /// compile it afresh (bypassing the disk cache).
+    /// @param program the rejected program.
+    /// @param options the options it was compiled with.
+    /// @return the new program.
+    /// @throws as compile().
     std::shared_ptr<const Program> recompile(const Program& program, const CompileOptions& options);
 
+    /// The disk cache in use.
+    /// @return the disk cache in use, or nullptr for memory only.
     cache::Store* store() const noexcept;
 
     /// The counters so far. Cheap (relaxed atomic loads); concurrent compiles may land between
     /// the loads of two fields.
+    /// @return a snapshot of the counters.
     CompileStatistics statistics() const noexcept;
 
   private:
@@ -152,9 +202,16 @@ class Compiler {
 };
 
 /// Compiler::global().compile(source, options).
+/// @param source the CUDA source.
+/// @param options the options; the defaults compile for the current device.
+/// @return the program.
+/// @throws as Compiler::compile().
 std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options = {});
 
-/// Normalize an architecture name to "sm_XY[a|f]". @throws ArgumentError for anything else.
+/// Normalize an architecture name to "sm_XY[a|f]".
+/// @param arch "sm_90", "90", "compute_90", "sm_90a" and the like.
+/// @return the name as "sm_90" or "sm_90a".
+/// @throws ArgumentError for anything else.
 std::string normalize_arch(std::string_view arch);
 
 /// The NVRTC build in use, for people: "13.0 (build 65be0db3)", major.minor and the first 8 hex
@@ -163,6 +220,7 @@ std::string normalize_arch(std::string_view arch);
 /// the first page of the library once per process; cache keys use the full build id. For a library
 /// without a build id it is the version found in the library ("13.0.88"), else major.minor and a
 /// hash of the library's path, size and modification time.
+/// @return the version string, computed once per process.
 const std::string& nvrtc_version();
 
 } // namespace kiln

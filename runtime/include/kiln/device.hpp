@@ -1,6 +1,9 @@
 #pragma once
 /// @file
-/// CUDA devices and their primary contexts.
+/// CUDA devices and their primary contexts. Most programs never name a device: Kiln uses the
+/// calling thread's current context, or device 0's primary context when there is none. Device
+/// answers what the hardware is (its architecture for NVRTC, its limits for launches) and whether
+/// there is one at all (available()).
 
 #include <cuda.h>
 
@@ -12,31 +15,66 @@ namespace kiln {
 /// CuPy, PyTorch...) uses, so pointers and streams pass freely between them and Kiln.
 class Device {
   public:
-    /// Device @p ordinal (as CUDA_VISIBLE_DEVICES numbers them). @throws NoDeviceError, CudaError.
+    /// Device @p ordinal (as CUDA_VISIBLE_DEVICES numbers them).
+    /// @param ordinal from 0 to count() - 1.
+    /// @throws NoDeviceError, CudaError.
     explicit Device(int ordinal);
 
     /// The device of the calling thread's current context; with none current, device 0, whose
-    /// primary context is then made current. @throws NoDeviceError without a driver or device.
+    /// primary context is then made current.
+    /// @return the device.
+    /// @throws NoDeviceError without a driver or device.
     static Device current();
-    /// How many devices the driver sees. @throws NoDeviceError without a driver.
+    /// How many devices the driver sees.
+    /// @return the count, 0 or more.
+    /// @throws NoDeviceError without a driver.
     static int count();
     /// Whether a driver and at least one device are usable; never throws. @p reason says why not.
+    /// @param reason where to put the reason when there is none; may be null.
+    /// @return true when device calls can work.
     static bool available(std::string* reason = nullptr);
 
+    /// The ordinal.
+    /// @return the ordinal, as CUDA_VISIBLE_DEVICES numbers devices.
     int ordinal() const noexcept { return m_ordinal; }
+    /// The driver handle.
+    /// @return the driver handle.
     CUdevice handle() const noexcept { return m_device; }
+    /// The product name.
+    /// @return the product name, e.g. "NVIDIA H100 80GB HBM3".
+    /// @throws CudaError.
     std::string name() const;
+    /// A device attribute, as cuDeviceGetAttribute gives it.
+    /// @param attribute the attribute, e.g. CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK.
+    /// @return its value.
+    /// @throws CudaError.
     int attribute(CUdevice_attribute attribute) const;
+    /// The major compute capability.
+    /// @return the major compute capability, e.g. 9 for sm_90.
+    /// @throws CudaError.
     int compute_capability_major() const;
+    /// The minor compute capability.
+    /// @return the minor compute capability, e.g. 0 for sm_90.
+    /// @throws CudaError.
     int compute_capability_minor() const;
-    /// The NVRTC target for this device, e.g. "sm_90".
+    /// The NVRTC target for this device.
+    /// @return the NVRTC target for this device, e.g. "sm_90".
+    /// @throws CudaError.
     std::string arch() const;
+    /// The device memory in bytes.
+    /// @return the device memory in bytes.
+    /// @throws CudaError.
     std::size_t total_memory() const;
+    /// How many streaming multiprocessors the device has.
+    /// @return how many streaming multiprocessors the device has.
+    /// @throws CudaError.
     int multiprocessor_count() const;
 
     /// Retain this device's primary context and make it current on the calling thread.
+    /// @throws CudaError.
     void make_current() const;
     /// Wait for all work on this device (its primary context).
+    /// @throws CudaError, including errors of earlier asynchronous work.
     void synchronize() const;
 
   private:

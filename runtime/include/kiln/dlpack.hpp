@@ -27,6 +27,8 @@ inline constexpr std::uint8_t kDLPackBoolCode = 6;
 /// @throws ArgumentError (and leaves the tensor with the caller, deleter not called) for a null
 /// tensor, another device type, a dtype Kiln lacks, vector lanes, more than kMaxDims dimensions or
 /// negative extents.
+/// @param tensor the tensor; on success Kiln owns it.
+/// @return a view of the tensor's memory.
 Array from_dlpack(DLManagedTensor* tensor);
 
 /// A DLPack tensor viewing @p array's memory (no copy), with the array's shape, dtype and
@@ -36,6 +38,8 @@ Array from_dlpack(DLManagedTensor* tensor);
 /// must call the deleter exactly once.
 /// @throws ArgumentError when a stride is not a multiple of the itemsize (DLPack counts strides
 /// in elements).
+/// @param array the array to export.
+/// @return the tensor, owned by whoever receives it.
 DLManagedTensor* to_dlpack(const Array& array);
 
 } // namespace kiln

@@ -1,6 +1,9 @@
 #pragma once
 /// @file
-/// Element types of kiln::Array, with NumPy's names.
+/// Element types of kiln::Array, with NumPy's names: the DType enumeration, its properties
+/// (itemsize(), name(), the CUDA type generated code uses), NumPy's type promotion, the host
+/// 16-bit float types and conversions, and cast_scalar(), which converts a host value to any dtype
+/// the way the GPU does.
 
 #include <complex>
 #include <cstddef>
@@ -11,14 +14,20 @@
 
 namespace kiln {
 
-/// 16-bit floating-point storage types (host side only stores the bits).
+/// The float16 (IEEE 754 binary16) storage type (host side only stores the bits).
 struct float16 {
+    /// The IEEE 754 binary16 bits, as `__half` holds them; to_float16() and to_double() convert.
     std::uint16_t bits;
 };
+/// The bfloat16 storage type (host side only stores the bits).
 struct bfloat16 {
+    /// The bfloat16 bits (the top half of a float32), as `__nv_bfloat16` holds them;
+    /// to_bfloat16() and to_double() convert.
     std::uint16_t bits;
 };
 
+/// An array's element type, named as in NumPy (`bool_` for NumPy's `bool`), plus bfloat16.
+/// dtype_of() maps C++ types to it, parse_dtype() names to it.
 enum class DType : std::uint8_t {
     bool_,
     int8,
@@ -41,34 +50,74 @@ enum class DType : std::uint8_t {
 inline constexpr int kDTypeCount = 15;
 
 /// Bytes per element.
+/// @param dtype the dtype.
+/// @return its size: 1 for bool_, 16 for complex128.
 std::size_t itemsize(DType dtype) noexcept;
 /// NumPy's name: "bool", "int32", "float16", "bfloat16", "complex64", ...
+/// @param dtype the dtype.
+/// @return the name, a static string.
 const char* name(DType dtype) noexcept;
 /// The CUDA C++ type generated code uses: "bool", "int", "float", "__half", "__nv_bfloat16",
 /// "kiln::complex<float>", ...
+/// @param dtype the dtype.
+/// @return the type's spelling, a static string.
 const char* cuda_type(DType dtype) noexcept;
 /// DType from a NumPy name or common alias ("float32", "float", "double", "int", "uint8",
-/// "half", "bool", "complex128", ...). @throws ArgumentError naming the accepted names.
+/// "half", "bool", "complex128", ...).
+/// @param text the name.
+/// @return the dtype.
+/// @throws ArgumentError naming the accepted names.
 DType parse_dtype(std::string_view text);
 
+/// Whether a dtype is bool_.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_bool(DType d) noexcept;
+/// Whether a dtype is int8, int16, int32 or int64.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_signed_integer(DType d) noexcept;
+/// Whether a dtype is uint8, uint16, uint32 or uint64.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_unsigned_integer(DType d) noexcept;
+/// Whether a dtype is a signed or unsigned integer (not bool_).
+/// @param d the dtype.
+/// @return true when it is.
 bool is_integer(DType d) noexcept;
+/// Whether @p d is a real floating type.
+/// @param d the dtype.
+/// @return true for:
 bool is_floating(DType d) noexcept; ///< float16, bfloat16, float32, float64
+/// Whether a dtype is complex64 or complex128.
+/// @param d the dtype.
+/// @return true when it is.
 bool is_complex(DType d) noexcept;
 
 /// NumPy's promotion of two dtypes (`np.result_type` for arrays): int32 + float32 -> float64,
 /// int64 + uint64 -> float64, and so on.
+/// @param a a dtype.
+/// @param b another dtype.
+/// @return the smallest dtype both convert to without loss, by NumPy's table.
 DType promote_types(DType a, DType b) noexcept;
 
 /// @p value rounded to float16 or bfloat16, to nearest with ties to even (as NumPy and the GPU's
 /// `cvt.rn` do): values beyond the largest finite one become infinity, tiny ones subnormals or
 /// zero, NaN stays NaN. Bit-exact, no device headers needed.
+/// @param value the value.
+/// @return the float16 nearest to it.
 float16 to_float16(double value) noexcept;
+/// @p value rounded to bfloat16, as to_float16() rounds to float16.
+/// @param value the value.
+/// @return the bfloat16 nearest to it.
 bfloat16 to_bfloat16(double value) noexcept;
-/// The exact value of a float16 or bfloat16.
+/// The exact value of a float16.
+/// @param value the float16.
+/// @return its value (every float16 is a double exactly).
 double to_double(float16 value) noexcept;
+/// The exact value of a bfloat16.
+/// @param value the bfloat16.
+/// @return its value.
 double to_double(bfloat16 value) noexcept;
 
 namespace detail {
@@ -88,6 +137,10 @@ void cast_scalar_complex(std::complex<double> value, DType dtype, void* out) noe
 /// @code
 /// std::uint8_t byte; kiln::cast_scalar(-1, kiln::DType::uint8, &byte); // byte == 255
 /// @endcode
+/// @tparam T the host type of @p value.
+/// @param value the value.
+/// @param dtype the dtype to convert it to.
+/// @param out itemsize(dtype) bytes of host memory, any alignment.
 template <class T> void cast_scalar(T value, DType dtype, void* out) noexcept {
     if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
         detail::cast_scalar_int64(static_cast<std::int64_t>(value), dtype, out);
@@ -101,7 +154,11 @@ template <class T> void cast_scalar(T value, DType dtype, void* out) noexcept {
         detail::cast_scalar_complex(std::complex<double>(value), dtype, out);
 }
 
-/// The DType of a C++ type: dtype_of<float>() == DType::float32.
+/// The DType of a C++ type: dtype_of<float>() == DType::float32. Defined for bool, the fixed-width
+/// integers (and long long, unsigned long long, char), float16, bfloat16, float, double and
+/// std::complex of float and double; other types do not compile.
+/// @tparam T the C++ type.
+/// @return its dtype.
 template <class T> constexpr DType dtype_of() noexcept;
 
 #define KILN_DTYPE_OF(T, D)                                                                        \

@@ -29,6 +29,7 @@ class GraphExec;
 class Graph {
   public:
     /// Take ownership of @p graph (destroyed with the object).
+    /// @param graph a graph, or nullptr.
     explicit Graph(CUgraph graph) noexcept
         : m_graph(graph) {}
 
@@ -36,13 +37,22 @@ class Graph {
     /// legacy default stream). @p mode: CUDA's capture mode; in the default global mode, calls
     /// that may synchronize are forbidden on every thread while capturing. If @p work throws, the
     /// capture is ended and discarded and the exception passes on.
+    /// @param stream the stream to capture; work @p work queues on streams that wait on it (through
+    /// events) is captured too, as CUDA does.
+    /// @param work what to capture; called once, on the calling thread.
+    /// @param mode CUDA's capture mode.
+    /// @return the captured graph.
     /// @throws CudaError (an invalidated capture included), NoDeviceError.
     static Graph capture(StreamRef stream, const std::function<void()>& work,
                          CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL);
 
-    /// An executable instance of the graph. @throws CudaError.
+    /// An executable instance of the graph, which may be launched many times.
+    /// @return the instance; it does not depend on this Graph afterwards.
+    /// @throws CudaError.
     GraphExec instantiate() const;
 
+    /// The driver handle.
+    /// @return the driver handle, owned by this object.
     CUgraph get() const noexcept { return m_graph.get(); }
 
   private:
@@ -56,12 +66,17 @@ class Graph {
 class GraphExec {
   public:
     /// Take ownership of @p exec (destroyed with the object).
+    /// @param exec an executable graph, or nullptr.
     explicit GraphExec(CUgraphExec exec) noexcept
         : m_exec(exec) {}
 
-    /// Launch on @p stream, timed as Activity::graph. @throws CudaError.
+    /// Launch on @p stream, timed as Activity::graph.
+    /// @param stream the stream the graph runs on.
+    /// @throws CudaError.
     void launch(StreamRef stream = {}) const;
 
+    /// The driver handle.
+    /// @return the driver handle, owned by this object.
     CUgraphExec get() const noexcept { return m_exec.get(); }
 
   private:
@@ -72,6 +87,8 @@ class GraphExec {
 };
 
 /// Launch an executable graph the application owns on @p stream, timed as Activity::graph.
+/// @param graph the executable graph; it stays the application's.
+/// @param stream the stream the graph runs on.
 /// @throws CudaError, NoDeviceError.
 void launch_graph(CUgraphExec graph, StreamRef stream = {});
 

@@ -16,8 +16,16 @@ namespace kiln {
 
 /// Grid or block dimensions.
 struct Dim3 {
+    /// @{
+    /// `x`, `y`, `z`: the extents along each direction; 1 where not given.
     unsigned x = 1, y = 1, z = 1;
+    /// @}
+    /// 1 × 1 × 1.
     constexpr Dim3() = default;
+    /// Dimensions from one to three extents: `{256}` is 256 × 1 × 1.
+    /// @param x_ the extent along x.
+    /// @param y_ the extent along y.
+    /// @param z_ the extent along z.
     constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1)
         : x(x_)
         , y(y_)
@@ -26,10 +34,13 @@ struct Dim3 {
 
 /// Where and how to launch.
 struct LaunchConfig {
+    /// Blocks in the grid; none of the extents may be 0.
     Dim3 grid;
+    /// Threads per block, within the kernel's and the device's limits.
     Dim3 block;
     /// Dynamic shared memory in bytes. Over 48 KiB, the kernel's maximum is raised as needed.
     std::size_t shared_memory = 0;
+    /// The stream the launch is queued on.
     StreamRef stream;
     /// Launch cooperatively (grid-wide synchronization); the grid must fit on the device at once.
     bool cooperative = false;

@@ -1,6 +1,9 @@
 #pragma once
 /// @file
-/// Device memory: stream-ordered, move-only buffers and a pluggable allocator.
+/// Device memory: stream-ordered, move-only buffers and a pluggable allocator. DeviceBuffer owns a
+/// block of device memory; kiln::Array allocates through it. An application that manages its own
+/// memory replaces the allocator with set_default_allocator() (the README's "Inside an
+/// application" section).
 
 #include "kiln/stream.hpp"
 
@@ -17,22 +20,42 @@ namespace kiln {
 class Allocator {
   public:
     virtual ~Allocator() = default;
-    /// @p bytes of device memory usable in stream order on @p stream. @throws on failure.
+    /// @p bytes of device memory usable in stream order on @p stream.
+    /// @param bytes the size, more than 0.
+    /// @param stream the stream the memory will first be used on.
+    /// @return the address of the block.
+    /// @throws on failure (any exception; Kiln's own throws CudaError).
     virtual CUdeviceptr allocate(std::size_t bytes, StreamRef stream) = 0;
     /// Free in stream order on @p stream. Must not throw.
+    /// @param pointer an address allocate() returned.
+    /// @param bytes the size it was allocated with.
+    /// @param stream the stream the memory was last used on, as given to the buffer.
     virtual void deallocate(CUdeviceptr pointer, std::size_t bytes, StreamRef stream) noexcept = 0;
 };
 
 /// The driver's stream-ordered allocator.
 class StreamOrderedAllocator final : public Allocator {
   public:
+    /// cuMemAllocAsync on the current device's default memory pool, which keeps freed memory for
+    /// reuse rather than returning it to the system at each synchronization.
+    /// @param bytes the size, more than 0.
+    /// @param stream the stream the allocation is ordered on.
+    /// @return the address of the block.
+    /// @throws NoDeviceError, CudaError (out of memory included).
     CUdeviceptr allocate(std::size_t bytes, StreamRef stream) override;
+    /// cuMemFreeAsync on @p stream.
+    /// @param pointer an address allocate() returned.
+    /// @param bytes the size it was allocated with (unused).
+    /// @param stream the stream the free is ordered on.
     void deallocate(CUdeviceptr pointer, std::size_t bytes, StreamRef stream) noexcept override;
 };
 
 /// The allocator new buffers use; StreamOrderedAllocator unless replaced.
+/// @return the allocator in force.
 std::shared_ptr<Allocator> default_allocator();
-/// Replace the allocator new buffers use (nullptr restores the stream-ordered one).
+/// Replace the allocator new buffers use (nullptr restores the stream-ordered one). Buffers that
+/// exist keep the allocator they were made with.
+/// @param allocator the new allocator, or nullptr.
 void set_default_allocator(std::shared_ptr<Allocator> allocator);
 
 /// A move-only block of device memory, allocated and freed in stream order on its stream.
@@ -42,33 +65,78 @@ void set_default_allocator(std::shared_ptr<Allocator> allocator);
 /// before the destruction (for example with an event) by the caller.
 class DeviceBuffer {
   public:
+    /// No memory (size 0, address 0).
     DeviceBuffer() = default;
-    /// @throws NoDeviceError, CudaError (out of memory included).
+    /// Allocate @p bytes in stream order on @p stream; 0 bytes allocates nothing.
+    /// @param bytes the size.
+    /// @param stream the buffer's stream: allocation, default copies and the free are ordered on
+    /// it.
+    /// @param allocator where the memory comes from.
+    /// @throws NoDeviceError, CudaError (out of memory included); ArgumentError for a null
+    /// @p allocator.
     explicit DeviceBuffer(std::size_t bytes, StreamRef stream = {},
                           std::shared_ptr<Allocator> allocator = default_allocator());
+    /// Frees the memory in stream order on the buffer's stream.
     ~DeviceBuffer();
+    /// Takes @p other's memory; @p other is left empty.
+    /// @param other the buffer to move from.
     DeviceBuffer(DeviceBuffer&& other) noexcept;
+    /// Frees this buffer's memory, then takes @p other's; @p other is left empty.
+    /// @param other the buffer to move from.
+    /// @return this buffer.
     DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+    /// Not copyable: one owner per block.
     DeviceBuffer(const DeviceBuffer&) = delete;
+    /// Not copyable.
     DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
+    /// The device address.
+    /// @return the device address (0 when empty).
     CUdeviceptr get() const noexcept { return m_pointer; }
+    /// The device address as a pointer.
+    /// @return the device address as a pointer, for kernel arguments.
     void* data() const noexcept { return reinterpret_cast<void*>(m_pointer); }
+    /// The device address as a typed pointer.
+    /// @tparam T the element type.
+    /// @return the address.
     template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_pointer); }
+    /// The size in bytes.
+    /// @return the size in bytes.
     std::size_t size() const noexcept { return m_bytes; }
+    /// The stream the memory is ordered on.
+    /// @return the stream the memory is ordered on.
     StreamRef stream() const noexcept { return m_stream; }
 
     /// Copy @p bytes from host memory, queued on @p stream (the buffer's own when omitted).
+    /// Pageable host memory makes it blocking; with pinned memory, keep @p source alive and
+    /// unchanged until the copy is done.
+    /// @param source host memory of at least @p bytes.
+    /// @param bytes how many bytes, from the buffer's start; at most size().
+    /// @param stream the stream the copy is queued on.
+    /// @throws ArgumentError when @p bytes exceeds size(); CudaError.
     void copy_from_host(const void* source, std::size_t bytes, StreamRef stream) const;
+    /// copy_from_host() on the buffer's own stream.
+    /// @param source host memory of at least @p bytes.
+    /// @param bytes how many bytes; at most size().
     void copy_from_host(const void* source, std::size_t bytes) const {
         copy_from_host(source, bytes, m_stream);
     }
-    /// Copy @p bytes to host memory, queued on @p stream. Pageable host memory makes it blocking.
+    /// Copy @p bytes to host memory, queued on @p stream. Pageable host memory makes it blocking;
+    /// with pinned memory, synchronize @p stream before reading @p destination.
+    /// @param destination host memory of at least @p bytes.
+    /// @param bytes how many bytes, from the buffer's start; at most size().
+    /// @param stream the stream the copy is queued on.
+    /// @throws ArgumentError when @p bytes exceeds size(); CudaError.
     void copy_to_host(void* destination, std::size_t bytes, StreamRef stream) const;
+    /// copy_to_host() on the buffer's own stream.
+    /// @param destination host memory of at least @p bytes.
+    /// @param bytes how many bytes; at most size().
     void copy_to_host(void* destination, std::size_t bytes) const {
         copy_to_host(destination, bytes, m_stream);
     }
     /// Set every byte to @p value, queued on the buffer's stream.
+    /// @param value the byte.
+    /// @throws CudaError.
     void fill_bytes(unsigned char value) const;
 
   private:

@@ -24,11 +24,13 @@ void profiler_stop();
 /// `cupyx.profiler.profile`). Not movable.
 class ProfilerRange {
   public:
-    /// @throws NoDeviceError, CudaError.
+    /// Calls profiler_start(). @throws NoDeviceError, CudaError.
     ProfilerRange() { profiler_start(); }
-    /// Never throws: a failure to stop is logged.
+    /// Calls profiler_stop(). Never throws: a failure to stop is logged.
     ~ProfilerRange();
+    /// Not copyable: the range stops once.
     ProfilerRange(const ProfilerRange&) = delete;
+    /// Not copyable.
     ProfilerRange& operator=(const ProfilerRange&) = delete;
 };
 

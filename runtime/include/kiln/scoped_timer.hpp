@@ -32,6 +32,8 @@ namespace kiln {
 /// Receives a ScopedTimer's activity results and the indentation of its nesting level.
 using TimingReport = std::function<void(const std::vector<TimingResult>&, const std::string&)>;
 
+/// What a ScopedTimer does besides timing the host clock. The defaults print `NAME took X.XX ms`
+/// and nothing more.
 struct ScopedTimerOptions {
     /// false: the timer does nothing at all.
     bool active = true;
@@ -42,6 +44,7 @@ struct ScopedTimerOptions {
     bool synchronize = false;
     /// Open an NVTX range named after the timer for the scope.
     bool nvtx = false;
+    /// The colour (ARGB) of that range.
     std::uint32_t nvtx_color = nvtx::kGreen;
     /// Activities to time inside the scope (Activity::none: host time only).
     Activity activities = Activity::none;
@@ -59,24 +62,35 @@ struct ScopedTimerOptions {
 /// while the timer is open are included. Not movable.
 class ScopedTimer {
   public:
-    /// Start timing. @throws NoDeviceError, CudaError (only when synchronizing or timing
-    /// activities).
+    /// Start timing.
+    /// @param name what the timer measures; the report's lines start with it.
+    /// @param options what to do besides timing the host clock.
+    /// @throws NoDeviceError, CudaError (only when synchronizing or timing activities).
     explicit ScopedTimer(std::string name, ScopedTimerOptions options = {});
     /// Stops the timer if stop() was not called. Never throws: errors are logged.
     ~ScopedTimer();
+    /// Not copyable: a timer reports once.
     ScopedTimer(const ScopedTimer&) = delete;
+    /// Not copyable.
     ScopedTimer& operator=(const ScopedTimer&) = delete;
 
     /// End the timing now, report, and return the elapsed milliseconds. Later calls return the
-    /// same value. @throws CudaError when synchronizing or collecting activities fails.
+    /// same value.
+    /// @return host milliseconds from construction to the first stop().
+    /// @throws CudaError when synchronizing or collecting activities fails.
     double stop();
 
+    /// The timer's name.
+    /// @return the timer's name.
     const std::string& name() const noexcept { return m_name; }
     /// Host milliseconds from construction to stop(); 0 while running.
+    /// @return the time in milliseconds.
     double elapsed_ms() const noexcept { return m_elapsed_ms; }
     /// The activity results once stopped (empty without activity timing).
+    /// @return the results, in issue order.
     const std::vector<TimingResult>& results() const noexcept { return m_results; }
     /// Text appended to the `took` line.
+    /// @param message the text, e.g. a count of the items processed.
     void set_extra_message(std::string message) { m_extra_message = std::move(message); }
 
   private:

@@ -1,6 +1,8 @@
 #pragma once
 /// @file
-/// CUDA streams: an owning, move-only Stream and a non-owning StreamRef that APIs take.
+/// CUDA streams: an owning, move-only Stream and a non-owning StreamRef that APIs take. Every
+/// Kiln call that queues work takes a StreamRef, defaulting to the legacy default stream, so an
+/// application passes the streams it already has.
 
 #include <cuda.h>
 
@@ -13,17 +15,33 @@ namespace kiln {
 /// StreamRef is the legacy default stream (0), as in CuPy.
 class StreamRef {
   public:
+    /// The legacy default stream.
     constexpr StreamRef() noexcept = default;
+    /// A view of @p stream, which must outlive every use of the view.
+    /// @param stream a stream of any library, or 0 for the legacy default stream.
     constexpr StreamRef(CUstream stream) noexcept
         : m_stream(stream) {} // NOLINT: implicit by design
 
+    /// The driver handle.
+    /// @return the driver handle.
     constexpr CUstream get() const noexcept { return m_stream; }
-    /// Block the host until all work queued on the stream is done. @throws CudaError.
+    /// Block the host until all work queued on the stream is done.
+    /// @throws CudaError.
     void synchronize() const;
-    /// Whether all queued work is done (never blocks). @throws CudaError on a sticky error.
+    /// Whether all queued work is done (never blocks).
+    /// @return true when the stream is idle.
+    /// @throws CudaError on a sticky error.
     bool ready() const;
 
+    /// Views compare by handle.
+    /// @param a a view.
+    /// @param b another view.
+    /// @return whether both view the same stream.
     friend bool operator==(StreamRef a, StreamRef b) noexcept { return a.m_stream == b.m_stream; }
+    /// Views compare by handle.
+    /// @param a a view.
+    /// @param b another view.
+    /// @return whether they view different streams.
     friend bool operator!=(StreamRef a, StreamRef b) noexcept { return a.m_stream != b.m_stream; }
 
   private:
@@ -34,14 +52,26 @@ class StreamRef {
 /// does). Non-blocking with respect to the legacy default stream unless asked otherwise.
 class Stream {
   public:
-    /// Create a stream in the current context. @throws NoDeviceError, CudaError.
+    /// Create a stream in the current context.
+    /// @param non_blocking whether the stream runs concurrently with the legacy default stream
+    /// (CU_STREAM_NON_BLOCKING) rather than synchronizing with it.
+    /// @throws NoDeviceError, CudaError.
     explicit Stream(bool non_blocking = true);
+    /// Takes the other stream; the moved-from object owns none.
     Stream(Stream&&) noexcept = default;
+    /// Destroys this stream, then takes the other; the moved-from object owns none.
+    /// @return this stream.
     Stream& operator=(Stream&&) noexcept = default;
 
+    /// The driver handle.
+    /// @return the driver handle, owned by this object.
     CUstream get() const noexcept { return m_stream.get(); }
+    /// A non-owning view.
+    /// @return a non-owning view, valid while this object lives.
     StreamRef ref() const noexcept { return StreamRef(get()); }
+    /// A Stream passes wherever a StreamRef is taken.
     operator StreamRef() const noexcept { return ref(); } // NOLINT: implicit by design
+    /// Block the host until all work queued on the stream is done (throws CudaError).
     void synchronize() const { ref().synchronize(); }
 
   private:

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// One cache entry: a header with metadata followed by the raw payload (a cubin). The byte format
-/// is documented as a grammar at the top of entry.cpp, the code that reads it.
+/// is documented as a grammar at the top of entry.cpp, the code that reads it. Encoding and
+/// decoding are pure functions over bytes; kiln::cache::Store does the file work.
 
 #include "kiln/cache/key.hpp"
 
@@ -20,46 +21,74 @@ inline constexpr std::uint32_t kEntryFormatVersion = 1;
 /// Size of an entry's fixed header; the metadata follows it, then the payload.
 inline constexpr std::size_t kEntryHeaderSize = 64;
 /// Limits that decode_entry() enforces and encode_entry() respects, so hostile sizes are rejected.
+/// The largest payload: 1 GiB.
 inline constexpr std::uint64_t kMaxPayloadSize = std::uint64_t{1} << 30;
+/// The largest metadata block (names, log and the other fields): 64 MiB.
 inline constexpr std::uint64_t kMaxMetadataSize = std::uint64_t{64} << 20;
 
+/// What the payload is: `cubin`, a cubin for Entry::arch, loaded as is; or `ptx`, PTX text,
+/// which the format allows (Kiln itself stores cubins only).
 enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 
+/// One compiled program and what is known about it, as stored under its key.
 struct Entry {
+    /// The key it was compiled under; decode_entry() checks it against the file name's.
     Key key;
+    /// What the payload holds.
     PayloadKind kind = PayloadKind::cubin;
     std::string payload;                                            ///< the cubin, byte for byte
     std::vector<std::pair<std::string, std::string>> lowered_names; ///< name expression -> lowered
     std::string nvrtc_version;                                      ///< e.g. "13.0.88"
     std::string arch;                                               ///< e.g. "sm_90"
+    /// How long NVRTC took, in milliseconds (what a hit saved).
     double compile_ms = 0;
     std::string log; ///< NVRTC's log (warnings)
 };
 
 /// Serialize an entry to its on-disk bytes.
+/// @param entry the entry.
+/// @return the file's content.
 /// @throws std::length_error when the payload or metadata exceed kMaxPayloadSize /
 /// kMaxMetadataSize (or a string exceeds 4 GiB).
 std::string encode_entry(const Entry& entry);
 
-/// Why decode_entry() rejected some bytes.
+/// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
+/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (another format version),
+/// `bad_key` (an entry for another key than its file name says), `bad_checksum` (a hash over the
+/// header, metadata or payload does not match), `malformed` (sizes over the limits, bad lengths,
+/// an unknown payload kind).
 enum class DecodeError { truncated, bad_magic, bad_version, bad_key, bad_checksum, malformed };
+/// A name for logs and `kiln cache verify`.
+/// @param e the error.
+/// @return its name, e.g. `"bad_checksum"` (a static string).
 const char* to_string(DecodeError e);
 
-/// Parse and verify on-disk bytes. @p expected is the key the file name promised: an entry that
-/// holds another key is rejected. Never throws on bad input.
+/// What decode_entry() and decode_entry_head() found.
 struct DecodeResult {
+    /// The entry when the bytes verify; nullopt otherwise, with the reason in #error.
     std::optional<Entry> entry;
+    /// Why the bytes were rejected; meaningless when #entry holds a value.
     DecodeError error = DecodeError::malformed;
     std::uint64_t payload_size = 0; ///< set on success, also by decode_entry_head()
 };
+/// Parse and verify on-disk bytes. Never throws on bad input.
+/// @param bytes the whole file.
+/// @param expected the key the file name promised: an entry that holds another key is rejected.
+/// @return the entry, or the reason it was rejected.
 DecodeResult decode_entry(std::string_view bytes, const Key& expected);
 
 /// How many leading bytes of an entry hold its header and metadata, from its first
 /// kEntryHeaderSize bytes; 0 when @p header does not start an entry of this format.
+/// @param header the first kEntryHeaderSize bytes of a file (fewer gives 0).
+/// @return the size of the header and metadata, or 0.
 std::uint64_t entry_head_size(std::string_view header);
 
-/// decode_entry() for listings: @p head is the first entry_head_size() bytes of a file of
-/// @p file_size bytes. Verifies everything but the payload checksum; Entry::payload stays empty.
+/// decode_entry() for listings. Verifies everything but the payload checksum; Entry::payload stays
+/// empty.
+/// @param head the first entry_head_size() bytes of the file.
+/// @param file_size the file's size, which must be the head plus the payload.
+/// @param expected the key the file name promised.
+/// @return the entry without its payload, or the reason it was rejected.
 DecodeResult decode_entry_head(std::string_view head, std::uint64_t file_size, const Key& expected);
 
 } // namespace kiln::cache

@@ -25,17 +25,22 @@
 
 namespace kiln::cache {
 
+/// Where the cache lives and how it behaves; from_environment() reads it the way Kiln does.
 struct Config {
+    /// KILN_CACHE_DIR, else `$XDG_CACHE_HOME/kiln`, else `~/.cache/kiln` (absolute).
     std::filesystem::path dir;
     bool disabled = false;    ///< KILN_CACHE_DISABLE: memory only
     bool readonly = false;    ///< KILN_CACHE_READONLY: serve hits, never write
-    bool save_source = false; ///< KILN_CACHE_SAVE_SOURCE: keep <key>.cu beside each entry
+    bool save_source = false; ///< KILN_CACHE_SAVE_SOURCE: keep `<key>.cu` beside each entry
     bool shared = false;      ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
 
     /// From the environment (the README's table), then the cache directory's settings file
     /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
+    /// Without a cache directory to use (no KILN_CACHE_DIR, XDG_CACHE_HOME or home directory) the
+    /// cache is disabled.
+    /// @return the configuration in force.
     /// @throws kiln::ConfigError for unparsable values, naming the variable or the file.
     static Config from_environment();
 };
@@ -43,35 +48,55 @@ struct Config {
 /// Counters summed over every process that used the directory. A damaged entry counts as a
 /// miss and as damaged; `entries` and `bytes` come from a fresh count of the directory.
 struct Stats {
+    /// @{
+    /// `hits`: loads that found a verified entry; `misses`: loads that did not; `damaged`: entries
+    /// found damaged (and removed); `evicted`: entries evicted for the size limit; `stores`:
+    /// entries published.
     std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
+    /// @}
+    /// @{
+    /// `entries`: entries in the directory now; `bytes`: their bytes on disk (saved sources
+    /// included).
     std::uint64_t entries = 0, bytes = 0;
+    /// @}
 };
 
 /// One entry as `kiln cache ls` shows it.
 struct EntryInfo {
+    /// The entry's key (its file name).
     Key key;
     std::uint64_t size = 0;                      ///< bytes on disk: the entry plus its saved source
     std::chrono::system_clock::time_point mtime; ///< last store or hit
+    /// The target architecture, e.g. `"sm_90"`.
     std::string arch;
+    /// The NVRTC that compiled it, e.g. `"13.0.88"`.
     std::string nvrtc_version;
     std::size_t kernel_count = 0; ///< kernel_names.size()
     /// Kernels in the cubin, `extern "C"` ones included, as the symbol table names them (C++
     /// ones mangled); the lowered names when the payload is not an ELF file.
     std::vector<std::string> kernel_names;
+    /// The cubin's size in bytes.
     std::uint64_t payload_size = 0;
+    /// Whether its source (`<key>.cu`) is saved beside it.
     bool has_source = false;
 };
 
 /// Something wrong with the cache directory itself or one of its shard directories.
 struct DirProblem {
+    /// The directory at fault.
     std::filesystem::path path;
+    /// What is wrong with it, in words.
     std::string what;
     bool fatal = false; ///< the cache directory as a whole cannot be used (missing, unreadable)
 };
 
 /// What verify() found.
 struct VerifyResult {
+    /// @{
+    /// `checked`: entries read; `ok`: entries that verified; `damaged`: the others; `removed`:
+    /// damaged entries removed (with `fix`).
     std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
+    /// @}
     /// Each damaged file and why.
     std::vector<std::pair<std::filesystem::path, std::string>> problems;
 };
@@ -85,54 +110,89 @@ struct PruneResult {
 
 /// What export_to() wrote or import_from() published.
 struct TransferResult {
-    /// Entries written (export) or newly published (import), sources likewise, and their bytes.
+    /// @{
+    /// `entries`: entries written (export) or newly published (import); `sources`: saved sources
+    /// likewise; `bytes`: their bytes.
     std::uint64_t entries = 0, sources = 0, bytes = 0;
+    /// @}
     std::uint64_t skipped = 0; ///< damaged entries left out of an export
     std::uint64_t present = 0; ///< import: entries the cache already held verified (left as is)
 };
 
+/// The disk tier of the cache: one directory, shared by every process and thread that opens it.
+/// Its methods may be called from any thread. Most programs use global(); the compiler consults it
+/// on every compile that misses in memory.
 class Store {
   public:
+    /// Open the cache @p config describes. Touches no disk: the directory and its shards are
+    /// created by the first operation that needs them.
+    /// @param config where the cache is and how it behaves.
     explicit Store(Config config);
+    /// Closes the store; entries stay on disk.
     ~Store();
+    /// Not copyable: a store holds per-directory state.
     Store(const Store&) = delete;
+    /// Not copyable.
     Store& operator=(const Store&) = delete;
 
+    /// The configuration the store was opened with.
+    /// @return the configuration the store was opened with.
     const Config& config() const noexcept;
 
     /// A verified entry, or nullopt (miss, disabled, damaged: damaged entries are removed, counted
     /// and warned about once). A hit refreshes the entry's modification time.
+    /// @param key the entry's key.
+    /// @return the entry, or nullopt.
     std::optional<Entry> load(const Key& key);
 
-    /// Publish atomically. Returns false (with one warning per store) when it could not.
+    /// Publish atomically, replacing any entry of the same key, then evict least recently used
+    /// entries when the size limit is passed.
+    /// @param entry the entry, filed under Entry::key.
+    /// @return false (with one warning per store) when it could not: disabled, read-only or
+    /// unwritable caches, or an entry over the format's limits.
     bool store(const Entry& entry);
 
     /// The driver rejected this entry's payload: remove it and count it as damaged.
+    /// @param key the entry's key.
     void invalidate(const Key& key);
 
     /// Path where the entry's source lives when save_source is on (`<dir>/<ab>/<key>.cu`).
+    /// @param key the entry's key.
+    /// @return the path, whether or not the file exists.
     std::filesystem::path source_path(const Key& key) const;
-    /// Write the source if missing (atomic). Returns the path, or nullopt if it could not.
+    /// Write the source if missing (atomic).
+    /// @param key the entry's key.
+    /// @param source the CUDA source compiled under @p key.
+    /// @return the path, or nullopt if it could not.
     std::optional<std::filesystem::path> save_source(const Key& key, std::string_view source);
 
     /// Cumulative statistics (shared across processes) plus a fresh count of entries and bytes.
+    /// @return the statistics; zeros for a directory that cannot be read.
     Stats stats();
     /// Set the cumulative counters of every shard to zero (`kiln cache stats --zero`); entries
-    /// are kept. Returns false when some shard's counters could not be reset.
+    /// are kept.
+    /// @return false when some shard's counters could not be reset.
     bool zero_stats();
 
     /// Path of the compile time trace of @p key (`<dir>/<ab>/<key>.json`).
+    /// @param key the entry's key.
+    /// @return the path, whether or not the file exists.
     std::filesystem::path trace_path(const Key& key) const;
     /// Publish NVRTC's time trace for @p key beside its entry (atomic, never through a planted
-    /// link). Returns the path, or nullopt when the cache is disabled, read-only or unwritable.
+    /// link).
+    /// @param key the entry's key.
+    /// @param json the trace NVRTC wrote (Chrome trace format).
+    /// @return the path, or nullopt when the cache is disabled, read-only or unwritable.
     std::optional<std::filesystem::path> save_time_trace(const Key& key, std::string_view json);
 
     /// What is wrong with the cache directory and its shards: missing or unreadable (fatal),
     /// not owned as it should be, shard directories that are links, files or unreadable.
-    /// Empty when all is well. Never throws.
+    /// Never throws.
+    /// @return the problems; empty when all is well.
     std::vector<DirProblem> check_dir();
 
     /// Process-wide default store from the environment, created on first use.
+    /// @return the store, alive until the end of the program.
     /// @throws kiln::ConfigError (on first use) when a KILN_CACHE_* variable does not parse.
     static Store& global();
 
@@ -143,21 +203,35 @@ class Store {
     /// @{
 
     /// Every entry whose header verifies, in no particular order. Reads headers, not payloads.
+    /// @return the entries.
     std::vector<EntryInfo> list();
     /// Read and verify every entry; with @p fix remove the damaged ones (counted as damaged).
+    /// @param fix whether to remove damaged entries.
+    /// @return the counts, and each damaged file with its reason.
     VerifyResult verify(bool fix);
     /// Remove entries last used before now - @p max_age (when given), then the least recently
     /// used until the cache holds at most @p max_size bytes; also stale temporaries.
+    /// @param max_size the bytes of entries and sources to keep at most.
+    /// @param max_age when given, the age past which entries go whatever the size.
+    /// @return what was removed.
     PruneResult prune(std::uint64_t max_size,
                       std::optional<std::chrono::seconds> max_age = std::nullopt);
     /// Remove every entry, source and temporary. Statistics counters are kept.
+    /// @return what was removed.
     PruneResult clear();
     /// The verified entry as stored, without counting a hit or touching its time; nullopt with
     /// the reason in @p why (when given) if it is missing or damaged.
+    /// @param key the entry's key.
+    /// @param why where to put the reason for a nullopt; may be null.
+    /// @return the entry, or nullopt.
     std::optional<Entry> peek(const Key& key, std::string* why = nullptr);
     /// The saved source of @p key, if there is one.
+    /// @param key the entry's key.
+    /// @return the source, or nullopt when none is saved or it cannot be read.
     std::optional<std::string> read_source(const Key& key);
     /// Write every verified entry and its source to one archive file (format in archive.cpp).
+    /// @param file the archive to write; replaced atomically.
+    /// @return what was written, and the damaged entries left out.
     /// @throws kiln::Error when @p file cannot be written.
     TransferResult export_to(const std::filesystem::path& file);
     /// Publish the entries of an archive: all or nothing. The whole archive is read and every
@@ -166,6 +240,8 @@ class Store {
     /// before are kept). An archive can place any cubin under any key: import only trusted ones.
     /// @throws kiln::Error when @p file cannot be read, is not an archive, is damaged (nothing is
     /// published), or cannot be published (the message says what was removed again).
+    /// @param file the archive, as export_to() writes it.
+    /// @return what was published, and what the cache already held.
     TransferResult import_from(const std::filesystem::path& file);
     /// @}
 

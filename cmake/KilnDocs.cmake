@@ -1,0 +1,19 @@
+# The API reference: `cmake --build <build> --target docs` runs Doxygen over the public headers and
+# README.md (docs/Doxyfile.in) and writes HTML to <build>/docs/html. Optional: without Doxygen
+# there is no docs target, and the build is otherwise the same.
+find_package(Doxygen QUIET)
+if(NOT DOXYGEN_FOUND)
+    message(STATUS "Doxygen not found: no docs target")
+    return()
+endif()
+
+set(KILN_DOCS_OUTPUT_DIR ${PROJECT_BINARY_DIR}/docs)
+configure_file(${PROJECT_SOURCE_DIR}/docs/Doxyfile.in ${KILN_DOCS_OUTPUT_DIR}/Doxyfile @ONLY)
+# Runs every time it is asked for (about 2 s). Any warning fails it (WARN_AS_ERROR =
+# FAIL_ON_WARNINGS, after all are printed): every public function, type and parameter must be
+# documented.
+add_custom_target(docs
+    COMMAND ${DOXYGEN_EXECUTABLE} ${KILN_DOCS_OUTPUT_DIR}/Doxyfile
+    WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+    COMMENT "API reference (Doxygen) in ${KILN_DOCS_OUTPUT_DIR}/html"
+    VERBATIM)
