@@ -44,8 +44,8 @@ TEST(RemoteFailures, NothingListeningIsAMissAndTheBreakerOpens) {
     const auto port = free_port(); // released: nothing listens there
     TempDir dir;
     auto config = config_for(dir.path());
-    config.remote = kiln::cache::RemoteConfig::parse_url(
-        "redis://127.0.0.1:" + std::to_string(port), "test");
+    config.remote =
+        kiln::cache::RemoteConfig::parse_url("redis://127.0.0.1:" + std::to_string(port), "test");
     config.remote->retry_interval = std::chrono::seconds(60);
     Store store(config);
     EXPECT_FALSE(store.load(key_of("a")));
@@ -54,7 +54,7 @@ TEST(RemoteFailures, NothingListeningIsAMissAndTheBreakerOpens) {
     EXPECT_TRUE(store.store(entry)); // locally
     const auto stats = store.remote_stats();
     EXPECT_EQ(stats.errors, 1u);
-    EXPECT_EQ(stats.skipped, 2u); // the second lookup and the publish
+    EXPECT_EQ(stats.skipped, 2u);       // the second lookup and the publish
     EXPECT_TRUE(store.load(entry.key)); // the local tier still serves
 }
 
