@@ -23,7 +23,8 @@
 namespace {
 
 std::string source(int i, const std::string& salt) {
-    return "// " + salt + "\nextern \"C\" __global__ void k(float* x, int n) {\n"
+    return "// " + salt +
+           "\nextern \"C\" __global__ void k(float* x, int n) {\n"
            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
            "    if (i < n) x[i] = x[i] * " +
            std::to_string(i + 2) + ".0f + cosf(x[i]);\n}\n";

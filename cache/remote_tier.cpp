@@ -250,12 +250,21 @@ void RemoteTier::publish(const Key& key, std::string encoded) {
     m_wake.notify_all();
 }
 
+void RemoteTier::defer(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    if (m_stop) return;
+    m_tasks.push_back(std::move(task));
+    start_thread_locked();
+    m_wake.notify_all();
+}
+
 bool RemoteTier::flush(Clock::time_point deadline) {
     std::unique_lock<std::mutex> lock(m_mutex);
-    m_drained.wait_until(lock, deadline, [this] {
-        return (m_queue.empty() && !m_busy) || m_open.load() || !m_thread.joinable();
+    const auto idle = [this] { return m_tasks.empty() && m_queue.empty() && !m_busy; };
+    m_drained.wait_until(lock, deadline, [&] {
+        return idle() || !m_thread.joinable() || (m_open.load() && m_tasks.empty() && !m_busy);
     });
-    return m_queue.empty() && !m_busy;
+    return idle();
 }
 
 void RemoteTier::publish_one(RedisClient& client, Job& job) {
@@ -331,9 +340,23 @@ void RemoteTier::run() {
     std::unique_lock<std::mutex> lock(m_mutex);
     for (;;) {
         const bool open = m_open.load();
-        if (m_stop &&
-            (m_queue.empty() || open || Clock::now() >= from_steady_ns(m_exit_deadline.load())))
-            break;
+        const bool late = m_stop && Clock::now() >= from_steady_ns(m_exit_deadline.load());
+        if (!m_tasks.empty() && !late) {
+            auto task = std::move(m_tasks.front());
+            m_tasks.pop_front();
+            m_busy = true;
+            lock.unlock();
+            try {
+                task();
+            } catch (...) {
+                // A write-back that failed leaves the entry remote only; nothing to report.
+            }
+            lock.lock();
+            m_busy = false;
+            if (m_tasks.empty() && m_queue.empty()) m_drained.notify_all();
+            continue;
+        }
+        if (m_stop && (m_queue.empty() || open || late)) break;
         if (open) {
             if (Clock::now() >= m_probe_at) {
                 lock.unlock();
@@ -369,6 +392,7 @@ void RemoteTier::run() {
     // Given up at exit: counted, so `kiln cache stats` shows what never arrived.
     m_skipped.add(m_queue.size());
     m_queue.clear();
+    m_tasks.clear();
     m_queued_bytes = 0;
     m_busy = false;
     m_drained.notify_all();

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -48,10 +49,15 @@ class RemoteTier {
     /// Queue @p encoded for publishing under @p key (nothing in read-only mode). Never blocks on
     /// the server.
     void publish(const Key& key, std::string encoded);
+    /// Run @p task on the background thread: the local write-back of a remote hit, so the caller
+    /// does not wait for the disk. Tasks are not given up when the breaker opens; at shutdown,
+    /// those not started by the exit deadline are dropped (a write-back is only a copy).
+    void defer(std::function<void()> task);
     /// The local copy of @p key was rejected by the driver: its next publish replaces the value.
     void mark_damaged(const Key& key);
 
-    /// Wait until every queued publish is done, given up (breaker open) or @p deadline passes.
+    /// Wait until every deferred task and queued publish is done or given up (breaker open), or
+    /// @p deadline passes.
     /// True when nothing is left.
     bool flush(Clock::time_point deadline);
 
@@ -104,6 +110,7 @@ class RemoteTier {
     std::condition_variable m_wake;    // the thread: work, a probe due, or stop
     std::condition_variable m_drained; // flush(): the queue emptied or was given up
     std::deque<Job> m_queue;
+    std::deque<std::function<void()>> m_tasks;
     std::uint64_t m_queued_bytes = 0;
     bool m_busy = false;
     bool m_stop = false;

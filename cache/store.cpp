@@ -40,10 +40,14 @@ std::optional<Entry> Store::load(const Key& key) {
     try {
         std::string bytes;
         auto entry = m_impl->remote->load(key, &bytes);
-        // A remote hit is kept locally, so the next process on this machine finds it on disk.
+        // A remote hit is kept locally, so the next process on this machine finds it on disk;
+        // written by the tier's thread, so the caller does not wait for the disk.
         if (entry && m_impl->local() && !m_impl->config.readonly) {
-            if (int error = m_impl->put(key, bytes))
-                m_impl->warn_write(detail::entry_path(m_impl->config.dir, key).string(), error);
+            Impl* impl = m_impl.get();
+            m_impl->remote->defer([impl, key, bytes = std::move(bytes)] {
+                if (int error = impl->put(key, bytes))
+                    impl->warn_write(detail::entry_path(impl->config.dir, key).string(), error);
+            });
         }
         return entry;
     } catch (const std::exception& e) {

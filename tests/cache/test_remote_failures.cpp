@@ -110,6 +110,29 @@ TEST(RemoteFailures, AUserAndPasswordAuthenticate) {
     EXPECT_EQ(store.remote_stats().stores, 1u);
 }
 
+TEST(RemoteFailures, AReadOnlyUserIsEnoughForReadOnlyMode) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    // The README's advice for untrusted jobs: a user that can only GET Kiln's keys (and PING).
+    server->call({"ACL", "SETUSER", "ci-ro", "on", ">ro-secret", "~kiln:*", "+get", "+ping"});
+    const auto entry = make_entry(key_of("read by an untrusted job"));
+    server->call({"SET", redis_key(entry.key), kiln::cache::encode_entry(entry)});
+    TempDir dir;
+    auto config = remote_config(dir.path(), *server, RemoteMode::read_only);
+    config.remote->user = "ci-ro";
+    config.remote->password = "ro-secret";
+    Store store(config);
+    EXPECT_TRUE(store.load(entry.key));
+    EXPECT_FALSE(store.load(key_of("absent")));
+    store.store(make_entry(key_of("never published")));
+    EXPECT_TRUE(store.flush_remote());
+    const auto stats = store.remote_stats();
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(stats.errors + stats.stores + stats.skipped, 0u);
+    EXPECT_EQ(server->call({"DBSIZE"}).integer, 1);
+}
+
 TEST(RemoteFailures, AServerKilledMidRunCostsOneErrorAndComesBack) {
     auto server = RedisServer::start_or_skip();
     if (!server) return;

@@ -62,6 +62,7 @@ TEST(RemoteStore, AnEmptyDirectoryGetsRemoteHitsAndKeepsThem) {
     EXPECT_EQ(stats.hits, 1u);
     EXPECT_EQ(stats.bytes_read, kiln::cache::encode_entry(entry).size());
     // Written back: the next lookup is a local hit, even with the server gone.
+    EXPECT_TRUE(store.flush_remote());
     EXPECT_EQ(read_file(entry_file(second.path(), entry.key)), kiln::cache::encode_entry(entry));
     server->kill();
     ASSERT_TRUE(store.load(entry.key));

@@ -108,7 +108,8 @@ class Store {
     /// A verified entry, or nullopt (miss, disabled, damaged: damaged entries are removed, counted
     /// and warned about once). A hit refreshes the entry's modification time. With a remote tier,
     /// a local miss asks Redis (at most one deadline); a remote hit is verified the same way and
-    /// written to the directory (unless read-only or remote-only).
+    /// written to the directory (unless read-only or remote-only) by a background thread, so it
+    /// is there once flush_remote() returns.
     std::optional<Entry> load(const Key& key);
 
     /// Publish atomically. Returns false (with one warning per store) when it could not. With a
@@ -120,7 +121,8 @@ class Store {
     /// copy is replaced when the kernel is next stored).
     void invalidate(const Key& key);
 
-    /// Wait, at most @p timeout, for this store's queued remote publishes, then add the remote
+    /// Wait, at most @p timeout, for this store's queued remote publishes and write-backs of
+    /// remote hits, then add the remote
     /// counters to the directory's. True when nothing is left to send (also without a remote
     /// tier). `kiln compile` and `kiln warm` call it before they exit; a store's destruction waits
     /// once by itself, for at most one deadline.
