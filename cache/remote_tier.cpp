@@ -46,7 +46,15 @@ void log_info(const std::string& message) noexcept {
 RemoteTier::RemoteTier(RemoteConfig config)
     : m_config(std::move(config))
     , m_max_bulk(kMaxRemoteValue)
-    , m_exit_deadline(steady_ns(Clock::time_point::max())) {}
+    , m_exit_deadline(steady_ns(Clock::time_point::max())) {
+    // The logger is made before this tier, so it outlives the tier of a static store (the global
+    // one), whose shutdown at exit may still log.
+    try {
+        logger();
+    } catch (...) {
+        // A bad KILN_LOG_LEVEL: warnings are dropped (detail::warn), the tier works all the same.
+    }
+}
 
 RemoteTier::~RemoteTier() {
     shutdown();
@@ -74,10 +82,11 @@ Clock::time_point RemoteTier::op_deadline(Clock::time_point start) const {
 }
 
 std::optional<RedisClient> RemoteTier::take_connection(Clock::time_point deadline,
-                                                       RedisResult& failure) {
+                                                       RedisResult& failure, bool& reused) {
     {
         std::lock_guard<std::mutex> lock(m_pool_mutex);
-        if (!m_pool.empty()) {
+        reused = !m_pool.empty();
+        if (reused) {
             RedisClient client = std::move(m_pool.back());
             m_pool.pop_back();
             return client;
@@ -158,7 +167,8 @@ std::optional<Entry> RemoteTier::load(const Key& key, std::string* encoded) {
     }
     const auto start = Clock::now();
     RedisResult failure;
-    auto client = take_connection(start + m_config.connect_timeout, failure);
+    bool reused = false;
+    auto client = take_connection(start + m_config.connect_timeout, failure, reused);
     if (!client) {
         record_failure(failure, "connect");
         return std::nullopt;
@@ -166,6 +176,16 @@ std::optional<Entry> RemoteTier::load(const Key& key, std::string* encoded) {
     const std::string name = redis_key(key);
     RedisResult result =
         client->command({"GET", name}, Clock::now() + m_config.op_timeout, m_max_bulk);
+    // An idle connection the server closed meanwhile (a restart, its `timeout` setting) fails at
+    // once: one fresh connection before calling it the server's failure.
+    if (result.status == RedisStatus::failed && reused) {
+        failure = client->connect(m_config, Clock::now() + m_config.connect_timeout);
+        if (!failure.ok()) {
+            record_failure(failure, "connect");
+            return std::nullopt;
+        }
+        result = client->command({"GET", name}, Clock::now() + m_config.op_timeout, m_max_bulk);
+    }
     if (result.status == RedisStatus::too_large) {
         // Not a server failure: a value no entry can be. Damaged, replaced by the next publish.
         damaged(key, name, "larger than any entry");
@@ -274,15 +294,15 @@ void RemoteTier::publish_one(RedisClient& client, Job& job) {
         m_skipped.add();
         return;
     }
-    if (!client.connected()) {
-        const auto deadline =
-            std::min(start + m_config.connect_timeout, from_steady_ns(m_exit_deadline.load()));
-        RedisResult connected = client.connect(m_config, deadline);
-        if (!connected.ok()) {
-            record_failure(connected, "connect");
-            return;
-        }
-    }
+    const auto exit_deadline = from_steady_ns(m_exit_deadline.load());
+    const auto connect = [&] {
+        RedisResult connected = client.connect(
+            m_config, std::min(Clock::now() + m_config.connect_timeout, exit_deadline));
+        if (!connected.ok()) record_failure(connected, "connect");
+        return connected.ok();
+    };
+    const bool reused = client.connected();
+    if (!reused && !connect()) return;
     const std::string name = redis_key(job.key);
     const std::string ttl = std::to_string(m_config.ttl.count());
     std::vector<std::string_view> args{"SET", name, job.bytes};
@@ -293,9 +313,15 @@ void RemoteTier::publish_one(RedisClient& client, Job& job) {
     }
     // No caller waits on a publish: its deadline grows with the value (1 ms per 256 KiB).
     const auto allowance = std::chrono::milliseconds(job.bytes.size() >> 18);
-    const auto deadline = std::min(Clock::now() + m_config.op_timeout + allowance,
-                                   from_steady_ns(m_exit_deadline.load()));
-    RedisResult result = client.command(args, deadline);
+    const auto deadline = [&] {
+        return std::min(Clock::now() + m_config.op_timeout + allowance, exit_deadline);
+    };
+    RedisResult result = client.command(args, deadline());
+    // A connection the server closed while idle: once more on a fresh one (SET is idempotent).
+    if (result.status == RedisStatus::failed && reused) {
+        if (!connect()) return;
+        result = client.command(args, deadline());
+    }
     if (!result.ok()) {
         record_failure(result, "SET");
         return;

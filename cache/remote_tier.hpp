@@ -82,7 +82,9 @@ class RemoteTier {
         void add(std::uint64_t n = 1) { value.fetch_add(n, std::memory_order_relaxed); }
     };
 
-    std::optional<RedisClient> take_connection(Clock::time_point deadline, RedisResult& failure);
+    /// An idle connection (@p reused) or a new one; nullopt with @p failure when none.
+    std::optional<RedisClient> take_connection(Clock::time_point deadline, RedisResult& failure,
+                                               bool& reused);
     void give_back(RedisClient client);
     void record_failure(const RedisResult& result, const char* what);
     void trip(const std::string& why);

@@ -160,6 +160,29 @@ TEST(RemoteFailures, AServerKilledMidRunCostsOneErrorAndComesBack) {
     EXPECT_EQ(server->call({"GET", redis_key(after.key)}).text, kiln::cache::encode_entry(after));
 }
 
+TEST(RemoteFailures, AConnectionClosedWhileIdleIsNoFailure) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir dir;
+    auto config = remote_config(dir.path(), *server);
+    config.remote->retry_interval = std::chrono::seconds(60);
+    Store store(config);
+    EXPECT_FALSE(store.load(key_of("opens a connection")));
+    store.store(make_entry(key_of("opens the publisher's")));
+    ASSERT_TRUE(store.flush_remote());
+    // A restart closes both idle connections; the next operations reconnect.
+    server->kill();
+    server->restart();
+    const auto entry = make_entry(key_of("after the restart"));
+    server->call({"SET", redis_key(entry.key), kiln::cache::encode_entry(entry)});
+    EXPECT_TRUE(store.load(entry.key));
+    const auto mine = make_entry(key_of("published after the restart"));
+    store.store(mine);
+    ASSERT_TRUE(store.flush_remote());
+    EXPECT_FALSE(server->call({"GET", redis_key(mine.key)}).nil);
+    EXPECT_EQ(store.remote_stats().errors, 0u);
+}
+
 TEST(RemoteFailures, AFrozenServerCostsAboutOneDeadlineThenIsSkipped) {
     auto server = RedisServer::start_or_skip();
     if (!server) return;
