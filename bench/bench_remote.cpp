@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
                         static_cast<unsigned long long>(r.skipped),
                         static_cast<unsigned long long>(r.stores));
     }
+    // For remote_tier.sh, which sums up many fresh processes.
+    std::printf("RESULT first_ms %.4f median_ms %.4f memory_us %.3f\n", ms.front(), median(rest),
+                median(hot));
     if ((expect == "hit" && from_cache != n) || (expect == "compile" && from_cache != 0)) {
         std::fprintf(stderr, "expected every kernel to %s, but %d of %d came from the cache\n",
                      expect == "hit" ? "be a hit" : "compile", from_cache, n);
