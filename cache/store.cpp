@@ -59,7 +59,9 @@ std::optional<Entry> Store::load(const Key& key) {
 std::optional<Entry> Store::Impl::load_local(const Key& key) {
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
-        auto ref = open_shard(detail::shard_of(key), true);
+        // With a remote tier the caller next asks Redis and should not wait for directories
+        // made first: the miss is kept in memory and counted with the write-back's store.
+        auto ref = open_shard(detail::shard_of(key), !remote);
         if (!ref) {
             count(ref, one(&detail::Counters::misses));
             return std::nullopt;
