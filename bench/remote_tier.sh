@@ -26,15 +26,17 @@ for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; slee
 url="redis://127.0.0.1:$port"
 unset KILN_REMOTE_CACHE KILN_REMOTE_CACHE_MODE KILN_CACHE_DISABLE KILN_CACHE_READONLY
 
-# summarize LABEL: the median over the runs of each RESULT field, from stdin.
+# summarize LABEL: over the runs, the first call's median, min and max, and the medians of the
+# later calls and of the memory hits, from stdin.
 summarize() {
     python3 -c '
 import statistics, sys
 rows = [l.split() for l in sys.stdin if l.startswith("RESULT")]
-first = statistics.median(float(r[2]) for r in rows)
+firsts = sorted(float(r[2]) for r in rows)
 med = statistics.median(float(r[4]) for r in rows)
 mem = statistics.median(float(r[6]) for r in rows)
-print(f"{sys.argv[1]:<58} first {first:7.3f} ms   then {med:7.3f} ms   memory hit {mem:5.2f} us   ({len(rows)} processes)")
+print(f"{sys.argv[1]:<50} first {statistics.median(firsts):7.3f} ms (min {firsts[0]:7.3f}, max {firsts[-1]:7.3f})"
+      f"   then {med:7.3f} ms   memory hit {mem:5.2f} us   ({len(rows)} processes)")
 ' "$1"
 }
 
