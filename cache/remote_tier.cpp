@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 namespace kiln::cache::detail {
 
@@ -136,13 +137,13 @@ void RemoteTier::trip(const std::string& why) {
         std::lock_guard<std::mutex> lock(m_pool_mutex);
         m_pool.clear();
     }
-    const auto seconds =
-        std::chrono::duration_cast<std::chrono::duration<double>>(m_config.retry_interval).count();
+    char every[32];
+    std::snprintf(every, sizeof every, "%g s",
+                  std::chrono::duration<double>(m_config.retry_interval).count());
     const std::string message =
         "the remote kernel cache " + m_config.display_url() + " failed (" + why +
-        "); it is skipped in this process and probed again in the background every " +
-        std::to_string(seconds).substr(0, std::to_string(seconds).find('.') + 2) +
-        " s. Kernels come from the local cache or are compiled. Check the server, or unset "
+        "); it is skipped in this process and probed again in the background every " + every +
+        ". Kernels come from the local cache or are compiled. Check the server, or unset "
         "KILN_REMOTE_CACHE.";
     if (!m_warned.exchange(true))
         warn(message + " Further failures of the remote cache are logged at level info.");

@@ -249,8 +249,8 @@ TEST(RemoteFailures, AFullServerStopsPublishingButStillServesHits) {
     const auto early = make_entry(key_of("early"));
     server->call({"SET", redis_key(early.key), kiln::cache::encode_entry(early)});
     const auto limit = used_memory(*server) + (std::uint64_t{1} << 20);
-    server->call({"CONFIG", "SET", "maxmemory", std::to_string(limit)});
-    server->call({"CONFIG", "SET", "maxmemory-policy", "noeviction"});
+    ASSERT_TRUE(server->config_set("maxmemory", std::to_string(limit)));
+    ASSERT_TRUE(server->config_set("maxmemory-policy", "noeviction"));
     auto config = remote_config(dir.path(), *server);
     config.remote->retry_interval = std::chrono::seconds(60);
     Store store(config);

@@ -61,6 +61,11 @@ class RedisServer {
     /// Send one command and wait (a few seconds at most) for its reply. @p password is used for
     /// AUTH first when not empty. @throws std::runtime_error when there is no reply.
     Reply call(const std::vector<std::string>& args, const std::string& password = {}) const;
+    /// CONFIG SET @p name @p value (e.g. maxmemory, requirepass); false when refused.
+    bool config_set(const std::string& name, const std::string& value,
+                    const std::string& password = {}) const {
+        return call({"CONFIG", "SET", name, value}, password).type == '+';
+    }
 
   private:
     void launch();
