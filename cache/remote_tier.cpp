@@ -63,23 +63,24 @@ RemoteTier::~RemoteTier() {
 
 void RemoteTier::shutdown() {
     std::unique_lock<std::mutex> lock(m_mutex);
+    m_stop = true; // nothing is queued or started from now on
     if (!m_thread.joinable()) return;
     // One bounded wait for what is still queued: the thread's operations end by this deadline.
     const auto deadline = Clock::now() + m_config.connect_timeout + m_config.op_timeout;
     m_exit_deadline.store(steady_ns(deadline));
-    m_stop = true;
     m_wake.notify_all();
     std::thread thread = std::move(m_thread);
     const bool ours = m_thread_pid == ::getpid();
     lock.unlock();
-    if (ours)
-        thread.join();
-    else
-        new std::thread(std::move(thread)); // a forked child: the thread is not here to join
-}
-
-Clock::time_point RemoteTier::op_deadline(Clock::time_point start) const {
-    return std::min(start + m_config.op_timeout, from_steady_ns(m_exit_deadline.load()));
+    try {
+        if (ours)
+            thread.join();
+        else
+            new std::thread(std::move(thread)); // a forked child: the thread is not here to join
+    } catch (const std::exception&) {
+        // Never throw from a destructor: a thread that cannot be joined is left to end alone.
+        if (thread.joinable()) thread.detach();
+    }
 }
 
 std::optional<RedisClient> RemoteTier::take_connection(Clock::time_point deadline,
@@ -157,7 +158,8 @@ void RemoteTier::start_thread_locked() {
         m_thread = std::thread([this] { run(); });
         m_thread_pid = ::getpid();
     } catch (const std::exception&) {
-        // No thread: publishes stay queued and are given up at exit; lookups still work.
+        // No thread: publishes stay queued and are given up at exit, and an open breaker stays
+        // open (no prober); lookups work while it is closed.
     }
 }
 

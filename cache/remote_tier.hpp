@@ -94,7 +94,6 @@ class RemoteTier {
     void run();
     void publish_one(RedisClient& client, Job& job);
     bool probe(RedisClient& client);
-    Clock::time_point op_deadline(Clock::time_point start) const;
 
     const RemoteConfig m_config;
     const std::uint64_t m_max_bulk;
