@@ -37,8 +37,9 @@ std::filesystem::path absolute_path(const std::filesystem::path& path) {
 
 Config Config::from_environment() {
     Config config = config_without_settings();
-    // A disabled cache touches no disk, its settings file included.
-    if (!config.disabled) detail::apply_settings(config);
+    // A disabled cache touches no disk, its settings file included; nor does a remote-only one.
+    const bool remote_only = config.remote && config.remote->mode == RemoteMode::remote_only;
+    if (!config.disabled && !remote_only) detail::apply_settings(config);
     return config;
 }
 
@@ -49,6 +50,8 @@ Config config_without_settings() {
     config.disabled = env::get_flag("KILN_CACHE_DISABLE", false);
     config.readonly = env::get_flag("KILN_CACHE_READONLY", false);
     config.shared = env::get_flag("KILN_CACHE_SHARED", false);
+    // Read (and checked) even when the cache is disabled; a disabled cache does not use it.
+    config.remote = RemoteConfig::from_environment();
     if (auto dir = env::get("KILN_CACHE_DIR")) {
         config.dir = absolute_path(*dir);
     } else if (auto xdg = env::get("XDG_CACHE_HOME"); xdg && xdg->front() == '/') {
@@ -56,7 +59,7 @@ Config config_without_settings() {
         config.dir = absolute_path(std::filesystem::path(*xdg) / "kiln");
     } else if (auto home = home_dir()) {
         config.dir = absolute_path(*home / ".cache" / "kiln");
-    } else {
+    } else if (!config.remote || config.remote->mode != RemoteMode::remote_only) {
         config.disabled = true; // nowhere to put a cache: memory only
     }
     return config;

@@ -3,6 +3,7 @@
 #include "cubin_symbols.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
+#include "remote_stats_file.hpp"
 #include "shard.hpp"
 #include "stats_file.hpp"
 #include "store_impl.hpp"
@@ -180,6 +181,9 @@ bool Store::zero_stats() {
         }
         all = stats->write({}) == 0 && all;
     }
+    if (auto root = m_impl->root(false))
+        all =
+            detail::zero_remote_stats(root->get(), m_impl->modes.file, m_impl->modes.shared) && all;
     return all;
 }
 

@@ -136,11 +136,18 @@ bool LockedStats::fresh() const {
 }
 
 Counters LockedStats::read() const {
-    return parse_counters(read_text(m_fd.get()));
+    return parse_counters(text());
+}
+
+std::string LockedStats::text() const {
+    return read_text(m_fd.get());
 }
 
 int LockedStats::write(const Counters& counters) const {
-    const std::string text = format_counters(counters);
+    return write_text(format_counters(counters));
+}
+
+int LockedStats::write_text(std::string_view text) const {
     // In place under the lock: one small pwrite, then drop any longer old tail.
     const ssize_t n = ::pwrite(m_fd.get(), text.data(), text.size(), 0);
     if (n < 0) return errno;

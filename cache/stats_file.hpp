@@ -42,6 +42,10 @@ class LockedStats {
                                            mode_t mode, bool force_mode, LockWait wait);
 
     Counters read() const;
+    /// The file's text (at most 4 KiB), for files of other counters than Counters.
+    std::string text() const;
+    /// Replace the file's text. 0 or an errno.
+    int write_text(std::string_view text) const;
     /// Whether the file was empty when locked: just created, so it holds no estimate yet.
     bool fresh() const;
     /// Replace the counters. 0 or an errno.

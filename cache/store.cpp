@@ -2,6 +2,7 @@
 
 #include "fs.hpp"
 #include "layout.hpp"
+#include "remote_stats_file.hpp"
 #include "shard.hpp"
 #include "store_impl.hpp"
 
@@ -33,11 +34,36 @@ const Config& Store::config() const noexcept {
 
 std::optional<Entry> Store::load(const Key& key) {
     if (m_impl->config.disabled) return std::nullopt;
+    if (m_impl->local())
+        if (auto entry = m_impl->load_local(key)) return entry;
+    if (!m_impl->remote) return std::nullopt;
+    try {
+        std::string bytes;
+        auto entry = m_impl->remote->load(key, &bytes);
+        // A remote hit is kept locally, so the next process on this machine finds it on disk;
+        // written by the tier's thread, so the caller does not wait for the disk.
+        if (entry && m_impl->local() && !m_impl->config.readonly) {
+            Impl* impl = m_impl.get();
+            m_impl->remote->defer([impl, key, bytes = std::move(bytes)] {
+                if (int error = impl->put(key, bytes))
+                    impl->warn_write(detail::entry_path(impl->config.dir, key).string(), error);
+            });
+        }
+        return entry;
+    } catch (const std::exception& e) {
+        detail::warn(std::string("remote kernel cache lookup failed: ") + e.what());
+        return std::nullopt;
+    }
+}
+
+std::optional<Entry> Store::Impl::load_local(const Key& key) {
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
-        auto ref = m_impl->open_shard(detail::shard_of(key), true);
+        // With a remote tier the caller next asks Redis and should not wait for directories
+        // made first: the miss is kept in memory and counted with the write-back's store.
+        auto ref = open_shard(detail::shard_of(key), !remote);
         if (!ref) {
-            m_impl->count(ref, one(&detail::Counters::misses));
+            count(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
         const std::string name = key.hex() + std::string(detail::kEntrySuffix);
@@ -46,32 +72,31 @@ std::optional<Entry> Store::load(const Key& key) {
         if (!fd) {
             const int error = errno;
             if (error == ELOOP) {
-                m_impl->damaged(ref, key, "a symbolic link, not an entry", true);
+                damaged(ref, key, "a symbolic link, not an entry", true);
                 return std::nullopt;
             }
-            if (error != ENOENT)
-                m_impl->warn_read((m_impl->shard_dir(ref.shard) / name).string(), error);
-            m_impl->count(ref, one(&detail::Counters::misses));
+            if (error != ENOENT) warn_read((shard_dir(ref.shard) / name).string(), error);
+            count(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
         std::string bytes;
         if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes)) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
-                m_impl->damaged(ref, key, "not a regular file of a sane size", true);
+                damaged(ref, key, "not a regular file of a sane size", true);
             } else {
-                m_impl->warn_read((m_impl->shard_dir(ref.shard) / name).string(), error);
-                m_impl->count(ref, one(&detail::Counters::misses));
+                warn_read((shard_dir(ref.shard) / name).string(), error);
+                count(ref, one(&detail::Counters::misses));
             }
             return std::nullopt;
         }
         DecodeResult decoded = decode_entry(bytes, key);
         if (!decoded.entry) {
-            m_impl->damaged(ref, key, to_string(decoded.error), true);
+            damaged(ref, key, to_string(decoded.error), true);
             return std::nullopt;
         }
         // The hit makes the entry the most recently used: eviction goes by modification time.
-        if (!m_impl->config.readonly) ::futimens(fd.get(), nullptr);
-        m_impl->count(ref, one(&detail::Counters::hits));
+        if (!config.readonly) ::futimens(fd.get(), nullptr);
+        count(ref, one(&detail::Counters::hits));
         return std::move(decoded.entry);
     } catch (const std::exception& e) {
         detail::warn(std::string("kernel cache lookup failed: ") + e.what());
@@ -80,21 +105,54 @@ std::optional<Entry> Store::load(const Key& key) {
 }
 
 bool Store::store(const Entry& entry) {
-    if (m_impl->config.disabled || m_impl->config.readonly) return false;
+    if (m_impl->config.disabled) return false;
+    const bool local = m_impl->local() && !m_impl->config.readonly;
+    const bool remote = m_impl->remote && m_impl->remote->config().mode != RemoteMode::read_only;
+    if (!local && !remote) return false;
     try {
-        if (int error = m_impl->put(entry.key, encode_entry(entry))) {
-            m_impl->warn_write(detail::entry_path(m_impl->config.dir, entry.key).string(), error);
-            return false;
+        std::string bytes = encode_entry(entry);
+        bool stored = true;
+        if (local) {
+            if (int error = m_impl->put(entry.key, bytes)) {
+                m_impl->warn_write(detail::entry_path(m_impl->config.dir, entry.key).string(),
+                                   error);
+                stored = false;
+            }
         }
-        return true;
+        if (remote) m_impl->remote->publish(entry.key, std::move(bytes));
+        return stored;
     } catch (const std::exception& e) {
         detail::warn(std::string("kernel cache store failed: ") + e.what());
         return false;
     }
 }
 
+bool Store::flush_remote(std::chrono::milliseconds timeout) {
+    if (!m_impl->remote) return true;
+    try {
+        const bool done = m_impl->remote->flush(detail::Clock::now() + timeout);
+        m_impl->save_remote_stats();
+        return done;
+    } catch (const std::exception& e) {
+        detail::warn(std::string("remote kernel cache flush failed: ") + e.what());
+        return false;
+    }
+}
+
+RemoteStats Store::remote_stats() {
+    RemoteStats stats = m_impl->remote_unsaved();
+    try {
+        if (auto root = m_impl->root(false)) stats += detail::read_remote_stats(root->get());
+    } catch (const std::exception&) {
+        // Counters are for display: what could not be read is left out.
+    }
+    return stats;
+}
+
 void Store::invalidate(const Key& key) {
     if (m_impl->config.disabled) return;
+    if (m_impl->remote) m_impl->remote->mark_damaged(key);
+    if (!m_impl->local()) return;
     try {
         auto ref = m_impl->open_shard(detail::shard_of(key), false);
         m_impl->damaged(ref, key, "the CUDA driver rejected its payload", false);
@@ -112,7 +170,7 @@ std::filesystem::path Store::trace_path(const Key& key) const {
 }
 
 std::optional<std::filesystem::path> Store::save_source(const Key& key, std::string_view source) {
-    if (m_impl->config.disabled) return std::nullopt;
+    if (!m_impl->local()) return std::nullopt;
     try {
         auto path = source_path(key);
         // The key covers the source, so a source already there is the right one.
@@ -134,7 +192,7 @@ std::optional<std::filesystem::path> Store::save_source(const Key& key, std::str
 }
 
 std::optional<std::filesystem::path> Store::save_time_trace(const Key& key, std::string_view json) {
-    if (m_impl->config.disabled || m_impl->config.readonly) return std::nullopt;
+    if (!m_impl->local() || m_impl->config.readonly) return std::nullopt;
     try {
         auto path = trace_path(key);
         if (int error = m_impl->put_file(key, detail::kTraceSuffix, json, false)) {

@@ -4,6 +4,7 @@
 
 #include "atomic_file.hpp"
 #include "eviction.hpp"
+#include "remote_stats_file.hpp"
 #include "shard.hpp"
 
 #include <sys/stat.h>
@@ -62,10 +63,36 @@ detail::Counters event_part(detail::Counters counters) {
 
 Store::Impl::Impl(Config c)
     : config(std::move(c))
-    , modes(detail::modes_for(config.shared)) {}
+    , modes(detail::modes_for(config.shared)) {
+    if (config.remote && !config.disabled)
+        remote = std::make_unique<detail::RemoteTier>(*config.remote);
+}
 
 Store::Impl::~Impl() {
+    if (remote) {
+        remote->shutdown(); // one bounded wait for queued publishes
+        save_remote_stats();
+    }
     flush_pending();
+}
+
+RemoteStats Store::Impl::remote_unsaved() {
+    std::lock_guard<std::mutex> lock(m_remote_stats_mutex);
+    RemoteStats unsaved = m_remote_unsaved;
+    if (remote) unsaved += remote->unsaved();
+    return unsaved;
+}
+
+void Store::Impl::save_remote_stats() {
+    if (!remote) return;
+    std::lock_guard<std::mutex> lock(m_remote_stats_mutex);
+    m_remote_unsaved += remote->take_unsaved();
+    if (!local() || config.readonly) return; // counted in this process only
+    if (detail::is_zero(m_remote_unsaved)) return;
+    auto root_fd = root(true);
+    if (root_fd &&
+        detail::add_remote_stats(root_fd->get(), m_remote_unsaved, modes.file, modes.shared))
+        m_remote_unsaved = {};
 }
 
 std::shared_ptr<const detail::UniqueFd> Store::Impl::root(bool create) {

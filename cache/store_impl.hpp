@@ -7,6 +7,7 @@
 #include "cache_dir.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
+#include "remote_tier.hpp"
 #include "stats_file.hpp"
 
 #include <sys/types.h>
@@ -41,6 +42,20 @@ struct Store::Impl {
 
     Config config;
     detail::Modes modes;
+    /// The Redis tier, when configured and the cache is not disabled.
+    std::unique_ptr<detail::RemoteTier> remote;
+
+    /// Whether lookups and stores use the directory (not remote-only).
+    bool local() const {
+        return !config.disabled && !(remote && remote->config().mode == RemoteMode::remote_only);
+    }
+    /// The directory's part of Store::load.
+    std::optional<Entry> load_local(const Key& key);
+    /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
+    /// directory is not used, read-only or unwritable).
+    void save_remote_stats();
+    /// This process's remote counters not yet in the file.
+    RemoteStats remote_unsaved();
 
     std::filesystem::path shard_dir(int shard) const {
         return detail::shard_dir(config.dir, shard);
@@ -90,6 +105,8 @@ struct Store::Impl {
     void warn_read(const std::string& what, int error);
 
   private:
+    std::mutex m_remote_stats_mutex;
+    RemoteStats m_remote_unsaved; ///< taken from the tier, not yet in the file
     std::mutex m_root_mutex;
     std::shared_ptr<const detail::UniqueFd> m_root;
     std::string m_root_refused;

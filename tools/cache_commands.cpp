@@ -67,6 +67,7 @@ void run_stats(const StatsArgs& args) {
     cache::Store store(cache_config());
     const auto problems = check_cache_dir(store);
     const auto stats = store.stats();
+    const auto remote = store.remote_stats();
     const auto& config = store.config();
     const std::uint64_t lookups = stats.hits + stats.misses;
     if (args.json) {
@@ -83,6 +84,13 @@ void run_stats(const StatsArgs& args) {
         j["damaged"] = stats.damaged;
         j["evicted"] = stats.evicted;
         j["stores"] = stats.stores;
+        // The remote tier: its configuration (null without one) and its counters, summed over
+        // the processes that used this directory.
+        j["remote"] = config.remote
+                          ? nlohmann::json({{"url", config.remote->display_url()},
+                                            {"mode", cache::to_string(config.remote->mode)}})
+                          : nlohmann::json(nullptr);
+        j["remote_stats"] = remote_stats_json(remote);
         j["problems"] = problems_json(problems);
         print_json(j);
         return;
@@ -97,6 +105,12 @@ void run_stats(const StatsArgs& args) {
     std::printf("damaged          %llu\n", static_cast<unsigned long long>(stats.damaged));
     std::printf("evicted          %llu\n", static_cast<unsigned long long>(stats.evicted));
     std::printf("stores           %llu\n", static_cast<unsigned long long>(stats.stores));
+    if (config.remote) {
+        std::printf("remote cache     %s (%s)\n", config.remote->display_url().c_str(),
+                    cache::to_string(config.remote->mode));
+    }
+    if (config.remote || remote.hits + remote.misses + remote.stores + remote.skipped != 0)
+        print_remote_counters(remote);
 }
 
 struct VerifyArgs {
@@ -246,6 +260,7 @@ void add_cache_commands(CLI::App& app) {
     clear->callback([clear_json] { run_clear(*clear_json); });
 
     add_config_command(*cache_cmd);
+    add_remote_commands(*cache_cmd);
 }
 
 } // namespace kiln::tools

@@ -1,7 +1,10 @@
 #pragma once
 // Each `kiln` subcommand registers itself on the CLI11 app; main.cpp only wires them together.
 
+#include "kiln/cache/remote.hpp"
+
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace kiln::tools {
 
@@ -17,6 +20,13 @@ void add_cache_commands(CLI::App& app);
 void add_entry_commands(CLI::App& cache_cmd);
 /// `kiln cache config [KEY [VALUE]]` (on the `cache` subcommand)
 void add_config_command(CLI::App& cache_cmd);
+/// `kiln cache remote ping|stats` (on the `cache` subcommand)
+void add_remote_commands(CLI::App& cache_cmd);
+/// The remote tier's counters as `kiln cache stats` prints them, text and JSON.
+void print_remote_counters(const cache::RemoteStats& stats);
+nlohmann::json remote_stats_json(const cache::RemoteStats& stats);
+/// Wait for the global store's pending remote publishes (`kiln compile`, `kiln warm`).
+void wait_for_remote_publishes();
 /// `kiln export FILE`, `kiln import FILE`
 void add_transfer_commands(CLI::App& app);
 

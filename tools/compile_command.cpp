@@ -68,6 +68,7 @@ void run_compile(const CompileArgs& args) {
 
     const auto start = std::chrono::steady_clock::now();
     auto program = compile_file(args, source, options);
+    wait_for_remote_publishes();
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     const bool hit = program->origin() == ProgramOrigin::disk_cache;

@@ -177,6 +177,7 @@ void run_warm(const WarmArgs& args) {
     for (auto& thread : threads)
         thread.join();
     if (progress) std::fprintf(stderr, "\n");
+    wait_for_remote_publishes(); // the remote tier's publishes are part of warming
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

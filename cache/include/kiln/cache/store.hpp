@@ -12,6 +12,7 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/remote.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -35,6 +36,10 @@ struct Config {
     bool shared = false;      ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
+    /// KILN_REMOTE_CACHE and companions: the Redis tier after the directory
+    /// (kiln/cache/remote.hpp). Not used when `disabled` (KILN_CACHE_DISABLE=1 means memory only).
+    /// In remote-only mode the directory is neither read nor written by lookups and stores.
+    std::optional<RemoteConfig> remote;
 
     /// From the environment (the README's table), then the cache directory's settings file
     /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
@@ -140,21 +145,38 @@ class Store {
     const Config& config() const noexcept;
 
     /// A verified entry, or nullopt (miss, disabled, damaged: damaged entries are removed, counted
-    /// and warned about once). A hit refreshes the entry's modification time.
+    /// and warned about once). A hit refreshes the entry's modification time. With a remote tier,
+    /// a local miss asks Redis (at most one deadline); a remote hit is verified the same way and
+    /// written to the directory (unless read-only or remote-only) by a background thread, so it
+    /// is there once flush_remote() returns.
     /// @param key the entry's key.
     /// @return the entry, or nullopt.
     std::optional<Entry> load(const Key& key);
 
     /// Publish atomically, replacing any entry of the same key, then evict least recently used
-    /// entries when the size limit is passed.
+    /// entries when the size limit is passed. With a remote tier (read-write or remote-only) the
+    /// entry is also queued for Redis (SET NX), which a background thread sends: this call never
+    /// waits on the server.
     /// @param entry the entry, filed under Entry::key.
     /// @return false (with one warning per store) when it could not: disabled, read-only or
     /// unwritable caches, or an entry over the format's limits.
     bool store(const Entry& entry);
 
-    /// The driver rejected this entry's payload: remove it and count it as damaged.
+    /// The driver rejected this entry's payload: remove it and count it as damaged (the remote
+    /// copy is replaced when the kernel is next stored).
     /// @param key the entry's key.
     void invalidate(const Key& key);
+
+    /// Wait, at most @p timeout, for this store's queued remote publishes and write-backs of
+    /// remote hits, then add the remote
+    /// counters to the directory's. True when nothing is left to send (also without a remote
+    /// tier). `kiln compile` and `kiln warm` call it before they exit; a store's destruction waits
+    /// once by itself, for at most one deadline.
+    bool flush_remote(std::chrono::milliseconds timeout = std::chrono::milliseconds(60000));
+
+    /// The remote tier's counters: those every process added to the cache directory plus this
+    /// process's not yet added (all zero without a remote tier and never used one).
+    RemoteStats remote_stats();
 
     /// Path where the entry's source lives when save_source is on (`<dir>/<ab>/<key>.cu`).
     /// @param key the entry's key.

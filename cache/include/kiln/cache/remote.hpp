@@ -1,0 +1,102 @@
+#pragma once
+/// @file
+/// The remote tier of the kernel cache: Redis, consulted after memory and the local directory.
+/// It holds the same one-file entries as the directory and verifies them the same way. Every
+/// operation has a deadline; a server that is down, slow, full or refuses authentication costs a
+/// caller at most one deadline and is then skipped (circuit breaker) until a background probe
+/// finds it well again. Nothing here ever throws for a remote failure.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kiln::cache {
+
+/// KILN_REMOTE_CACHE_MODE.
+enum class RemoteMode {
+    read_write,  ///< read hits, publish new entries (default)
+    read_only,   ///< read hits, never write (untrusted jobs)
+    remote_only, ///< no local directory at all: memory, then Redis
+};
+const char* to_string(RemoteMode mode);
+
+/// Where and how to reach the Redis server.
+struct RemoteConfig {
+    std::string host = "127.0.0.1";
+    std::uint16_t port = 6379;
+    int db = 0;
+    std::string user;     ///< empty: AUTH with the password only (or no AUTH)
+    std::string password; ///< empty: no AUTH
+    RemoteMode mode = RemoteMode::read_write;
+    /// KILN_REMOTE_CACHE_TTL: expiry of published entries; zero means none.
+    std::chrono::seconds ttl{0};
+    /// KILN_REMOTE_CACHE_CONNECT_TIMEOUT: connecting and authenticating.
+    std::chrono::milliseconds connect_timeout{100};
+    /// KILN_REMOTE_CACHE_TIMEOUT: each operation (a lookup, a publish, a probe).
+    std::chrono::milliseconds op_timeout{50};
+    /// KILN_REMOTE_CACHE_RETRY: how long a failed server is skipped before a background probe.
+    std::chrono::milliseconds retry_interval{30000};
+
+    /// Parse `redis://[[user]:password@]host[:port][/db]` (user and password percent-decoded;
+    /// an IPv6 address in brackets). Only the address part is set; the rest keeps its defaults.
+    /// @throws kiln::ConfigError naming @p what when it does not parse.
+    static RemoteConfig parse_url(std::string_view url, const std::string& what);
+
+    /// From KILN_REMOTE_CACHE and its companions (the README's table); nullopt when unset.
+    /// @throws kiln::ConfigError naming the variable whose value does not parse, or a password
+    /// file that cannot be read.
+    static std::optional<RemoteConfig> from_environment();
+
+    /// `redis://user@host:port/db`, never the password.
+    std::string display_url() const;
+};
+
+/// The remote tier's counters. A damaged value counts as a miss and as damaged; a lookup skipped
+/// because the breaker is open counts as skipped (not as a miss).
+struct RemoteStats {
+    std::uint64_t hits = 0, misses = 0, damaged = 0;
+    std::uint64_t errors = 0;   ///< failed operations: refused, closed, protocol, server errors
+    std::uint64_t timeouts = 0; ///< operations past their deadline
+    std::uint64_t skipped = 0;  ///< lookups and publishes not tried while the breaker was open
+    std::uint64_t stores = 0;   ///< entries published (SET done; an existing key counts too)
+    std::uint64_t bytes_read = 0, bytes_written = 0; ///< entry bytes fetched and published
+
+    RemoteStats& operator+=(const RemoteStats& other);
+};
+
+/// What `kiln cache remote ping` reports.
+struct RemotePing {
+    bool ok = false;
+    std::string error;          ///< why not, when !ok
+    double latency_ms = 0;      ///< the PING round trip, after connecting
+    double connect_ms = 0;      ///< connecting, AUTH and SELECT
+    std::string server_version; ///< redis_version from INFO, when it could be read
+};
+
+/// Connect (AUTH, SELECT) and PING, with deadlines of at least @p at_least each (a check by hand
+/// may be slower than the tier's own deadlines allow). Never throws.
+RemotePing ping_remote(const RemoteConfig& config,
+                       std::chrono::milliseconds at_least = std::chrono::milliseconds(2000));
+
+/// Server-side figures for `kiln cache remote stats`.
+struct RemoteServerInfo {
+    bool ok = false;
+    std::string error;
+    std::uint64_t kiln_keys = 0;   ///< keys under Kiln's prefix in the selected database
+    std::uint64_t used_memory = 0; ///< bytes, from INFO memory
+    std::uint64_t max_memory = 0;  ///< 0: no limit
+    std::string eviction_policy;   ///< maxmemory_policy
+    std::string server_version;
+};
+
+/// Count Kiln's keys (SCAN) and read INFO. Never throws.
+RemoteServerInfo
+remote_server_info(const RemoteConfig& config,
+                   std::chrono::milliseconds at_least = std::chrono::milliseconds(2000));
+
+/// The Redis key of a cache key: this prefix and the key's 32 hex digits.
+inline constexpr std::string_view kRemoteKeyPrefix = "kiln:";
+
+} // namespace kiln::cache

@@ -1,0 +1,97 @@
+#include "remote_stats_file.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace kiln::cache::detail {
+
+namespace {
+
+struct Field {
+    const char* name;
+    std::uint64_t RemoteStats::*member;
+};
+
+constexpr Field kFields[] = {
+    {"hits", &RemoteStats::hits},
+    {"misses", &RemoteStats::misses},
+    {"damaged", &RemoteStats::damaged},
+    {"errors", &RemoteStats::errors},
+    {"timeouts", &RemoteStats::timeouts},
+    {"skipped", &RemoteStats::skipped},
+    {"stores", &RemoteStats::stores},
+    {"bytes_read", &RemoteStats::bytes_read},
+    {"bytes_written", &RemoteStats::bytes_written},
+};
+
+} // namespace
+
+bool is_zero(const RemoteStats& stats) {
+    for (const Field& field : kFields)
+        if (stats.*field.member != 0) return false;
+    return true;
+}
+
+RemoteStats difference(const RemoteStats& a, const RemoteStats& b) {
+    RemoteStats d;
+    for (const Field& field : kFields)
+        d.*field.member = a.*field.member - b.*field.member;
+    return d;
+}
+
+std::string format_remote_stats(const RemoteStats& stats) {
+    std::string text;
+    for (const Field& field : kFields)
+        text += std::string(field.name) + ' ' + std::to_string(stats.*field.member) + '\n';
+    return text;
+}
+
+RemoteStats parse_remote_stats(std::string_view text) {
+    RemoteStats stats;
+    while (!text.empty()) {
+        const std::size_t end = std::min(text.find('\n'), text.size());
+        const std::string line(text.substr(0, end));
+        text.remove_prefix(std::min(end + 1, text.size()));
+        const std::size_t space = line.find(' ');
+        if (space == std::string::npos) continue;
+        const std::string value_text = line.substr(space + 1);
+        char* parse_end = nullptr;
+        errno = 0;
+        const unsigned long long value = std::strtoull(value_text.c_str(), &parse_end, 10);
+        if (errno != 0 || parse_end == value_text.c_str() || *parse_end != '\0') continue;
+        for (const Field& field : kFields)
+            if (line.compare(0, space, field.name) == 0) stats.*field.member = value;
+    }
+    return stats;
+}
+
+bool add_remote_stats(int root_fd, const RemoteStats& delta, mode_t mode, bool force_mode) {
+    auto file = LockedStats::open(root_fd, std::string(kRemoteStatsName), true, mode, force_mode,
+                                  LockWait::patient);
+    if (!file) return false;
+    RemoteStats totals = parse_remote_stats(file->text());
+    totals += delta;
+    return file->write_text(format_remote_stats(totals)) == 0;
+}
+
+RemoteStats read_remote_stats(int root_fd) {
+    UniqueFd fd = open_at(root_fd, std::string(kRemoteStatsName), kReadFlags);
+    struct stat st;
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) return {};
+    std::string text;
+    if (read_all(fd.get(), 4096, text) != 0) return {};
+    return parse_remote_stats(text);
+}
+
+bool zero_remote_stats(int root_fd, mode_t mode, bool force_mode) {
+    auto file = LockedStats::open(root_fd, std::string(kRemoteStatsName), false, mode, force_mode,
+                                  LockWait::patient);
+    if (!file) return errno == ENOENT;
+    return file->write_text(format_remote_stats({})) == 0;
+}
+
+} // namespace kiln::cache::detail
