@@ -8,6 +8,7 @@
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
 #include "reduction_codegen.hpp"
+#include "reduction_kernel_access.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
 #include "specialization.hpp"
@@ -31,7 +32,11 @@ using detail::ReductionPlan;
 
 namespace {
 
-constexpr int kAssumedMultiprocessors = 132; // source_for without a device (an H100)
+// Layout choices that reach the source (a warp or a block per output, the block's width) count
+// outputs against this fixed number of multiprocessors (an H100 SXM's), never the device's: the
+// source may depend only on the call, which the cache key records, so a kernel compiled offline
+// is the one a call on any GPU of the architecture asks for. The grid uses the real count.
+constexpr std::int64_t kLayoutMultiprocessors = 132;
 constexpr int kUnknownSlotBytes = 64; // partial-result slot for reduce types Kiln cannot size
 
 bool blank(const std::string& s) {
@@ -47,10 +52,10 @@ struct Prepared {
     std::int64_t n_in = 0, n_out = 0, n_red = 0, split = 1;
     std::size_t partial_bytes = 0, counters = 0;
     Dim3 grid, block;
-    int multiprocessors = kAssumedMultiprocessors;
+    int multiprocessors = 0; // the device's, which sizes the grid (calls only)
 };
 
-// The current device's multiprocessor count, which shapes the grid.
+// The current device's multiprocessor count, which sizes the grid.
 int multiprocessors(CUcontext context) {
     static detail::PerContextCache<int> counts;
     return counts.get(context, {}, [] { return Device::current().multiprocessor_count(); });
@@ -238,7 +243,6 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     int primary = -1; // the first array input
     for (int k = nin - 1; k >= 0; --k)
         if (inputs[k]) primary = k;
-    const int sms = p.multiprocessors;
     const std::int64_t inner_red_stride = primary >= 0 ? p.strides[primary][K + R - 1] : 1;
     const std::int64_t inner_kept_stride = primary >= 0 ? p.strides[primary][K - 1] : 0;
     const std::int64_t C = kshape[K - 1];
@@ -260,8 +264,8 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     const int vec = detail::vector_width(
         widest, [&](int v) { return vectorizable(v, K + R - 1, rshape[R - 1]); });
     plan.vec = static_cast<std::uint8_t>(vec);
-    plan.warp_group = p.n_out >= std::int64_t{sms} * 16 && p.n_red / vec <= 32 * 16;
-    plan.block_x = plan.warp_group ? 256 : p.n_out < sms * 4 ? 512 : 256;
+    plan.warp_group = p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= 32 * 16;
+    plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
 }
 
 void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocessor) const {
@@ -411,6 +415,15 @@ std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->compile(p, arch).program;
+}
+
+std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,
+                                                     std::size_t count, const ReduceCall& how,
+                                                     int multiprocessors) {
+    Prepared p;
+    p.multiprocessors = multiprocessors;
+    kernel.m_impl->shape_call(args, count, how, /*allocate=*/false, p);
+    return kernel.m_impl->source(p).source;
 }
 
 const std::string& ReductionKernel::name() const noexcept {

@@ -36,6 +36,10 @@
 
 namespace kiln {
 
+namespace detail {
+struct ReductionKernelAccess;
+}
+
 /// Per-call settings of a reduction.
 struct ReduceCall {
     Axes axis;             ///< which axes to reduce; all by default
@@ -92,7 +96,8 @@ class ReductionKernel {
     Outputs call(const Arg* args, std::size_t count, const ReduceCall& how) const;
 
     /// The CUDA source this call would compile (no device needed; nothing is launched or
-    /// allocated). Without a device, layout choices assume 132 multiprocessors.
+    /// allocated). It depends only on the call, never on the device: a call on any GPU compiles
+    /// this source (only its grid follows the device's multiprocessor count).
     std::string source_for(const Arg* args, std::size_t count, const ReduceCall& how = {}) const;
 
     /// Compile this call's kernel for @p arch (e.g. "sm_90") without launching anything: warms the
@@ -106,6 +111,7 @@ class ReductionKernel {
     const std::vector<ParamSpec>& out_params() const noexcept;
 
   private:
+    friend struct detail::ReductionKernelAccess; // Kiln's own tests
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
