@@ -1,6 +1,7 @@
 #include "kiln/reduction_kernel.hpp"
 
 #include "index_math.hpp"
+#include "kernel_description.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
@@ -52,7 +53,8 @@ struct Prepared {
     std::int64_t n_in = 0, n_out = 0, n_red = 0, split = 1;
     std::size_t partial_bytes = 0, counters = 0;
     Dim3 grid, block;
-    int multiprocessors = 0; // the device's, which sizes the grid (calls only)
+    int multiprocessors = 0;         // the device's, which sizes the grid (calls only)
+    const ReduceCall* how = nullptr; // for the description, when it compiles
 };
 
 // The current device's multiprocessor count, which sizes the grid.
@@ -100,8 +102,10 @@ struct ReductionKernel::Impl {
     detail::GeneratedSource source(const Prepared& p) const {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
+    std::string describe(const Prepared& p) const;
     detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
-        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch);
+        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch,
+                                              describe(p));
     }
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
@@ -110,6 +114,7 @@ struct ReductionKernel::Impl {
 
 void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const ReduceCall& how,
                                        bool allocate, Prepared& p) const {
+    p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
     if (!input_shape) params().bad_call("at least one input must be an array");
@@ -309,6 +314,28 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
     }
 }
 
+std::string ReductionKernel::Impl::describe(const Prepared& p) const {
+    detail::Json spec = detail::describe_params(def.params);
+    spec["map_expr"] = def.map_expr;
+    spec["reduce_expr"] = def.reduce_expr;
+    spec["post_map_expr"] = def.post_map_expr;
+    detail::describe_text(spec, "identity", def.identity);
+    detail::describe_text(spec, "reduce_type", def.reduce_type);
+    detail::describe_text(spec, "preamble", def.preamble);
+    detail::describe_options(spec, nvrtc_options);
+    if (!reduce_dims) spec["reduce_dims"] = false;
+    if (empty_is_error) spec["empty_is_error"] = true;
+    detail::Json call = detail::Json::object();
+    const Axes& axis = p.how->axis;
+    if (!axis.is_all()) { // as given: negative axes stay negative
+        call["axis"] = detail::Json::array();
+        for (int k = 0; k < axis.size(); ++k)
+            call["axis"].push_back(axis[k]);
+    }
+    if (p.how->keepdims) call["keepdims"] = true;
+    return detail::describe_call("reduction", std::move(spec), p.ops, call);
+}
+
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
                                                                      CUcontext context) const {
     return functions.get(context, p.plan, [&] {
@@ -415,6 +442,13 @@ std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->compile(p, arch).program;
+}
+
+std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
+                                          const ReduceCall& how) const {
+    Prepared p;
+    m_impl->shape_call(args, count, how, /*allocate=*/false, p);
+    return m_impl->describe(p);
 }
 
 std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,

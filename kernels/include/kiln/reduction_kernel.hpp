@@ -106,6 +106,12 @@ class ReductionKernel {
                                                const ReduceCall& how,
                                                const std::string& arch) const;
 
+    /// This call's kernel described in JSON (no device needed): the spec, each argument's dtype
+    /// and shape (strides when not C-contiguous, the address modulo 16 bytes when not 0), the
+    /// axes and keepdims. A cache entry's recipe holds it, and it is a `kiln warm` manifest entry
+    /// as it is: warming it compiles the kernel this call asks for. @throws as source_for.
+    std::string describe_for(const Arg* args, std::size_t count, const ReduceCall& how = {}) const;
+
     const std::string& name() const noexcept;
     const std::vector<ParamSpec>& in_params() const noexcept;
     const std::vector<ParamSpec>& out_params() const noexcept;
