@@ -7,3 +7,9 @@ void readme_compile_offline();
 TEST(Readme, CompileOfflineSnippetRuns) {
     readme_compile_offline();
 }
+
+void readme_describe_for();
+
+TEST(Readme, DescribeForSnippetRuns) {
+    readme_describe_for();
+}
