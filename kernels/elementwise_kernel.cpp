@@ -3,6 +3,7 @@
 #include "elementwise_codegen.hpp"
 #include "elementwise_plan.hpp"
 #include "index_math.hpp"
+#include "kernel_description.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
@@ -41,6 +42,7 @@ struct Prepared {
     std::int64_t n = 0;
     std::array<Dims, detail::kMaxParams> strides; // array operands' element strides over shape
     Dim3 grid, block;
+    const CallOptions* call = nullptr; // for the description, when it compiles
 };
 
 } // namespace
@@ -65,8 +67,10 @@ struct ElementwiseKernel::Impl {
     detail::GeneratedSource source(const Prepared& p) const {
         return generate_elementwise(def, p.plan, p.ops.bindings);
     }
+    std::string describe(const Prepared& p) const;
     detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
-        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch);
+        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch,
+                                              describe(p));
     }
     const Function& function(const Prepared& p) const;
     void launch(const Prepared& p, const Function& f, StreamRef stream) const;
@@ -78,6 +82,7 @@ void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
     if (options.block_size && (*options.block_size <= 0 || *options.block_size > 1024))
         params().bad_call("block size " + std::to_string(*options.block_size) +
                           " is out of range: use 1 to 1024 threads");
+    p.call = &options;
     detail::bind_operands(params(), args, count, p.ops);
     p.shape = loop_shape(options, p.ops);
     detail::make_outputs(p.ops, p.shape, allocate, options.stream);
@@ -226,6 +231,21 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     p.grid = Dim3(std::max(1u, blocks_for(p.n, plan.block)));
 }
 
+std::string ElementwiseKernel::Impl::describe(const Prepared& p) const {
+    detail::Json spec = detail::describe_params(def.params);
+    spec["operation"] = def.operation;
+    detail::describe_text(spec, "preamble", def.preamble);
+    detail::describe_text(spec, "loop_prep", def.loop_prep);
+    detail::describe_text(spec, "after_loop", def.after_loop);
+    detail::describe_options(spec, nvrtc_options);
+    if (no_return) spec["no_return"] = true;
+    if (!reduce_dims) spec["reduce_dims"] = false;
+    detail::Json call = detail::Json::object();
+    if (p.call->size) call["size"] = *p.call->size;
+    if (p.call->block_size) call["block_size"] = *p.call->block_size;
+    return detail::describe_call("elementwise", std::move(spec), p.ops, call);
+}
+
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     return functions.get(detail::current_context(), p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
@@ -323,6 +343,13 @@ std::shared_ptr<const Program> ElementwiseKernel::compile_for(const Arg* args, s
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/false, p);
     return m_impl->compile(p, arch).program;
+}
+
+std::string ElementwiseKernel::describe_for(const Arg* args, std::size_t count,
+                                            const CallOptions& options) const {
+    Prepared p;
+    m_impl->prepare(args, count, options, /*allocate=*/false, p);
+    return m_impl->describe(p);
 }
 
 const std::string& ElementwiseKernel::name() const noexcept {

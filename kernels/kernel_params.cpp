@@ -21,9 +21,11 @@ bool is_identifier(const std::string& s) {
 } // namespace
 
 KernelParams::KernelParams(const char* front_end, std::string kernel_name,
-                           const std::string& in_spec, const std::string& out_spec)
+                           const std::string& in_text, const std::string& out_text)
     : name(std::move(kernel_name))
-    , who(std::string(front_end) + " '" + name + "'") {
+    , who(std::string(front_end) + " '" + name + "'")
+    , in_spec(in_text)
+    , out_spec(out_text) {
     if (!is_identifier(name)) throw SpecError("kernel name '" + name + "' is not a C identifier");
     inputs = parse_param_specs(in_spec);
     outputs = parse_param_specs(out_spec);

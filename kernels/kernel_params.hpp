@@ -16,11 +16,12 @@ struct KernelParams {
     /// @p front_end names the kind of kernel in messages ("ElementwiseKernel").
     /// @throws SpecError for a name that is not a C identifier, a spec that does not parse, a
     /// name used twice, or too many parameters or outputs.
-    KernelParams(const char* front_end, std::string kernel_name, const std::string& in_spec,
-                 const std::string& out_spec);
+    KernelParams(const char* front_end, std::string kernel_name, const std::string& in_text,
+                 const std::string& out_text);
 
     std::string name;
     std::string who;
+    std::string in_spec, out_spec; ///< the specs as given
     std::vector<ParamSpec> inputs, outputs;
     std::vector<ParamSpec> all; ///< inputs then outputs
 

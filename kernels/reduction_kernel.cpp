@@ -1,6 +1,7 @@
 #include "kiln/reduction_kernel.hpp"
 
 #include "index_math.hpp"
+#include "kernel_description.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
@@ -8,6 +9,7 @@
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
 #include "reduction_codegen.hpp"
+#include "reduction_kernel_access.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
 #include "specialization.hpp"
@@ -31,7 +33,11 @@ using detail::ReductionPlan;
 
 namespace {
 
-constexpr int kAssumedMultiprocessors = 132; // source_for without a device (an H100)
+// Layout choices that reach the source (a warp or a block per output, the block's width) count
+// outputs against this fixed number of multiprocessors (an H100 SXM's), never the device's: the
+// source may depend only on the call, which the cache key records, so a kernel compiled offline
+// is the one a call on any GPU of the architecture asks for. The grid uses the real count.
+constexpr std::int64_t kLayoutMultiprocessors = 132;
 constexpr int kUnknownSlotBytes = 64; // partial-result slot for reduce types Kiln cannot size
 
 bool blank(const std::string& s) {
@@ -47,10 +53,11 @@ struct Prepared {
     std::int64_t n_in = 0, n_out = 0, n_red = 0, split = 1;
     std::size_t partial_bytes = 0, counters = 0;
     Dim3 grid, block;
-    int multiprocessors = kAssumedMultiprocessors;
+    int multiprocessors = 0;         // the device's, which sizes the grid (calls only)
+    const ReduceCall* how = nullptr; // for the description, when it compiles
 };
 
-// The current device's multiprocessor count, which shapes the grid.
+// The current device's multiprocessor count, which sizes the grid.
 int multiprocessors(CUcontext context) {
     static detail::PerContextCache<int> counts;
     return counts.get(context, {}, [] { return Device::current().multiprocessor_count(); });
@@ -95,8 +102,10 @@ struct ReductionKernel::Impl {
     detail::GeneratedSource source(const Prepared& p) const {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
+    std::string describe(const Prepared& p) const;
     detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
-        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch);
+        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch,
+                                              describe(p));
     }
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
@@ -105,6 +114,7 @@ struct ReductionKernel::Impl {
 
 void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const ReduceCall& how,
                                        bool allocate, Prepared& p) const {
+    p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
     if (!input_shape) params().bad_call("at least one input must be an array");
@@ -238,7 +248,6 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     int primary = -1; // the first array input
     for (int k = nin - 1; k >= 0; --k)
         if (inputs[k]) primary = k;
-    const int sms = p.multiprocessors;
     const std::int64_t inner_red_stride = primary >= 0 ? p.strides[primary][K + R - 1] : 1;
     const std::int64_t inner_kept_stride = primary >= 0 ? p.strides[primary][K - 1] : 0;
     const std::int64_t C = kshape[K - 1];
@@ -260,8 +269,8 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     const int vec = detail::vector_width(
         widest, [&](int v) { return vectorizable(v, K + R - 1, rshape[R - 1]); });
     plan.vec = static_cast<std::uint8_t>(vec);
-    plan.warp_group = p.n_out >= std::int64_t{sms} * 16 && p.n_red / vec <= 32 * 16;
-    plan.block_x = plan.warp_group ? 256 : p.n_out < sms * 4 ? 512 : 256;
+    plan.warp_group = p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= 32 * 16;
+    plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
 }
 
 void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocessor) const {
@@ -303,6 +312,28 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
         p.partial_bytes = static_cast<std::size_t>(p.n_out * split) * plan.slot_bytes;
         p.counters = static_cast<std::size_t>(p.n_out);
     }
+}
+
+std::string ReductionKernel::Impl::describe(const Prepared& p) const {
+    detail::Json spec = detail::describe_params(def.params);
+    spec["map_expr"] = def.map_expr;
+    spec["reduce_expr"] = def.reduce_expr;
+    spec["post_map_expr"] = def.post_map_expr;
+    detail::describe_text(spec, "identity", def.identity);
+    detail::describe_text(spec, "reduce_type", def.reduce_type);
+    detail::describe_text(spec, "preamble", def.preamble);
+    detail::describe_options(spec, nvrtc_options);
+    if (!reduce_dims) spec["reduce_dims"] = false;
+    if (empty_is_error) spec["empty_is_error"] = true;
+    detail::Json call = detail::Json::object();
+    const Axes& axis = p.how->axis;
+    if (!axis.is_all()) { // as given: negative axes stay negative
+        call["axis"] = detail::Json::array();
+        for (int k = 0; k < axis.size(); ++k)
+            call["axis"].push_back(axis[k]);
+    }
+    if (p.how->keepdims) call["keepdims"] = true;
+    return detail::describe_call("reduction", std::move(spec), p.ops, call);
 }
 
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
@@ -411,6 +442,22 @@ std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->compile(p, arch).program;
+}
+
+std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
+                                          const ReduceCall& how) const {
+    Prepared p;
+    m_impl->shape_call(args, count, how, /*allocate=*/false, p);
+    return m_impl->describe(p);
+}
+
+std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,
+                                                     std::size_t count, const ReduceCall& how,
+                                                     int multiprocessors) {
+    Prepared p;
+    p.multiprocessors = multiprocessors;
+    kernel.m_impl->shape_call(args, count, how, /*allocate=*/false, p);
+    return kernel.m_impl->source(p).source;
 }
 
 const std::string& ReductionKernel::name() const noexcept {

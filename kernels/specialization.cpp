@@ -35,9 +35,10 @@ std::string summary(const KernelParams& params, const GeneratedSource& generated
 CompiledSpecialization compile_specialization(const KernelParams& params,
                                               const GeneratedSource& generated,
                                               const std::vector<std::string>& nvrtc_options,
-                                              const std::string& arch) {
+                                              const std::string& arch, std::string description) {
     CompileOptions options;
     options.arch = arch;
+    options.description = std::move(description);
     options.options = nvrtc_options;
     options.headers = device_headers();
     // The toolkit's headers are always on the include path, for every front end and any user

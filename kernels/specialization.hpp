@@ -3,7 +3,8 @@
 // through Compiler::global() (the memory and disk caches) with Kiln's device headers in memory, the
 // toolkit's headers on the include path (always) and the kernel's extra NVRTC options. A
 // CompileError names the kernel and the piece of the user's code at fault (the GeneratedSource's
-// pieces), with NVRTC's log and the source attached.
+// pieces), with NVRTC's log and the source attached. Every generated kernel compiles here, with
+// the front end's description of it (kernel_description.hpp) for the cache entry's recipe.
 
 #include "kernel_params.hpp"
 #include "kiln/compiler.hpp"
@@ -23,11 +24,13 @@ struct CompiledSpecialization {
     CompileOptions options;
 };
 
-/// Compiles @p generated for @p arch. @throws CompileError, naming the piece at fault.
+/// Compiles @p generated for @p arch. @p description (kernel_description.hpp) goes into the
+/// cache entry's recipe; it is not part of the key. @throws CompileError, naming the piece at
+/// fault.
 CompiledSpecialization compile_specialization(const KernelParams& params,
                                               const GeneratedSource& generated,
                                               const std::vector<std::string>& nvrtc_options,
-                                              const std::string& arch);
+                                              const std::string& arch, std::string description);
 
 /// The kernel params.name of @p compiled, loaded in the current context.
 Function load_specialization(const KernelParams& params, const CompiledSpecialization& compiled);

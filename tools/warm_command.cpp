@@ -1,24 +1,20 @@
 // `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`: compile a manifest of kernels for
 // named architectures, without a GPU, in parallel, into the cache (a CI step before the tests).
 //
-// Manifest (JSON):
-//   {"kernels": [
-//      {"source": "extern \"C\" __global__ void k(...) {...}"},
-//      {"file": "kernels/scale.cu", "options": ["-DN=4"], "name_expressions": ["scale<float>"]}
-//   ]}
-// Each kernel has exactly one of "source" (inline CUDA) or "file" (a path, relative paths taken
-// from the manifest's directory); "options" (NVRTC options after Kiln's defaults) and
-// "name_expressions" (C++ names to lower, e.g. template instances) are optional lists of strings.
-// Any other field is an error: front-end specs (ElementwiseKernel, ...) are not manifest entries
-// yet. Each kernel is compiled once per --arch, through Compiler::global(), so the same kernel
-// compiled at run time with the same options gets the same cache key and its first launch is a hit.
+// The manifest (manifest.hpp has its grammar) lists CUDA source, inline or in a file, with NVRTC
+// options and name expressions, and front ends' kernels: an ElementwiseKernel or ReductionKernel
+// spec with the call that specializes it (dtypes, shapes, strides, axes), as describe_for gives
+// it and a cache entry's recipe holds it. Each kernel is compiled once per --arch through
+// Compiler::global(), so the same kernel compiled at run time (the same source and options, or
+// the same front-end call on any GPU of that architecture) gets the same cache key and its first
+// launch is a hit.
 //
 // A kernel that fails prints its CompileError once (later architectures add one line) and the
 // command exits 1 after compiling the others; a bad manifest exits 1 before compiling anything.
 
 #include "commands.hpp"
+#include "manifest.hpp"
 #include "output.hpp"
-#include "source_file.hpp"
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
@@ -31,7 +27,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -49,73 +44,6 @@ struct WarmArgs {
     bool json = false;
 };
 
-struct Kernel {
-    std::string label; // for messages: "kernel 3 (scale.cu)"
-    std::string source;
-    std::vector<std::string> options, name_expressions;
-};
-
-std::vector<std::string> string_list(const nlohmann::json& entry, const char* field,
-                                     const std::string& label) {
-    if (!entry.contains(field)) return {};
-    const auto& value = entry.at(field);
-    if (!value.is_array())
-        throw ArgumentError(label + ": \"" + field + "\" must be a list of strings");
-    std::vector<std::string> out;
-    for (const auto& item : value) {
-        if (!item.is_string())
-            throw ArgumentError(label + ": \"" + field + "\" must be a list of strings");
-        out.push_back(item.get<std::string>());
-    }
-    return out;
-}
-
-std::vector<Kernel> read_manifest(const std::string& path) {
-    const std::string text = read_user_file(path, "manifest");
-    nlohmann::json manifest;
-    try {
-        manifest = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw ArgumentError("manifest '" + path + "' is not JSON: " + e.what());
-    }
-    if (!manifest.is_object() || !manifest.contains("kernels") || !manifest["kernels"].is_array())
-        throw ArgumentError("manifest '" + path + "' needs a \"kernels\" list");
-    const auto base = std::filesystem::path(path).parent_path();
-    std::vector<Kernel> kernels;
-    std::size_t index = 0;
-    for (const auto& entry : manifest["kernels"]) {
-        Kernel k;
-        k.label = "kernel " + std::to_string(index++);
-        if (!entry.is_object()) throw ArgumentError(k.label + " is not an object");
-        for (const auto& field : entry.items())
-            if (field.key() != "source" && field.key() != "file" && field.key() != "options" &&
-                field.key() != "name_expressions")
-                throw ArgumentError(k.label + ": unknown field \"" + field.key() +
-                                    "\" (known: source, file, options, name_expressions; "
-                                    "front-end specs are not supported in manifests yet)");
-        const bool has_source = entry.contains("source"), has_file = entry.contains("file");
-        if (has_source == has_file)
-            throw ArgumentError(k.label + " needs exactly one of \"source\" or \"file\" (front-end "
-                                          "specs are not supported in manifests yet)");
-        if (has_source) {
-            if (!entry["source"].is_string())
-                throw ArgumentError(k.label + ": \"source\" must be a string");
-            k.source = entry["source"].get<std::string>();
-        } else {
-            if (!entry["file"].is_string())
-                throw ArgumentError(k.label + ": \"file\" must be a string");
-            const std::filesystem::path file = entry["file"].get<std::string>();
-            k.label += " (" + file.string() + ")";
-            k.source =
-                read_user_file(file.is_absolute() ? file : base / file, "the file of " + k.label);
-        }
-        k.options = string_list(entry, "options", k.label);
-        k.name_expressions = string_list(entry, "name_expressions", k.label);
-        kernels.push_back(std::move(k));
-    }
-    return kernels;
-}
-
 std::vector<std::string> split_arches(const std::string& text) {
     std::vector<std::string> arches;
     std::stringstream in(text);
@@ -129,7 +57,7 @@ std::vector<std::string> split_arches(const std::string& text) {
 void run_warm(const WarmArgs& args) {
     set_json_errors(args.json);
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<Kernel> kernels = read_manifest(args.manifest);
+    const std::vector<ManifestKernel> kernels = read_manifest(args.manifest);
     const std::vector<std::string> arches = split_arches(args.arches);
     const std::size_t total = kernels.size() * arches.size();
     const unsigned workers =
@@ -148,22 +76,20 @@ void run_warm(const WarmArgs& args) {
     auto work = [&] {
         for (std::size_t job; (job = next++) < total;) {
             const std::size_t index = job / arches.size();
-            const Kernel& k = kernels[index];
-            CompileOptions options = CompileOptions::for_arch(arches[job % arches.size()]);
-            options.options = k.options;
-            options.name_expressions = k.name_expressions;
+            const ManifestKernel& k = kernels[index];
+            const std::string& arch = arches[job % arches.size()];
             try {
-                auto program = Compiler::global().compile(k.source, options);
+                auto program = k.compile(arch);
                 (program->origin() == ProgramOrigin::disk_cache ? hits : misses)++;
             } catch (const Error& e) {
                 errors++;
                 std::lock_guard<std::mutex> lock(output);
                 if (failed[index])
                     std::fprintf(stderr, "%s%s also fails for %s\n", progress ? "\n" : "",
-                                 k.label.c_str(), options.arch.c_str());
+                                 k.label.c_str(), arch.c_str());
                 else
                     std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "", k.label.c_str(),
-                                 options.arch.c_str(), e.what());
+                                 arch.c_str(), e.what());
                 failed[index] = true;
             }
             std::lock_guard<std::mutex> lock(output);
@@ -214,13 +140,32 @@ void add_warm_command(CLI::App& app) {
     auto* cmd = app.add_subcommand(
         "warm",
         "Compile a manifest of kernels into the cache for named architectures (no GPU needed),\n"
-        "in parallel. The manifest is JSON:\n"
-        "  {\"kernels\": [{\"source\": \"extern \\\"C\\\" __global__ void k(...) {...}\"},\n"
-        "               {\"file\": \"scale.cu\", \"options\": [\"-DN=4\"],\n"
-        "                \"name_expressions\": [\"scale<float>\"]}]}\n"
-        "Each kernel has exactly one of \"source\" (inline CUDA) or \"file\" (relative to the\n"
-        "manifest's directory); \"options\" and \"name_expressions\" are optional. Exits 1 if any\n"
-        "kernel fails (after compiling the others) or the manifest is bad.");
+        "in parallel. The manifest is JSON, a list of CUDA sources and front-end kernels:\n"
+        "  {\"kernels\": [\n"
+        "    {\"source\": \"extern \\\"C\\\" __global__ void k(...) {...}\"},\n"
+        "    {\"file\": \"scale.cu\", \"options\": [\"-DN=4\"], \"name_expressions\": "
+        "[\"scale<float>\"]},\n"
+        "    {\"elementwise\": {\"name\": \"scale\", \"in_params\": \"T x, T a\", \"out_params\": "
+        "\"T y\",\n"
+        "                     \"operation\": \"y = x * a\"},\n"
+        "     \"args\": [{\"dtype\": \"float32\", \"shape\": [1024]}, {\"dtype\": \"float32\", "
+        "\"scalar\": true}]},\n"
+        "    {\"reduction\": {\"name\": \"l2norm\", \"in_params\": \"T x\", \"out_params\": \"T "
+        "y\",\n"
+        "                   \"map_expr\": \"x * x\", \"reduce_expr\": \"a + b\",\n"
+        "                   \"post_map_expr\": \"y = sqrt(a)\", \"identity\": \"0\"},\n"
+        "     \"args\": [{\"dtype\": \"float32\", \"shape\": [4096, 4096]}], \"axis\": [1]}]}\n"
+        "CUDA source: exactly one of \"source\" (inline) or \"file\" (relative to the manifest's\n"
+        "directory); \"options\" and \"name_expressions\" are optional. A front-end kernel is an\n"
+        "ElementwiseKernel or ReductionKernel spec and the call that specializes it: each\n"
+        "argument's dtype, and a shape (\"strides\" in elements when not C-contiguous, \"offset\"\n"
+        "the address modulo 16 bytes when not 0) or \"scalar\": true; \"size\" and \"block_size\"\n"
+        "(elementwise), \"axis\" and \"keepdims\" (reduction) are optional. describe_for() gives\n"
+        "this form for a call, and warming it gives the kernel that call compiles on any GPU of "
+        "the\n"
+        "architecture. Exits 1 if any kernel fails (after compiling the others) or the manifest "
+        "is\n"
+        "bad.");
     cmd->add_option("manifest", args->manifest, "JSON manifest")->required();
     cmd->add_option("--arch", args->arches, "architectures, comma-separated: sm_90,sm_80")
         ->required();

@@ -13,3 +13,9 @@ void readme_fuse_offline();
 TEST(Readme, FuseOfflineSnippetRuns) {
     readme_fuse_offline();
 }
+
+void readme_describe_for();
+
+TEST(Readme, DescribeForSnippetRuns) {
+    readme_describe_for();
+}

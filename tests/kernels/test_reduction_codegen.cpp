@@ -4,6 +4,7 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/reduction_kernel.hpp"
+#include "reduction_kernel_access.hpp"
 
 #include <gtest/gtest.h>
 
@@ -103,6 +104,25 @@ TEST(ReductionCodegen, MixedAxesUnravelTheReductionIndexAndKeepVectors) {
     EXPECT_TRUE(has(src, "_p._rshape[1]")) << src;
     EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
     compiles(k, {x}, ReduceCall{{0, 2}});
+}
+
+TEST(ReductionCodegen, TheSourceDoesNotDependOnTheDevicesMultiprocessorCount) {
+    // A kernel warmed offline (no device) must be the one a call on any GPU asks for: 114 is an
+    // H100 PCIe, 132 an H100 SXM. Rows of 64 with 2000 outputs and rows of 4096 with 500 outputs
+    // sit between the thresholds a layout choice would take from either count.
+    const auto k = l2norm();
+    for (const kiln::Dims& shape : {kiln::Dims{2000, 64}, kiln::Dims{500, 4096}}) {
+        SCOPED_TRACE(shape.to_string());
+        Array x = fake(shape);
+        const kiln::Arg args[] = {x};
+        const std::string offline = k.source_for(args, 1, ReduceCall{1});
+        for (int multiprocessors : {8, 46, 80, 108, 114, 132, 148, 170}) {
+            SCOPED_TRACE(multiprocessors);
+            EXPECT_EQ(kiln::detail::ReductionKernelAccess::source_on(k, args, 1, ReduceCall{1},
+                                                                     multiprocessors),
+                      offline);
+        }
+    }
 }
 
 TEST(ReductionCodegen, ContiguousAxesCollapseIntoOne) {

@@ -143,8 +143,13 @@ TEST_F(WarmCli, UnknownFieldsAndEntryKindsAreErrors) {
         manifest("s.json", nlohmann::json::array({{{"elementwise", {{"in", "float32 x"}}}}}));
     auto front_end = run_command(kiln("warm " + spec + " --arch sm_90"));
     EXPECT_EQ(front_end.status, 1);
-    EXPECT_NE(front_end.err.find("unknown field \"elementwise\""), std::string::npos)
+    EXPECT_NE(front_end.err.find("kernel 0: \"elementwise\": unknown field \"in\" (known: name, "
+                                 "in_params, out_params, operation"),
+              std::string::npos)
         << front_end.err;
-    EXPECT_NE(front_end.err.find("front-end specs are not supported"), std::string::npos)
-        << front_end.err;
+    const auto kind = manifest("k.json", nlohmann::json::array({{{"fusion", {{"ops", "x"}}}}}));
+    auto unknown_kind = run_command(kiln("warm " + kind + " --arch sm_90"));
+    EXPECT_EQ(unknown_kind.status, 1);
+    EXPECT_NE(unknown_kind.err.find("kernel 0: unknown field \"fusion\""), std::string::npos)
+        << unknown_kind.err;
 }

@@ -111,6 +111,18 @@ class ElementwiseKernel {
                                                const CallOptions& options,
                                                const std::string& arch) const;
 
+    /// This call's kernel described in JSON (no device needed): the spec, each argument's dtype
+    /// and shape (strides when not C-contiguous, the address modulo 16 bytes when not 0) and the
+    /// call's size and block size. A cache entry's recipe holds it, and it is a `kiln warm`
+    /// manifest entry as it is: warming it compiles the kernel this call asks for.
+    /// @param args @p count arguments, as for a call.
+    /// @param count how many.
+    /// @param options the call's settings.
+    /// @return the description, a JSON object.
+    /// @throws as source_for.
+    std::string describe_for(const Arg* args, std::size_t count,
+                             const CallOptions& options = {}) const;
+
     /// The kernel's name.
     /// @return the kernel's name.
     const std::string& name() const noexcept;

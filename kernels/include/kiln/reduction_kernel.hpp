@@ -36,6 +36,10 @@
 
 namespace kiln {
 
+namespace detail {
+struct ReductionKernelAccess;
+}
+
 /// Per-call settings of a reduction.
 struct ReduceCall {
     Axes axis;             ///< which axes to reduce; all by default
@@ -123,7 +127,8 @@ class ReductionKernel {
     Outputs call(const Arg* args, std::size_t count, const ReduceCall& how) const;
 
     /// The CUDA source this call would compile (no device needed; nothing is launched or
-    /// allocated). Without a device, layout choices assume 132 multiprocessors.
+    /// allocated). It depends only on the call, never on the device: a call on any GPU compiles
+    /// this source (only its grid follows the device's multiprocessor count).
     /// @param args @p count arguments, as for call().
     /// @param count how many.
     /// @param how the axes and keepdims (the stream is not used).
@@ -143,6 +148,17 @@ class ReductionKernel {
                                                const ReduceCall& how,
                                                const std::string& arch) const;
 
+    /// This call's kernel described in JSON (no device needed): the spec, each argument's dtype
+    /// and shape (strides when not C-contiguous, the address modulo 16 bytes when not 0), the
+    /// axes and keepdims. A cache entry's recipe holds it, and it is a `kiln warm` manifest entry
+    /// as it is: warming it compiles the kernel this call asks for.
+    /// @param args @p count arguments, as for call().
+    /// @param count how many.
+    /// @param how the axes and keepdims.
+    /// @return the description, a JSON object.
+    /// @throws as source_for.
+    std::string describe_for(const Arg* args, std::size_t count, const ReduceCall& how = {}) const;
+
     /// The kernel's name.
     /// @return the kernel's name.
     const std::string& name() const noexcept;
@@ -154,6 +170,7 @@ class ReductionKernel {
     const std::vector<ParamSpec>& out_params() const noexcept;
 
   private:
+    friend struct detail::ReductionKernelAccess; // Kiln's own tests
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };
