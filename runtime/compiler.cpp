@@ -1,6 +1,7 @@
 #include "kiln/compiler.hpp"
 
 #include "compile_trace.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/detail/cuda_include.hpp"
 #include "kiln/device.hpp"
@@ -62,6 +63,8 @@ struct Request {
     std::vector<std::string> name_expressions;
     bool cuda_headers = false;
     cache::Key key;
+    // What the caller gave, for the entry; the program name is filled in when it is known.
+    cache::Recipe recipe;
 };
 
 Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
@@ -114,6 +117,16 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     for (const auto& name : r.name_expressions)
         key.add("name-expression", name);
     r.key = key.finish();
+
+    r.recipe.source = r.source;
+    r.recipe.options = in.options;
+    r.recipe.headers.reserve(in.headers.size());
+    for (const auto& header : in.headers)
+        r.recipe.headers.emplace_back(header.name, header.source);
+    r.recipe.name_expressions = in.name_expressions;
+    r.recipe.cuda_headers = in.cuda_headers;
+    r.recipe.lineinfo = lineinfo;
+    r.recipe.description = in.description;
     return r;
 }
 
@@ -261,6 +274,10 @@ struct Compiler::Impl {
             entry.arch = r.arch;
             entry.compile_ms = program->m_ms;
             entry.log = program->m_log;
+            entry.kernel_names =
+                cache::cubin_kernel_names(program->m_cubin).value_or(std::vector<std::string>{});
+            entry.recipe = r.recipe;
+            entry.recipe->program_name = name;
             store->store(entry);
         }
         return program;
@@ -343,6 +360,40 @@ std::shared_ptr<const Program> Compiler::recompile(const Program& program,
     }
     return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()),
                        Impl::DiskUse::write_only);
+}
+
+std::shared_ptr<const Program> Compiler::reproduce(const cache::Recipe& recipe,
+                                                   std::string_view arch) {
+    const auto start = std::chrono::steady_clock::now();
+    const Request r =
+        resolve(recipe.source, options_from_recipe(recipe, std::string(arch)), m_impl->nvrtc());
+    const std::string name =
+        recipe.program_name.empty() ? "kiln_" + r.key.hex() + ".cu" : recipe.program_name;
+    m_impl->compiles.fetch_add(1, std::memory_order_relaxed);
+    NvrtcOutput out = run_nvrtc(r, name);
+    auto program = std::make_shared<Program>();
+    program->m_key = r.key;
+    program->m_arch = r.arch;
+    program->m_source = r.source;
+    program->m_options = r.options;
+    program->m_cubin = std::move(out.cubin);
+    program->m_log = std::move(out.log);
+    program->m_lowered_names = std::move(out.lowered_names);
+    program->m_ms = ms_since(start);
+    return program;
+}
+
+CompileOptions options_from_recipe(const cache::Recipe& recipe, std::string arch) {
+    CompileOptions options = CompileOptions::for_arch(std::move(arch));
+    options.options = recipe.options;
+    options.name_expressions = recipe.name_expressions;
+    options.headers.reserve(recipe.headers.size());
+    for (const auto& [name, content] : recipe.headers)
+        options.headers.push_back({name, content});
+    options.cuda_headers = recipe.cuda_headers;
+    options.lineinfo = recipe.lineinfo;
+    options.description = recipe.description;
+    return options;
 }
 
 std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options) {

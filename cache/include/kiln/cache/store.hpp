@@ -56,10 +56,13 @@ struct EntryInfo {
     std::string nvrtc_version;
     std::size_t kernel_count = 0; ///< kernel_names.size()
     /// Kernels in the cubin, `extern "C"` ones included, as the symbol table names them (C++
-    /// ones mangled); the lowered names when the payload is not an ELF file.
+    /// ones mangled): recorded in the entry at compile time; for a version-1 entry read from the
+    /// cubin, or its lowered names when the payload is not an ELF file.
     std::vector<std::string> kernel_names;
     std::uint64_t payload_size = 0;
     bool has_source = false;
+    std::uint32_t format_version = kEntryFormatVersion; ///< the entry's format (1: an old entry)
+    bool has_recipe = false; ///< the entry says what produced it (`kiln cache show`)
 };
 
 /// Something wrong with the cache directory itself or one of its shard directories.
