@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,10 @@ struct TransferResult {
     std::uint64_t present = 0; ///< import: entries the cache already held verified (left as is)
 };
 
+/// Checks one entry of an archive before import_from() publishes anything: returns "" to accept
+/// it, else why it is refused (`kiln import --verify` compiles the entry's recipe again).
+using EntryCheck = std::function<std::string(const Entry& entry)>;
+
 class Store {
   public:
     explicit Store(Config config);
@@ -166,10 +171,14 @@ class Store {
     /// Publish the entries of an archive: all or nothing. The whole archive is read and every
     /// entry decoded and verified against its key before anything is published; when publishing
     /// then fails part-way, what this import published is removed again (entries that were there
-    /// before are kept). An archive can place any cubin under any key: import only trusted ones.
+    /// before are kept). An archive can place any cubin under any key: import only trusted ones,
+    /// or give @p check: every entry must pass it (and a saved source must be the source of the
+    /// entry's recipe) before anything is published, and what is published is the bytes that
+    /// were checked, held in memory meanwhile.
     /// @throws kiln::Error when @p file cannot be read, is not an archive, is damaged (nothing is
-    /// published), or cannot be published (the message says what was removed again).
-    TransferResult import_from(const std::filesystem::path& file);
+    /// published), holds entries @p check refuses (the message lists them, nothing is published)
+    /// or cannot be published (the message says what was removed again).
+    TransferResult import_from(const std::filesystem::path& file, const EntryCheck& check = {});
     /// @}
 
   private:
