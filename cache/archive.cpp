@@ -15,9 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -163,22 +168,52 @@ Record read_record(ArchiveReader& in, std::uint64_t index) {
     return record;
 }
 
-// Why @p check (with the archive's own rule: a saved source is the recipe's) refuses an entry, or
-// "" when it passes.
-std::string check_record(const Record& record, const EntryCheck& check) {
-    const DecodeResult decoded = decode_entry(record.entry, record.key);
+// Why @p check (with the archive's own rule: a saved source is the recipe's) refuses the entry
+// of @p span, or "" when it passes.
+std::string check_span(const RecordSpan& span, const EntryCheck& check) {
+    const DecodeResult decoded = decode_entry(*span.checked_entry, span.key);
     std::string why = check(*decoded.entry);
-    if (why.empty() && !record.source.empty() && decoded.entry->recipe &&
-        record.source != decoded.entry->recipe->source)
+    if (why.empty() && !span.checked_source->empty() && decoded.entry->recipe &&
+        *span.checked_source != decoded.entry->recipe->source)
         why = "its saved source is not the source its recipe holds";
     return why;
 }
 
+// Every entry through @p check, on up to @p jobs threads; the refusals in archive order.
+std::vector<std::string> check_all(const std::vector<RecordSpan>& spans, const EntryCheck& check,
+                                   unsigned jobs) {
+    std::vector<std::string> why(spans.size());
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto work = [&] {
+        for (std::size_t i; (i = next++) < spans.size();) {
+            try {
+                why[i] = check_span(spans[i], check);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(failure_mutex);
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    };
+    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, spans.size()));
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < workers; ++t)
+        threads.emplace_back(work);
+    work();
+    for (auto& thread : threads)
+        thread.join();
+    if (failure) std::rethrow_exception(failure);
+    std::vector<std::string> refused;
+    for (std::size_t i = 0; i < spans.size(); ++i)
+        if (!why[i].empty()) refused.push_back(spans[i].key.hex() + ": " + why[i]);
+    return refused;
+}
+
 // Reads and checks the whole archive, keeping where each record is but not its bytes: an
 // archive may be far larger than memory, and re-reading a record costs less than holding it.
-// With @p check, every entry is also checked (and kept), and each refusal goes to @p refused.
-std::vector<RecordSpan> validate(ArchiveReader& in, const EntryCheck& check,
-                                 std::vector<std::string>& refused) {
+// With @p keep, each record's entry and source are kept in its span too (for a check).
+std::vector<RecordSpan> validate(ArchiveReader& in, bool keep) {
     {
         const std::string head = in.take(sizeof kArchiveMagic + 4);
         detail::ByteReader header(head);
@@ -209,9 +244,7 @@ std::vector<RecordSpan> validate(ArchiveReader& in, const EntryCheck& check,
         span.entry_size = record.entry.size();
         span.source_size = record.source.size();
         span.hash = record.hash;
-        if (check) {
-            if (std::string why = check_record(record, check); !why.empty())
-                refused.push_back(record.key.hex() + ": " + why);
+        if (keep) {
             span.checked_entry = std::move(record.entry);
             span.checked_source = std::move(record.source);
         }
@@ -293,10 +326,12 @@ TransferResult Store::export_to(const std::filesystem::path& file) {
     return result;
 }
 
-TransferResult Store::import_from(const std::filesystem::path& file, const EntryCheck& check) {
+TransferResult Store::import_from(const std::filesystem::path& file, const EntryCheck& check,
+                                  unsigned check_jobs) {
     ArchiveReader in(file);
-    std::vector<std::string> refused;
-    std::vector<RecordSpan> spans = validate(in, check, refused);
+    std::vector<RecordSpan> spans = validate(in, static_cast<bool>(check));
+    const std::vector<std::string> refused =
+        check ? check_all(spans, check, check_jobs) : std::vector<std::string>();
     if (!refused.empty()) {
         constexpr std::size_t kShown = 10;
         std::string list;

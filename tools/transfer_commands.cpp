@@ -18,9 +18,11 @@
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace kiln::tools {
 
@@ -30,6 +32,7 @@ struct TransferArgs {
     std::string file;
     bool json = false;
     bool verify = false; // import only
+    unsigned jobs = 0;   // import --verify: compiles at once; 0: the number of cores
 };
 
 // Why @p entry is not what its recipe compiles to here, or "" when it is.
@@ -125,6 +128,8 @@ void add_transfer_commands(CLI::App& app) {
                          "compile each entry's recipe again (same NVRTC needed) and refuse the\n"
                          "archive unless every cubin is the one its recipe makes; entries\n"
                          "without a recipe are refused");
+    import_cmd->add_option("-j,--jobs", import_args->jobs,
+                           "--verify: compiles at once (default: the number of cores)");
     import_cmd->add_flag("--json", import_args->json, "print a JSON object");
     import_cmd->callback([import_args] { run_import(*import_args); });
 }

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -298,15 +299,16 @@ TEST(Archive, ACheckedImportPublishesNothingUnlessEveryEntryPasses) {
     auto good = make_entry(key_of("passes"));
     auto bad = make_entry(key_of("refused"));
     kiln::test::write_file(dir / "a", archive_of({good, bad}));
-    // A check that refuses one entry by its payload, and counts what it saw.
-    std::size_t seen = 0;
+    // A check that refuses one entry by its payload, and counts what it saw (from several
+    // threads: four checks at once).
+    std::atomic<std::size_t> seen{0};
     const kiln::cache::EntryCheck check = [&](const kiln::cache::Entry& entry) -> std::string {
         ++seen;
         return entry.payload == bad.payload ? "a test refusal" : "";
     };
     Store store(config_for(dir / "cache"));
     try {
-        store.import_from(dir / "a", check);
+        store.import_from(dir / "a", check, 4);
         FAIL() << "imported an archive the check refused";
     } catch (const kiln::Error& e) {
         const std::string message = e.what();
@@ -316,7 +318,7 @@ TEST(Archive, ACheckedImportPublishesNothingUnlessEveryEntryPasses) {
         EXPECT_NE(message.find(bad.key.hex() + ": a test refusal"), std::string::npos) << message;
         EXPECT_EQ(message.find(good.key.hex()), std::string::npos) << message;
     }
-    EXPECT_EQ(seen, 2u) << "every entry is checked, so the message names every refusal";
+    EXPECT_EQ(seen.load(), 2u) << "every entry is checked, so the message names every refusal";
     EXPECT_TRUE(store.list().empty());
 
     kiln::test::write_file(dir / "b", archive_of({good}));

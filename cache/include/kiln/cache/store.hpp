@@ -96,7 +96,9 @@ struct TransferResult {
 };
 
 /// Checks one entry of an archive before import_from() publishes anything: returns "" to accept
-/// it, else why it is refused (`kiln import --verify` compiles the entry's recipe again).
+/// it, else why it is refused (`kiln import --verify` compiles the entry's recipe again). May be
+/// called from several threads at once; an exception it throws ends the import (nothing
+/// published).
 using EntryCheck = std::function<std::string(const Entry& entry)>;
 
 class Store {
@@ -174,11 +176,12 @@ class Store {
     /// before are kept). An archive can place any cubin under any key: import only trusted ones,
     /// or give @p check: every entry must pass it (and a saved source must be the source of the
     /// entry's recipe) before anything is published, and what is published is the bytes that
-    /// were checked, held in memory meanwhile.
+    /// were checked, held in memory meanwhile. @p check_jobs entries are checked at once.
     /// @throws kiln::Error when @p file cannot be read, is not an archive, is damaged (nothing is
     /// published), holds entries @p check refuses (the message lists them, nothing is published)
     /// or cannot be published (the message says what was removed again).
-    TransferResult import_from(const std::filesystem::path& file, const EntryCheck& check = {});
+    TransferResult import_from(const std::filesystem::path& file, const EntryCheck& check = {},
+                               unsigned check_jobs = 1);
     /// @}
 
   private:
