@@ -63,8 +63,11 @@ struct Request {
     std::vector<std::string> name_expressions;
     bool cuda_headers = false;
     cache::Key key;
-    // What the caller gave, for the entry; the program name is filled in when it is known.
-    cache::Recipe recipe;
+    // For the entry's recipe: where the caller's options start in `options`, -lineinfo as
+    // resolved, and the front end's description (not in the key).
+    std::size_t first_user_option = 0;
+    bool lineinfo = true;
+    std::string description;
 };
 
 Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
@@ -78,6 +81,9 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     r.options.push_back("-arch=" + r.arch);
     if (lineinfo) r.options.push_back("-lineinfo");
     if (!user_std) r.options.push_back("-std=c++17");
+    r.first_user_option = r.options.size();
+    r.lineinfo = lineinfo;
+    r.description = in.description;
     for (const auto& option : in.options) {
         if (is_arch_option(option))
             throw ArgumentError("option '" + option +
@@ -117,17 +123,25 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     for (const auto& name : r.name_expressions)
         key.add("name-expression", name);
     r.key = key.finish();
-
-    r.recipe.source = r.source;
-    r.recipe.options = in.options;
-    r.recipe.headers.reserve(in.headers.size());
-    for (const auto& header : in.headers)
-        r.recipe.headers.emplace_back(header.name, header.source);
-    r.recipe.name_expressions = in.name_expressions;
-    r.recipe.cuda_headers = in.cuda_headers;
-    r.recipe.lineinfo = lineinfo;
-    r.recipe.description = in.description;
     return r;
+}
+
+// What the entry records about how @p r was compiled, under the NVRTC program name @p name:
+// options_from_recipe() turns it back into options that resolve() makes the same key from.
+cache::Recipe recipe_of(const Request& r, const std::string& name) {
+    cache::Recipe recipe;
+    recipe.source = r.source;
+    recipe.options.assign(r.options.begin() + static_cast<std::ptrdiff_t>(r.first_user_option),
+                          r.options.end());
+    recipe.headers.reserve(r.headers.size());
+    for (const auto& header : r.headers)
+        recipe.headers.emplace_back(header.name, header.source);
+    recipe.name_expressions = r.name_expressions;
+    recipe.cuda_headers = r.cuda_headers;
+    recipe.lineinfo = r.lineinfo;
+    recipe.program_name = name;
+    recipe.description = r.description;
+    return recipe;
 }
 
 struct NvrtcOutput {
@@ -276,8 +290,7 @@ struct Compiler::Impl {
             entry.log = program->m_log;
             entry.kernel_names =
                 cache::cubin_kernel_names(program->m_cubin).value_or(std::vector<std::string>{});
-            entry.recipe = r.recipe;
-            entry.recipe->program_name = name;
+            entry.recipe = recipe_of(r, name);
             store->store(entry);
         }
         return program;

@@ -18,12 +18,12 @@ template <int N> __global__ void fill(int* p) { p[threadIdx.x] = N * SCALE * M; 
 extern "C" __global__ void plain(int* p) { *p = 1; }
 )";
 
-// A compile with every recipe field set, as the user gives them (headers and names unsorted).
+// A compile with every recipe field set (headers and names unsorted, one name twice).
 CompileOptions rich_options(const char* arch) {
     CompileOptions options = CompileOptions::for_arch(arch);
-    options.options = {"-DM=3", "--use_fast_math"};
+    options.options = {"-DM=3", "--use_fast_math", "-std=c++20"}; // a -std replaces Kiln's
     options.headers = {{"scale.cuh", "#define SCALE 2\n"}, {"another.cuh", "// unused\n"}};
-    options.name_expressions = {"fill<2>", "fill<1>"};
+    options.name_expressions = {"fill<2>", "fill<1>", "fill<2>"};
     options.cuda_headers = false;
     options.lineinfo = true;
     options.description = R"({"front_end":"test","n":2})";
@@ -40,12 +40,13 @@ TEST_F(CompilerTest, EachStoredEntryRecordsItsRecipeAndKernelNames) {
     ASSERT_TRUE(entry->recipe);
     const kiln::cache::Recipe& recipe = *entry->recipe;
     EXPECT_EQ(recipe.source, kTemplateSource);
-    // The caller's options as given: none of Kiln's defaults, no -arch.
-    EXPECT_EQ(recipe.options, (std::vector<std::string>{"-DM=3", "--use_fast_math"}));
+    // The caller's options in the order given: none of Kiln's defaults, no -arch.
+    EXPECT_EQ(recipe.options, (std::vector<std::string>{"-DM=3", "--use_fast_math", "-std=c++20"}));
+    // Headers and name expressions as the key sees them: sorted, each name once.
     EXPECT_EQ(recipe.headers,
-              (std::vector<std::pair<std::string, std::string>>{{"scale.cuh", "#define SCALE 2\n"},
-                                                                {"another.cuh", "// unused\n"}}));
-    EXPECT_EQ(recipe.name_expressions, (std::vector<std::string>{"fill<2>", "fill<1>"}));
+              (std::vector<std::pair<std::string, std::string>>{
+                  {"another.cuh", "// unused\n"}, {"scale.cuh", "#define SCALE 2\n"}}));
+    EXPECT_EQ(recipe.name_expressions, (std::vector<std::string>{"fill<1>", "fill<2>"}));
     EXPECT_FALSE(recipe.cuda_headers);
     EXPECT_TRUE(recipe.lineinfo);
     EXPECT_EQ(recipe.description, R"({"front_end":"test","n":2})");

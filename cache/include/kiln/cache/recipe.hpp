@@ -10,17 +10,19 @@
 
 namespace kiln::cache {
 
-/// The inputs of one NVRTC compile, as the caller gave them. Kiln's own default options are not
-/// recorded: they follow from the Kiln that compiles the recipe again, as they would for the
-/// application itself, so the recompiled key is the one the application asks for.
+/// The inputs of one NVRTC compile, as the caller gave them (headers and name expressions in the
+/// order the key sees them). Kiln's own default options are not recorded: they follow from the
+/// Kiln that compiles the recipe again, as they would for the application itself, so the
+/// recompiled key is the one the application asks for.
 struct Recipe {
     /// The CUDA source, whole.
     std::string source;
     /// The caller's NVRTC options, in the order given (not Kiln's defaults, not `-arch`).
     std::vector<std::string> options;
-    /// Headers handed to NVRTC in memory: (name, content), in the order given.
+    /// Headers handed to NVRTC in memory: (name, content); the compiler records them sorted by
+    /// name.
     std::vector<std::pair<std::string, std::string>> headers;
-    /// C++ names whose lowered names were asked for, in the order given.
+    /// C++ names whose lowered names were asked for; the compiler records them sorted, each once.
     std::vector<std::string> name_expressions;
     /// The toolkit's headers were includable (CompileOptions::cuda_headers).
     bool cuda_headers = true;
