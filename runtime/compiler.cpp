@@ -203,6 +203,19 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
     return out;
 }
 
+// Bytes the recipe takes in an entry's metadata (the grammar in cache/entry.cpp).
+std::uint64_t encoded_size(const cache::Recipe& recipe) {
+    std::uint64_t size = 4 + 3 * 4 + recipe.source.size() + recipe.program_name.size() +
+                         recipe.description.size() + 3 * 4;
+    for (const auto& option : recipe.options)
+        size += 4 + option.size();
+    for (const auto& [name, content] : recipe.headers)
+        size += 8 + name.size() + content.size();
+    for (const auto& expression : recipe.name_expressions)
+        size += 4 + expression.size();
+    return size;
+}
+
 double ms_since(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
@@ -291,6 +304,14 @@ struct Compiler::Impl {
             entry.kernel_names =
                 cache::cubin_kernel_names(program->m_cubin).value_or(std::vector<std::string>{});
             entry.recipe = recipe_of(r, name);
+            // A recipe too large for an entry (huge sources or headers) is left out, so that the
+            // cubin is still cached; the margin covers the log and the names.
+            constexpr std::uint64_t kMargin = std::uint64_t{1} << 20;
+            if (encoded_size(*entry.recipe) + entry.log.size() + kMargin >
+                cache::kMaxMetadataSize) {
+                logger().debug("{}: the recipe is too large to keep in the cache entry", name);
+                entry.recipe.reset();
+            }
             store->store(entry);
         }
         return program;

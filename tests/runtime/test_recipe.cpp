@@ -101,3 +101,16 @@ TEST_F(CompilerTest, ReproduceMakesTheSameCubinUnderTheRecordedProgramName) {
     renamed.program_name = "/elsewhere/kernel.cu";
     EXPECT_NE(m_compiler->reproduce(renamed, "sm_90")->cubin(), entry->payload);
 }
+
+TEST_F(CompilerTest, ARecipeTooLargeForAnEntryIsLeftOutAndTheCubinStillCached) {
+    // A header NVRTC is handed but never includes: cheap to compile, too large to keep.
+    CompileOptions options = CompileOptions::for_arch("sm_90");
+    options.headers = {{"huge.cuh", std::string(kiln::cache::kMaxMetadataSize, ' ')}};
+    const auto program = m_compiler->compile(kAddSource, options);
+    const auto entry = m_store->peek(program->key());
+    ASSERT_TRUE(entry) << "the cubin is cached";
+    EXPECT_FALSE(entry->recipe);
+    EXPECT_EQ(entry->kernel_names, std::vector<std::string>{"add"});
+    restart();
+    EXPECT_EQ(m_compiler->compile(kAddSource, options)->origin(), kiln::ProgramOrigin::disk_cache);
+}
