@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "format_size.hpp"
 #include "output.hpp"
+#include "recipe_policy.hpp"
 
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
@@ -41,6 +42,7 @@ std::string check_against_recipe(const cache::Entry& entry) {
         return "it holds no recipe (written before entry format 2, or by a writer that kept "
                "none), so it cannot be compiled again to check it";
     if (entry.kind != cache::PayloadKind::cubin) return "its payload is not a cubin";
+    if (std::string why = recipe_refusal(*entry.recipe); !why.empty()) return why;
     std::shared_ptr<const Program> program;
     try {
         program = Compiler::global().reproduce(*entry.recipe, entry.arch);

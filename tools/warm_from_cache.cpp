@@ -12,6 +12,7 @@
 
 #include "cache_access.hpp"
 #include "output.hpp"
+#include "recipe_policy.hpp"
 
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
@@ -102,7 +103,7 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     // Every recipe in DIR; peek() verifies each entry whole.
     std::vector<Source> sources;
     std::map<cache::Key, std::size_t> recipes; // identity -> index in sources
-    std::size_t entries = 0, without_recipe = 0, unreadable = 0;
+    std::size_t entries = 0, without_recipe = 0, unreadable = 0, refused = 0;
     auto infos = from.list();
     std::sort(infos.begin(), infos.end(),
               [](const auto& a, const auto& b) { return a.key < b.key; });
@@ -117,6 +118,12 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
             ++without_recipe;
             continue;
         }
+        if (std::string why = recipe_refusal(*entry->recipe); !why.empty()) {
+            ++refused;
+            std::fprintf(stderr, "kiln: %s: %s\n", label_of(info.key, info.kernel_names).c_str(),
+                         why.c_str());
+            continue;
+        }
         if (recipes.emplace(identity_of(*entry->recipe), sources.size()).second)
             sources.push_back({label_of(info.key, info.kernel_names), std::move(*entry->recipe)});
     }
@@ -126,7 +133,7 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     Compiler& compiler = Compiler::global();
     std::vector<Job> jobs;
     std::map<cache::Key, std::size_t> seen;
-    std::size_t errors_before = 0;
+    std::size_t errors_before = refused;
     std::vector<std::string> early_errors;
     for (std::size_t i = 0; i < sources.size(); ++i) {
         for (const auto& arch : arches) {
@@ -210,8 +217,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     }
     if (errors)
         throw Error(std::to_string(errors.load()) + " of " + std::to_string(total + errors_before) +
-                    " compiles failed (a recipe may use features of its own architecture only); "
-                    "the others are cached");
+                    " compiles failed or were refused (a recipe may use features of its own "
+                    "architecture only); the others are cached");
 }
 
 } // namespace kiln::tools

@@ -116,3 +116,21 @@ TEST_F(ImportVerifyCli, RefusesEntriesWithoutARecipeAndNamesThem) {
     EXPECT_EQ(run_command(kiln_in("into", "import '" + dir("a.kilnarc") + "'")).status, 0);
     EXPECT_EQ(entries_in("into"), 3u);
 }
+
+TEST_F(ImportVerifyCli, NeverCompilesARecipeWhoseOptionsWouldWriteAFile) {
+    const auto planted = m_dir / "planted.json";
+    kiln::cache::Entry entry;
+    entry.key = kiln::cache::KeyBuilder().add("test", "planted").finish();
+    entry.arch = "sm_90";
+    entry.payload = "not a cubin";
+    entry.recipe = kiln::cache::Recipe{};
+    entry.recipe->source = "extern \"C\" __global__ void k() {}\n";
+    entry.recipe->options = {"-time=" + planted.string()};
+    ASSERT_TRUE(kiln::cache::Store(config("forged")).store(entry));
+    ASSERT_EQ(run_command(kiln_in("forged", "export '" + dir("f.kilnarc") + "'")).status, 0);
+    auto refused = run_command(kiln_in("into", "import --verify '" + dir("f.kilnarc") + "'"));
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_NE(refused.err.find("makes NVRTC write a file"), std::string::npos) << refused.err;
+    EXPECT_FALSE(std::filesystem::exists(planted));
+    EXPECT_EQ(entries_in("into"), 0u);
+}

@@ -161,3 +161,25 @@ TEST(WarmFromCache, NeedsExactlyOneOfAManifestOrACacheAndAnExistingDirectory) {
     EXPECT_EQ(missing.status, 1);
     EXPECT_NE(missing.err.find("no such cache directory"), std::string::npos) << missing.err;
 }
+
+TEST(WarmFromCache, RefusesARecipeWhoseOptionsWouldWriteAFile) {
+    // A cache from someone else: its recipe asks NVRTC to write a time trace where it says.
+    kiln::test::TempDir dir;
+    const std::string from = (dir / "from").string();
+    const auto planted = dir / "planted.json";
+    kiln::cache::Entry entry;
+    entry.key = kiln::cache::KeyBuilder().add("test", "planted").finish();
+    entry.arch = "sm_90";
+    entry.payload = "not a cubin";
+    entry.recipe = kiln::cache::Recipe{};
+    entry.recipe->source = "extern \"C\" __global__ void k() {}\n";
+    entry.recipe->options = {"--fdevice-time-trace=" + planted.string()};
+    kiln::cache::Config config;
+    config.dir = from;
+    ASSERT_TRUE(kiln::cache::Store(config).store(entry));
+    const std::string into = (dir / "into").string();
+    auto warm = run_command(kiln_in(into, "warm --from-cache '" + from + "' --arch sm_80"));
+    EXPECT_EQ(warm.status, 1);
+    EXPECT_NE(warm.err.find("makes NVRTC write a file"), std::string::npos) << warm.err;
+    EXPECT_FALSE(std::filesystem::exists(planted));
+}
