@@ -15,8 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -41,10 +47,12 @@
 // fails part-way (a full disk, an unusable shard) it removes what it had published.
 //
 // What an archive is trusted for: the hashes and the entry checks catch damage and mislabelling,
-// not intent. Keys are hashes of the source and options, and nothing can check that a cubin was
-// really compiled from them, so whoever made an archive can place any cubin under any key, and a
-// program that later compiles that kernel runs their code. Import only archives you trust as much
-// as the code you run.
+// not intent. Keys are hashes of the source and options, so whoever made an archive can place any
+// cubin under any key, and a program that later compiles that kernel runs their code. Import only
+// archives you trust as much as the code you run, or check them: with an EntryCheck
+// (`kiln import --verify`: each entry's recipe compiled again, its key and cubin compared), every
+// entry must pass before anything is published, and the entries published are the bytes that
+// passed, held in memory from the check on.
 
 namespace kiln::cache {
 
@@ -120,6 +128,9 @@ struct RecordSpan {
     std::uint64_t offset = 0; // of the key, after the tag
     std::uint64_t entry_size = 0, source_size = 0;
     std::uint64_t hash = 0;
+    // Under an EntryCheck, the bytes that passed it: published as they are, never read again, so
+    // what is published is what was checked even if the file changes meanwhile.
+    std::optional<std::string> checked_entry, checked_source;
 };
 
 std::uint64_t record_hash(std::string_view fields, std::string_view entry,
@@ -157,9 +168,52 @@ Record read_record(ArchiveReader& in, std::uint64_t index) {
     return record;
 }
 
+// Why @p check (with the archive's own rule: a saved source is the recipe's) refuses the entry
+// of @p span, or "" when it passes.
+std::string check_span(const RecordSpan& span, const EntryCheck& check) {
+    const DecodeResult decoded = decode_entry(*span.checked_entry, span.key);
+    std::string why = check(*decoded.entry);
+    if (why.empty() && !span.checked_source->empty() && decoded.entry->recipe &&
+        *span.checked_source != decoded.entry->recipe->source)
+        why = "its saved source is not the source its recipe holds";
+    return why;
+}
+
+// Every entry through @p check, on up to @p jobs threads; the refusals in archive order.
+std::vector<std::string> check_all(const std::vector<RecordSpan>& spans, const EntryCheck& check,
+                                   unsigned jobs) {
+    std::vector<std::string> why(spans.size());
+    std::atomic<std::size_t> next{0};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto work = [&] {
+        for (std::size_t i; (i = next++) < spans.size();) {
+            try {
+                why[i] = check_span(spans[i], check);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(failure_mutex);
+                if (!failure) failure = std::current_exception();
+            }
+        }
+    };
+    const std::size_t workers = std::max<std::size_t>(1, std::min<std::size_t>(jobs, spans.size()));
+    std::vector<std::thread> threads;
+    for (std::size_t t = 1; t < workers; ++t)
+        threads.emplace_back(work);
+    work();
+    for (auto& thread : threads)
+        thread.join();
+    if (failure) std::rethrow_exception(failure);
+    std::vector<std::string> refused;
+    for (std::size_t i = 0; i < spans.size(); ++i)
+        if (!why[i].empty()) refused.push_back(spans[i].key.hex() + ": " + why[i]);
+    return refused;
+}
+
 // Reads and checks the whole archive, keeping where each record is but not its bytes: an
 // archive may be far larger than memory, and re-reading a record costs less than holding it.
-std::vector<RecordSpan> validate(ArchiveReader& in) {
+// With @p keep, each record's entry and source are kept in its span too (for a check).
+std::vector<RecordSpan> validate(ArchiveReader& in, bool keep) {
     {
         const std::string head = in.take(sizeof kArchiveMagic + 4);
         detail::ByteReader header(head);
@@ -182,7 +236,7 @@ std::vector<RecordSpan> validate(ArchiveReader& in) {
         if (tag[0] != kRecordTag) in.damaged("record " + std::to_string(index) + " has no tag");
         RecordSpan span;
         span.offset = in.offset();
-        const Record record = read_record(in, index);
+        Record record = read_record(in, index);
         if (auto [it, fresh] = seen.emplace(record.key, index); !fresh)
             in.damaged("records " + std::to_string(it->second) + " and " + std::to_string(index) +
                        " have the same key " + record.key.hex());
@@ -190,7 +244,11 @@ std::vector<RecordSpan> validate(ArchiveReader& in) {
         span.entry_size = record.entry.size();
         span.source_size = record.source.size();
         span.hash = record.hash;
-        spans.push_back(span);
+        if (keep) {
+            span.checked_entry = std::move(record.entry);
+            span.checked_source = std::move(record.source);
+        }
+        spans.push_back(std::move(span));
     }
 }
 
@@ -268,9 +326,22 @@ TransferResult Store::export_to(const std::filesystem::path& file) {
     return result;
 }
 
-TransferResult Store::import_from(const std::filesystem::path& file) {
+TransferResult Store::import_from(const std::filesystem::path& file, const EntryCheck& check,
+                                  unsigned check_jobs) {
     ArchiveReader in(file);
-    const std::vector<RecordSpan> spans = validate(in);
+    std::vector<RecordSpan> spans = validate(in, static_cast<bool>(check));
+    const std::vector<std::string> refused =
+        check ? check_all(spans, check, check_jobs) : std::vector<std::string>();
+    if (!refused.empty()) {
+        constexpr std::size_t kShown = 10;
+        std::string list;
+        for (std::size_t i = 0; i < refused.size() && i < kShown; ++i)
+            list += "\n  " + refused[i];
+        if (refused.size() > kShown)
+            list += "\n  ... and " + std::to_string(refused.size() - kShown) + " more";
+        fail(file, std::to_string(refused.size()) + " of " + std::to_string(spans.size()) +
+                       " entries fail verification, so nothing was imported:" + list);
+    }
 
     TransferResult result;
     std::vector<Published> published;
@@ -325,14 +396,20 @@ TransferResult Store::import_from(const std::filesystem::path& file) {
     };
 
     for (std::size_t index = 0; index < spans.size(); ++index) {
-        const RecordSpan& span = spans[index];
-        // Read again and checked again: the file may have changed since it was validated.
+        RecordSpan& span = spans[index];
+        // Read again and checked again: the file may have changed since it was validated. Entries
+        // that passed a check are kept from then, not read again.
         std::string fields, entry, source, hash;
         const std::uint64_t entry_at = span.offset + kRecordHeaderSize;
-        if (detail::read_at(in.fd(), span.offset, kRecordHeaderSize, fields) != 0 ||
-            detail::read_at(in.fd(), entry_at, span.entry_size, entry) != 0 ||
-            detail::read_at(in.fd(), entry_at + span.entry_size, span.source_size, source) != 0 ||
-            record_hash(fields, entry, source) != span.hash || !decode_entry(entry, span.key).entry)
+        if (span.checked_entry) {
+            entry = std::move(*span.checked_entry);
+            source = std::move(*span.checked_source);
+        } else if (detail::read_at(in.fd(), span.offset, kRecordHeaderSize, fields) != 0 ||
+                   detail::read_at(in.fd(), entry_at, span.entry_size, entry) != 0 ||
+                   detail::read_at(in.fd(), entry_at + span.entry_size, span.source_size, source) !=
+                       0 ||
+                   record_hash(fields, entry, source) != span.hash ||
+                   !decode_entry(entry, span.key).entry)
             roll_back("it changed while it was being imported (record " + std::to_string(index) +
                       ")");
         if (peek(span.key)) {

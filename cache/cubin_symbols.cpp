@@ -1,8 +1,8 @@
-#include "cubin_symbols.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
 
 #include <cstdint>
 
-namespace kiln::cache::detail {
+namespace kiln::cache {
 
 namespace {
 
@@ -89,4 +89,4 @@ std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf)
     return std::nullopt;
 }
 
-} // namespace kiln::cache::detail
+} // namespace kiln::cache

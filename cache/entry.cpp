@@ -7,14 +7,14 @@
 #include <cstring>
 #include <stdexcept>
 
-// The on-disk format of one cache entry, version 1. All integers are little-endian; the file is
+// The on-disk format of one cache entry, version 2. All integers are little-endian; the file is
 // exactly 64 + metadata_size + payload_size bytes long.
 //
 //   entry          ::= header metadata payload
 //   header         ::= magic version kind key metadata_size payload_size payload_hash head_hash
 //                                                  (64 bytes)
 //   magic          ::= "KILNCCH" 0x00             (8 bytes, offset 0)
-//   version        ::= u32                        format version, 1 (offset 8)
+//   version        ::= u32                        format version, 2 (offset 8)
 //   kind           ::= u32                        1 = cubin, 2 = ptx (offset 12)
 //   key            ::= 16 bytes                   the entry's key; equals its file name (offset 16)
 //   metadata_size  ::= u64                        at most 64 MiB (offset 32)
@@ -23,15 +23,45 @@
 //   head_hash      ::= u64                        XXH3-64 of header bytes 0..55 followed by
 //                                                  metadata (offset 56)
 //   metadata       ::= nvrtc_version arch compile_ms log name_count name_pair{name_count}
-//                                                  exactly metadata_size bytes
+//                      kernel_count kernel{kernel_count} recipe_tag recipe? link_count
+//                      link_input{link_count}      exactly metadata_size bytes
 //   nvrtc_version  ::= string                     e.g. "13.0.88"
 //   arch           ::= string                     e.g. "sm_90"
 //   compile_ms     ::= u64                        IEEE 754 binary64 bits
 //   log            ::= string                     NVRTC's log
-//   name_count     ::= u32                        at most 2^20
+//   name_count     ::= count
 //   name_pair      ::= string string              name expression, lowered name
+//   kernel_count   ::= count
+//   kernel         ::= string                     a kernel's symbol in the payload, at compile time
+//   recipe_tag     ::= u32                        0: no recipe follows, 1: a recipe follows
+//   recipe         ::= flags source program_name description option_count option{option_count}
+//                      header_count header{header_count} expression_count string{expression_count}
+//   flags          ::= u32                        bit 0: cuda_headers, bit 1: lineinfo; no others
+//   source         ::= string                     the CUDA source
+//   program_name   ::= string                     NVRTC's program name (the cubin embeds it)
+//   description    ::= string                     the front end's JSON, or empty
+//   option_count   ::= count
+//   option         ::= string                     a caller's NVRTC option, in the order given
+//   header_count   ::= count
+//   header         ::= string string              name, content
+//   expression_count ::= count
+//   link_count     ::= count
+//   link_input     ::= link_kind string link_source  kind, name
+//   link_kind      ::= u32                        1 cubin, 2 ptx, 3 ltoir, 4 fatbin, 5 object,
+//                                                  6 library
+//   link_source    ::= 1 string | 2 16 bytes      (u32 tag) the input's bytes, or the key of the
+//                                                  entry that holds them
+//   count          ::= u32                        at most 2^20
 //   string         ::= u32 length, then length bytes
 //   payload        ::= payload_size bytes         the raw cubin: `tail -c payload_size FILE`
+//
+// Version 1 is the same but for its metadata, which ends after the name pairs: it has no kernel
+// names, recipe or link inputs. Keys name the format version, so a program never looks up a
+// version-1 entry; tools still list, verify, show and prune them. The format is canonical: every
+// accepted entry encodes back to the same bytes, so a flag bit or tag with no meaning is rejected.
+//
+// The recipe sits in the metadata, not beside the payload, so that a listing reads everything but
+// the payload in one go; sources and headers are usually smaller than the cubins they produce.
 //
 // The two hashes together cover every byte, so a flipped bit anywhere is detected: in magic or
 // version directly, elsewhere in the header or metadata by head_hash, in the payload by
@@ -44,8 +74,12 @@ namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'C', 'H', '\0'};
 constexpr std::size_t kHashedHeaderSize = 56; // header bytes before head_hash
-constexpr std::uint32_t kMaxNames = 1u << 20;
+constexpr std::uint32_t kMaxCount = 1u << 20;
 constexpr std::uint64_t kMaxString = 0xffffffffu;
+constexpr std::uint32_t kCudaHeadersFlag = 1u << 0;
+constexpr std::uint32_t kLineinfoFlag = 1u << 1;
+constexpr std::uint32_t kLinkBytes = 1;
+constexpr std::uint32_t kLinkKey = 2;
 
 struct Header {
     std::uint32_t version = 0;
@@ -69,44 +103,194 @@ std::uint64_t hash_payload(std::string_view payload) {
     return XXH3_64bits(payload.data(), payload.size());
 }
 
+// Writes strings and counts, refusing what the reader would refuse.
+class MetadataWriter {
+  public:
+    explicit MetadataWriter(std::string& out)
+        : m_out(out) {}
+    void string(std::string_view text) {
+        if (text.size() > kMaxString) throw std::length_error("cache entry: string over 4 GiB");
+        m_out.string(text);
+    }
+    void count(std::size_t n) {
+        if (n > kMaxCount) throw std::length_error("cache entry: a list over 2^20 items");
+        m_out.u32(static_cast<std::uint32_t>(n));
+    }
+    void strings(const std::vector<std::string>& texts) {
+        count(texts.size());
+        for (const auto& text : texts)
+            string(text);
+    }
+    void pairs(const std::vector<std::pair<std::string, std::string>>& items) {
+        count(items.size());
+        for (const auto& [first, second] : items) {
+            string(first);
+            string(second);
+        }
+    }
+    detail::ByteWriter& raw() { return m_out; }
+
+  private:
+    detail::ByteWriter m_out;
+};
+
+void encode_recipe(const Recipe& recipe, MetadataWriter& out) {
+    out.raw().u32((recipe.cuda_headers ? kCudaHeadersFlag : 0) |
+                  (recipe.lineinfo ? kLineinfoFlag : 0));
+    out.string(recipe.source);
+    out.string(recipe.program_name);
+    out.string(recipe.description);
+    out.strings(recipe.options);
+    out.pairs(recipe.headers);
+    out.strings(recipe.name_expressions);
+}
+
+void encode_link_input(const LinkInput& input, MetadataWriter& out) {
+    const auto kind = static_cast<std::uint32_t>(input.kind);
+    if (kind < static_cast<std::uint32_t>(LinkInputKind::cubin) ||
+        kind > static_cast<std::uint32_t>(LinkInputKind::library))
+        throw std::invalid_argument("cache entry: unknown link input kind");
+    if (input.key && !input.bytes.empty())
+        throw std::invalid_argument("cache entry: link input '" + input.name +
+                                    "' has both bytes and a key");
+    out.raw().u32(kind);
+    out.string(input.name);
+    if (input.key) {
+        out.raw().u32(kLinkKey);
+        out.raw().raw(std::string_view(reinterpret_cast<const char*>(input.key->bytes.data()),
+                                       input.key->bytes.size()));
+    } else {
+        out.raw().u32(kLinkBytes);
+        out.string(input.bytes);
+    }
+}
+
 std::string encode_metadata(const Entry& entry) {
-    for (const std::string* text : {&entry.nvrtc_version, &entry.arch, &entry.log})
-        if (text->size() > kMaxString) throw std::length_error("cache entry: string over 4 GiB");
-    if (entry.lowered_names.size() > kMaxNames)
-        throw std::length_error("cache entry: too many lowered names");
+    if (entry.format_version < kOldestEntryFormatVersion ||
+        entry.format_version > kEntryFormatVersion)
+        throw std::invalid_argument("cache entry: cannot write format version " +
+                                    std::to_string(entry.format_version));
+    const bool v1 = entry.format_version == 1;
+    if (v1 && (!entry.kernel_names.empty() || entry.recipe || !entry.link_inputs.empty()))
+        throw std::invalid_argument(
+            "cache entry: format version 1 has no kernel names, recipe or link inputs");
     std::string metadata;
-    detail::ByteWriter out(metadata);
+    MetadataWriter out(metadata);
     out.string(entry.nvrtc_version);
     out.string(entry.arch);
-    out.f64(entry.compile_ms);
+    out.raw().f64(entry.compile_ms);
     out.string(entry.log);
-    out.u32(static_cast<std::uint32_t>(entry.lowered_names.size()));
-    for (const auto& [expression, lowered] : entry.lowered_names) {
-        if (expression.size() > kMaxString || lowered.size() > kMaxString)
-            throw std::length_error("cache entry: string over 4 GiB");
-        out.string(expression);
-        out.string(lowered);
+    out.pairs(entry.lowered_names);
+    if (!v1) {
+        out.strings(entry.kernel_names);
+        out.raw().u32(entry.recipe ? 1 : 0);
+        if (entry.recipe) encode_recipe(*entry.recipe, out);
+        out.count(entry.link_inputs.size());
+        for (const auto& input : entry.link_inputs)
+            encode_link_input(input, out);
     }
     if (metadata.size() > kMaxMetadataSize)
         throw std::length_error("cache entry: metadata over the size limit");
     return metadata;
 }
 
-bool decode_metadata(std::string_view metadata, Entry& entry) {
-    detail::ByteReader in(metadata);
+// Reads what MetadataWriter wrote; any failure clears ok() for good.
+class MetadataReader {
+  public:
+    explicit MetadataReader(std::string_view metadata)
+        : m_in(metadata) {}
+    bool ok() const { return m_ok && m_in.ok(); }
+    std::size_t remaining() const { return m_in.remaining(); }
+    detail::ByteReader& raw() { return m_in; }
+    std::string string() { return m_in.string(); }
+    // A count of items each at least @p min_item_size bytes long: bounded by what is really
+    // there, so a hostile count reserves nothing.
+    std::uint32_t count(std::size_t min_item_size) {
+        const std::uint32_t n = m_in.u32();
+        if (!m_in.ok() || n > kMaxCount || n > m_in.remaining() / min_item_size) {
+            m_ok = false;
+            return 0;
+        }
+        return n;
+    }
+    void strings(std::vector<std::string>& out) {
+        const std::uint32_t n = count(4);
+        out.reserve(n);
+        for (std::uint32_t i = 0; i < n && ok(); ++i)
+            out.push_back(string());
+    }
+    void pairs(std::vector<std::pair<std::string, std::string>>& out) {
+        const std::uint32_t n = count(8);
+        out.reserve(n);
+        for (std::uint32_t i = 0; i < n && ok(); ++i) {
+            std::string first = string();
+            std::string second = string();
+            out.emplace_back(std::move(first), std::move(second));
+        }
+    }
+    void fail() { m_ok = false; }
+
+  private:
+    detail::ByteReader m_in;
+    bool m_ok = true;
+};
+
+Recipe decode_recipe(MetadataReader& in) {
+    Recipe recipe;
+    const std::uint32_t flags = in.raw().u32();
+    if (flags & ~(kCudaHeadersFlag | kLineinfoFlag)) in.fail();
+    recipe.cuda_headers = (flags & kCudaHeadersFlag) != 0;
+    recipe.lineinfo = (flags & kLineinfoFlag) != 0;
+    recipe.source = in.string();
+    recipe.program_name = in.string();
+    recipe.description = in.string();
+    in.strings(recipe.options);
+    in.pairs(recipe.headers);
+    in.strings(recipe.name_expressions);
+    return recipe;
+}
+
+void decode_link_inputs(MetadataReader& in, std::vector<LinkInput>& out) {
+    const std::uint32_t n = in.count(16); // kind, name length, tag and a length or half a key
+    out.reserve(n);
+    for (std::uint32_t i = 0; i < n && in.ok(); ++i) {
+        LinkInput input;
+        const std::uint32_t kind = in.raw().u32();
+        if (kind < static_cast<std::uint32_t>(LinkInputKind::cubin) ||
+            kind > static_cast<std::uint32_t>(LinkInputKind::library))
+            in.fail();
+        input.kind = static_cast<LinkInputKind>(kind);
+        input.name = in.string();
+        const std::uint32_t tag = in.raw().u32();
+        if (tag == kLinkBytes) {
+            input.bytes = in.string();
+        } else if (tag == kLinkKey) {
+            Key key;
+            const std::string_view bytes = in.raw().raw(key.bytes.size());
+            if (bytes.size() == key.bytes.size())
+                std::memcpy(key.bytes.data(), bytes.data(), bytes.size());
+            input.key = key;
+        } else {
+            in.fail();
+        }
+        out.push_back(std::move(input));
+    }
+}
+
+bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry) {
+    MetadataReader in(metadata);
+    entry.format_version = version;
     entry.nvrtc_version = in.string();
     entry.arch = in.string();
-    entry.compile_ms = in.f64();
+    entry.compile_ms = in.raw().f64();
     entry.log = in.string();
-    const std::uint32_t count = in.u32();
-    if (!in.ok() || count > kMaxNames) return false;
-    // Each pair takes at least 8 bytes: bound the reservation by what is really there.
-    if (count > in.remaining() / 8) return false;
-    entry.lowered_names.reserve(count);
-    for (std::uint32_t i = 0; i < count && in.ok(); ++i) {
-        std::string expression = in.string();
-        std::string lowered = in.string();
-        entry.lowered_names.emplace_back(std::move(expression), std::move(lowered));
+    in.pairs(entry.lowered_names);
+    if (version >= 2) {
+        in.strings(entry.kernel_names);
+        const std::uint32_t recipe_tag = in.raw().u32();
+        if (recipe_tag > 1) in.fail();
+        if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
+        decode_link_inputs(in, entry.link_inputs);
     }
     return in.ok() && in.remaining() == 0;
 }
@@ -118,7 +302,9 @@ std::optional<DecodeError> read_header(std::string_view bytes, Header& header) {
     detail::ByteReader in(bytes);
     in.raw(sizeof kMagic);
     header.version = in.u32();
-    if (in.ok() && header.version != kEntryFormatVersion) return DecodeError::bad_version;
+    if (in.ok() &&
+        (header.version < kOldestEntryFormatVersion || header.version > kEntryFormatVersion))
+        return DecodeError::bad_version;
     if (bytes.size() < kEntryHeaderSize) return DecodeError::truncated;
     header.kind = in.u32();
     std::string_view key = in.raw(header.key.bytes.size());
@@ -168,7 +354,7 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         return result;
     }
     entry.kind = static_cast<PayloadKind>(header.kind);
-    if (!decode_metadata(metadata, entry)) {
+    if (!decode_metadata(metadata, header.version, entry)) {
         result.error = DecodeError::malformed;
         return result;
     }
@@ -195,7 +381,7 @@ std::string encode_entry(const Entry& entry) {
     bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size());
     detail::ByteWriter out(bytes);
     out.raw(std::string_view(kMagic, sizeof kMagic));
-    out.u32(kEntryFormatVersion);
+    out.u32(entry.format_version);
     out.u32(static_cast<std::uint32_t>(entry.kind));
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),
                              entry.key.bytes.size()));
@@ -208,6 +394,24 @@ std::string encode_entry(const Entry& entry) {
     return bytes;
 }
 
+const char* to_string(LinkInputKind kind) {
+    switch (kind) {
+    case LinkInputKind::cubin:
+        return "cubin";
+    case LinkInputKind::ptx:
+        return "ptx";
+    case LinkInputKind::ltoir:
+        return "ltoir";
+    case LinkInputKind::fatbin:
+        return "fatbin";
+    case LinkInputKind::object:
+        return "object";
+    case LinkInputKind::library:
+        return "library";
+    }
+    return "unknown";
+}
+
 const char* to_string(DecodeError e) {
     switch (e) {
     case DecodeError::truncated:
@@ -215,7 +419,7 @@ const char* to_string(DecodeError e) {
     case DecodeError::bad_magic:
         return "not a Kiln cache entry (wrong magic)";
     case DecodeError::bad_version:
-        return "another entry format version";
+        return "an entry format version this Kiln does not read";
     case DecodeError::bad_key:
         return "holds another key than its file name";
     case DecodeError::bad_checksum:

@@ -1,6 +1,7 @@
 #include "kiln/cache/store.hpp"
 
-#include "cubin_symbols.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
+
 #include "fs.hpp"
 #include "layout.hpp"
 #include "remote_stats_file.hpp"
@@ -45,14 +46,23 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
     info.arch = decoded.entry->arch;
     info.nvrtc_version = decoded.entry->nvrtc_version;
     info.payload_size = decoded.payload_size;
-    // The kernels from the cubin's symbol table, `extern "C"` ones included; the payload is not
-    // verified here (ls reads what it shows, it does not vouch for it), and the parser reads
-    // nothing outside it. A payload that is no ELF file (PTX, damage) shows its lowered names.
+    info.format_version = decoded.entry->format_version;
+    info.has_recipe = decoded.entry->recipe.has_value();
+    if (decoded.entry->format_version >= 2) {
+        // Recorded at compile time: the payload need not be read.
+        info.kernel_names = std::move(decoded.entry->kernel_names);
+        info.kernel_count = info.kernel_names.size();
+        return info;
+    }
+    // A version-1 entry: the kernels from the cubin's symbol table, `extern "C"` ones included;
+    // the payload is not verified here (ls reads what it shows, it does not vouch for it), and the
+    // parser reads nothing outside it. A payload that is no ELF file (PTX, damage) shows its
+    // lowered names.
     std::string payload;
     std::optional<std::vector<std::string>> kernels;
     if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.payload_size),
                         payload) == 0)
-        kernels = detail::cubin_kernel_names(payload);
+        kernels = cubin_kernel_names(payload);
     if (kernels) {
         info.kernel_names = std::move(*kernels);
     } else {

@@ -55,7 +55,8 @@ std::string repaired(std::string_view bytes) {
     std::string out(bytes);
     if (out.size() < kEntryHeaderSize) return out;
     std::memcpy(out.data(), "KILNCCH", 8);
-    out[kVersionAt] = static_cast<char>(cache::kEntryFormatVersion);
+    // Version 1 stays 1 (tools still read it); anything else becomes the current version.
+    if (out[kVersionAt] != 1) out[kVersionAt] = static_cast<char>(cache::kEntryFormatVersion);
     std::fill(out.begin() + kVersionAt + 1, out.begin() + kVersionAt + 4, '\0');
     const std::uint64_t room = out.size() - kEntryHeaderSize;
     const std::uint64_t metadata_size =
@@ -103,7 +104,11 @@ void read(std::string_view bytes, const Key& key) {
         check(listed.payload_size == full.payload_size &&
                   listed.entry->lowered_names == full.entry->lowered_names &&
                   listed.entry->log == full.entry->log && listed.entry->arch == full.entry->arch &&
-                  listed.entry->nvrtc_version == full.entry->nvrtc_version,
+                  listed.entry->nvrtc_version == full.entry->nvrtc_version &&
+                  listed.entry->format_version == full.entry->format_version &&
+                  listed.entry->kernel_names == full.entry->kernel_names &&
+                  listed.entry->recipe == full.entry->recipe &&
+                  listed.entry->link_inputs == full.entry->link_inputs,
               "decode_entry_head() reads the metadata decode_entry() reads");
     }
 }

@@ -1,5 +1,5 @@
 // libFuzzer target: the cache entry reader and verifier (entry_harness.hpp). Seeds in
-// corpus/fuzz_cache_entry, among them tests/cache/golden/entry_v1.kiln.
+// corpus/fuzz_cache_entry, among them tests/cache/golden/entry_v1.kiln and entry_v2.kiln.
 
 #include "entry_harness.hpp"
 

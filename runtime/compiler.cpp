@@ -1,6 +1,7 @@
 #include "kiln/compiler.hpp"
 
 #include "compile_trace.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/detail/cuda_include.hpp"
 #include "kiln/device.hpp"
@@ -62,6 +63,11 @@ struct Request {
     std::vector<std::string> name_expressions;
     bool cuda_headers = false;
     cache::Key key;
+    // For the entry's recipe: where the caller's options start in `options`, -lineinfo as
+    // resolved, and the front end's description (not in the key).
+    std::size_t first_user_option = 0;
+    bool lineinfo = true;
+    std::string description;
 };
 
 Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
@@ -75,6 +81,9 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     r.options.push_back("-arch=" + r.arch);
     if (lineinfo) r.options.push_back("-lineinfo");
     if (!user_std) r.options.push_back("-std=c++17");
+    r.first_user_option = r.options.size();
+    r.lineinfo = lineinfo;
+    r.description = in.description;
     for (const auto& option : in.options) {
         if (is_arch_option(option))
             throw ArgumentError("option '" + option +
@@ -115,6 +124,24 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
         key.add("name-expression", name);
     r.key = key.finish();
     return r;
+}
+
+// What the entry records about how @p r was compiled, under the NVRTC program name @p name:
+// options_from_recipe() turns it back into options that resolve() makes the same key from.
+cache::Recipe recipe_of(const Request& r, const std::string& name) {
+    cache::Recipe recipe;
+    recipe.source = r.source;
+    recipe.options.assign(r.options.begin() + static_cast<std::ptrdiff_t>(r.first_user_option),
+                          r.options.end());
+    recipe.headers.reserve(r.headers.size());
+    for (const auto& header : r.headers)
+        recipe.headers.emplace_back(header.name, header.source);
+    recipe.name_expressions = r.name_expressions;
+    recipe.cuda_headers = r.cuda_headers;
+    recipe.lineinfo = r.lineinfo;
+    recipe.program_name = name;
+    recipe.description = r.description;
+    return recipe;
 }
 
 struct NvrtcOutput {
@@ -174,6 +201,19 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
         out.lowered_names.emplace_back(name, lowered);
     }
     return out;
+}
+
+// Bytes the recipe takes in an entry's metadata (the grammar in cache/entry.cpp).
+std::uint64_t encoded_size(const cache::Recipe& recipe) {
+    std::uint64_t size = 4 + 3 * 4 + recipe.source.size() + recipe.program_name.size() +
+                         recipe.description.size() + 3 * 4;
+    for (const auto& option : recipe.options)
+        size += 4 + option.size();
+    for (const auto& [name, content] : recipe.headers)
+        size += 8 + name.size() + content.size();
+    for (const auto& expression : recipe.name_expressions)
+        size += 4 + expression.size();
+    return size;
 }
 
 double ms_since(std::chrono::steady_clock::time_point start) {
@@ -261,6 +301,17 @@ struct Compiler::Impl {
             entry.arch = r.arch;
             entry.compile_ms = program->m_ms;
             entry.log = program->m_log;
+            entry.kernel_names =
+                cache::cubin_kernel_names(program->m_cubin).value_or(std::vector<std::string>{});
+            entry.recipe = recipe_of(r, name);
+            // A recipe too large for an entry (huge sources or headers) is left out, so that the
+            // cubin is still cached; the margin covers the log and the names.
+            constexpr std::uint64_t kMargin = std::uint64_t{1} << 20;
+            if (encoded_size(*entry.recipe) + entry.log.size() + kMargin >
+                cache::kMaxMetadataSize) {
+                logger().debug("{}: the recipe is too large to keep in the cache entry", name);
+                entry.recipe.reset();
+            }
             store->store(entry);
         }
         return program;
@@ -343,6 +394,40 @@ std::shared_ptr<const Program> Compiler::recompile(const Program& program,
     }
     return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()),
                        Impl::DiskUse::write_only);
+}
+
+std::shared_ptr<const Program> Compiler::reproduce(const cache::Recipe& recipe,
+                                                   std::string_view arch) {
+    const auto start = std::chrono::steady_clock::now();
+    const Request r =
+        resolve(recipe.source, options_from_recipe(recipe, std::string(arch)), m_impl->nvrtc());
+    const std::string name =
+        recipe.program_name.empty() ? "kiln_" + r.key.hex() + ".cu" : recipe.program_name;
+    m_impl->compiles.fetch_add(1, std::memory_order_relaxed);
+    NvrtcOutput out = run_nvrtc(r, name);
+    auto program = std::make_shared<Program>();
+    program->m_key = r.key;
+    program->m_arch = r.arch;
+    program->m_source = r.source;
+    program->m_options = r.options;
+    program->m_cubin = std::move(out.cubin);
+    program->m_log = std::move(out.log);
+    program->m_lowered_names = std::move(out.lowered_names);
+    program->m_ms = ms_since(start);
+    return program;
+}
+
+CompileOptions options_from_recipe(const cache::Recipe& recipe, std::string arch) {
+    CompileOptions options = CompileOptions::for_arch(std::move(arch));
+    options.options = recipe.options;
+    options.name_expressions = recipe.name_expressions;
+    options.headers.reserve(recipe.headers.size());
+    for (const auto& [name, content] : recipe.headers)
+        options.headers.push_back({name, content});
+    options.cuda_headers = recipe.cuda_headers;
+    options.lineinfo = recipe.lineinfo;
+    options.description = recipe.description;
+    return options;
 }
 
 std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options) {

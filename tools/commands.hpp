@@ -12,7 +12,8 @@ namespace kiln::tools {
 void add_compile_command(CLI::App& app);
 /// `kiln demo`: compile, cache and (with a GPU) run and time the seed examples.
 void add_demo_command(CLI::App& app);
-/// `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`
+/// `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`, or `kiln warm --from-cache DIR
+/// --arch ...` (warm_from_cache.hpp)
 void add_warm_command(CLI::App& app);
 /// `kiln cache dir|stats|ls|verify|prune|clear|show|config`
 void add_cache_commands(CLI::App& app);

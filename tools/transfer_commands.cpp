@@ -1,16 +1,29 @@
-// `kiln export FILE` / `kiln import FILE`: carry a kernel cache between machines or CI runs as one
-// file (the archive format, and what an archive is trusted for, are in cache/archive.cpp).
+// `kiln export FILE` / `kiln import FILE [--verify]`: carry a kernel cache between machines or CI
+// runs as one file (the archive format, and what an archive is trusted for, are in
+// cache/archive.cpp).
+//
+// --verify compiles each entry's recipe again, under the program name it records (a -lineinfo
+// cubin embeds it), for the entry's architecture, and refuses the archive (publishing nothing)
+// unless every entry gets back its own key, cubin, lowered names and kernel names. That needs the
+// NVRTC that made the archive (the key names it) and the same toolkit headers where a kernel
+// includes them. An entry with no recipe (entry format 1) cannot be checked: it is refused too.
 
 #include "cache_access.hpp"
 #include "commands.hpp"
 #include "format_size.hpp"
 #include "output.hpp"
+#include "recipe_policy.hpp"
 
+#include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/error.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
 namespace kiln::tools {
 
@@ -19,7 +32,37 @@ namespace {
 struct TransferArgs {
     std::string file;
     bool json = false;
+    bool verify = false; // import only
+    unsigned jobs = 0;   // import --verify: compiles at once; 0: the number of cores
 };
+
+// Why @p entry is not what its recipe compiles to here, or "" when it is.
+std::string check_against_recipe(const cache::Entry& entry) {
+    if (!entry.recipe)
+        return "it holds no recipe (written before entry format 2, or by a writer that kept "
+               "none), so it cannot be compiled again to check it";
+    if (entry.kind != cache::PayloadKind::cubin) return "its payload is not a cubin";
+    if (std::string why = recipe_refusal(*entry.recipe); !why.empty()) return why;
+    std::shared_ptr<const Program> program;
+    try {
+        program = Compiler::global().reproduce(*entry.recipe, entry.arch);
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        return "its recipe does not compile here (" + what.substr(0, what.find('\n')) + ")";
+    }
+    if (program->key() != entry.key)
+        return "its recipe compiles to another key here (" + program->key().hex() +
+               "): it was made by another NVRTC (" + entry.nvrtc_version + "; here " +
+               nvrtc_version() + ") or Kiln, or its recipe is not the one its key was made from";
+    if (program->cubin() != entry.payload)
+        return "its cubin differs from the one its recipe compiles to";
+    if (program->lowered_names() != entry.lowered_names)
+        return "its lowered names differ from the ones its recipe compiles to";
+    if (cache::cubin_kernel_names(program->cubin()).value_or(std::vector<std::string>{}) !=
+        entry.kernel_names)
+        return "its kernel names differ from the cubin's";
+    return {};
+}
 
 void run_export(const TransferArgs& args) {
     set_json_errors(args.json);
@@ -48,18 +91,20 @@ void run_import(const TransferArgs& args) {
     const auto config = cache_config();
     require_writable(config, "kiln import");
     cache::Store store(config);
-    const auto result = store.import_from(args.file);
+    const auto result = store.import_from(
+        args.file, args.verify ? cache::EntryCheck(check_against_recipe) : cache::EntryCheck());
     if (args.json) {
         print_json({{"file", args.file},
                     {"dir", config.dir.string()},
                     {"entries", result.entries},
                     {"present", result.present},
                     {"sources", result.sources},
-                    {"bytes", result.bytes}});
+                    {"bytes", result.bytes},
+                    {"verified", args.verify}});
         return;
     }
-    std::printf("imported %llu entries (%llu sources, %s) into %s; %llu were already there\n",
-                static_cast<unsigned long long>(result.entries),
+    std::printf("imported %llu %sentries (%llu sources, %s) into %s; %llu were already there\n",
+                static_cast<unsigned long long>(result.entries), args.verify ? "verified " : "",
                 static_cast<unsigned long long>(result.sources), format_size(result.bytes).c_str(),
                 config.dir.c_str(), static_cast<unsigned long long>(result.present));
 }
@@ -79,8 +124,14 @@ void add_transfer_commands(CLI::App& app) {
     auto* import_cmd = app.add_subcommand(
         "import", "Publish the entries of an archive made by `kiln export`, all or nothing: the\n"
                   "whole archive is verified first. An archive can place any cubin under any\n"
-                  "key: import only archives you trust.");
+                  "key: import only archives you trust, or use --verify.");
     import_cmd->add_option("file", import_args->file, "archive to read")->required();
+    import_cmd->add_flag("--verify", import_args->verify,
+                         "compile each entry's recipe again (same NVRTC needed) and refuse the\n"
+                         "archive unless every cubin is the one its recipe makes; entries\n"
+                         "without a recipe are refused");
+    import_cmd->add_option("-j,--jobs", import_args->jobs,
+                           "--verify: compiles at once (default: the number of cores)");
     import_cmd->add_flag("--json", import_args->json, "print a JSON object");
     import_cmd->callback([import_args] { run_import(*import_args); });
 }

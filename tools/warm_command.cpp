@@ -15,6 +15,7 @@
 #include "commands.hpp"
 #include "manifest.hpp"
 #include "output.hpp"
+#include "warm_from_cache.hpp"
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
@@ -165,13 +166,27 @@ void add_warm_command(CLI::App& app) {
         "the\n"
         "architecture. Exits 1 if any kernel fails (after compiling the others) or the manifest "
         "is\n"
-        "bad.");
-    cmd->add_option("manifest", args->manifest, "JSON manifest")->required();
+        "bad.\n"
+        "With --from-cache DIR instead of a manifest, the kernels are the recipes that DIR's\n"
+        "entries hold (what an application run compiled), compiled again for --arch.");
+    auto* manifest = cmd->add_option("manifest", args->manifest, "JSON manifest");
     cmd->add_option("--arch", args->arches, "architectures, comma-separated: sm_90,sm_80")
         ->required();
     cmd->add_option("-j,--jobs", args->jobs, "parallel compiles (default: the number of cores)");
     cmd->add_flag("--json", args->json, "print a JSON summary");
-    cmd->callback([args] { run_warm(*args); });
+    // `--from-cache DIR` instead of a manifest: warm_from_cache.cpp.
+    auto from_cache = std::make_shared<std::string>();
+    cmd->add_option("--from-cache", *from_cache,
+                    "instead of a manifest: compile the recipe of every entry in this cache\n"
+                    "directory (e.g. one an application run filled) into the current cache")
+        ->excludes(manifest);
+    cmd->callback([args, from_cache] {
+        if (!from_cache->empty())
+            return run_warm_from_cache({*from_cache, args->arches, args->jobs, args->json});
+        if (args->manifest.empty()) // a usage error, like any missing argument: exit 2
+            throw CLI::RequiredError("a MANIFEST or --from-cache DIR");
+        run_warm(*args);
+    });
 }
 
 } // namespace kiln::tools

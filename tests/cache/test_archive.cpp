@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -291,4 +292,52 @@ TEST(Archive, AnUnwritableShardPartWayRemovesWhatThisImportPublished) {
         << error;
     for (const auto& entry : entries)
         EXPECT_FALSE(std::filesystem::exists(entry_file(dir / "cache", entry.key)));
+}
+
+TEST(Archive, ACheckedImportPublishesNothingUnlessEveryEntryPasses) {
+    TempDir dir;
+    auto good = make_entry(key_of("passes"));
+    auto bad = make_entry(key_of("refused"));
+    kiln::test::write_file(dir / "a", archive_of({good, bad}));
+    // A check that refuses one entry by its payload, and counts what it saw (from several
+    // threads: four checks at once).
+    std::atomic<std::size_t> seen{0};
+    const kiln::cache::EntryCheck check = [&](const kiln::cache::Entry& entry) -> std::string {
+        ++seen;
+        return entry.payload == bad.payload ? "a test refusal" : "";
+    };
+    Store store(config_for(dir / "cache"));
+    try {
+        store.import_from(dir / "a", check, 4);
+        FAIL() << "imported an archive the check refused";
+    } catch (const kiln::Error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("1 of 2 entries fail verification, so nothing was imported"),
+                  std::string::npos)
+            << message;
+        EXPECT_NE(message.find(bad.key.hex() + ": a test refusal"), std::string::npos) << message;
+        EXPECT_EQ(message.find(good.key.hex()), std::string::npos) << message;
+    }
+    EXPECT_EQ(seen.load(), 2u) << "every entry is checked, so the message names every refusal";
+    EXPECT_TRUE(store.list().empty());
+
+    kiln::test::write_file(dir / "b", archive_of({good}));
+    EXPECT_EQ(store.import_from(dir / "b", check).entries, 1u);
+    EXPECT_EQ(store.peek(good.key)->payload, good.payload);
+}
+
+TEST(Archive, ACheckedImportRefusesASavedSourceThatIsNotTheRecipes) {
+    TempDir dir;
+    auto entry = make_entry(key_of("with recipe"));
+    entry.recipe = kiln::cache::Recipe{};
+    entry.recipe->source = "extern \"C\" __global__ void k() {}\n";
+    const auto accept = [](const kiln::cache::Entry&) { return std::string(); };
+    kiln::test::write_file(dir / "a", archive({record(entry.key, kiln::cache::encode_entry(entry),
+                                                      "// another source\n")}));
+    Store store(with_sources(dir / "cache"));
+    EXPECT_THROW(store.import_from(dir / "a", accept), kiln::Error);
+    EXPECT_TRUE(store.list().empty());
+    kiln::test::write_file(dir / "b", archive({record(entry.key, kiln::cache::encode_entry(entry),
+                                                      entry.recipe->source)}));
+    EXPECT_EQ(store.import_from(dir / "b", accept).sources, 1u);
 }

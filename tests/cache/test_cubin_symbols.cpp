@@ -1,7 +1,7 @@
-// Kernel names from a cubin's ELF symbol table (cache/cubin_symbols.hpp), as `kiln cache ls`
+// Kernel names from a cubin's ELF symbol table (kiln/cache/cubin_symbols.hpp), as `kiln cache ls`
 // shows them: against a cubin built here by the ELF64 layout, and against damaged ones.
 
-#include "cubin_symbols.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
 
 #include "kiln/cache/store.hpp"
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-using kiln::cache::detail::cubin_kernel_names;
+using kiln::cache::cubin_kernel_names;
 
 namespace {
 
@@ -145,14 +145,17 @@ TEST(CubinSymbols, DamagedCubinsNeverCrash) {
     }
 }
 
-TEST(CubinSymbols, ListNamesTheKernelsOfEachEntry) {
+TEST(CubinSymbols, ListNamesTheKernelsOfEachVersion1Entry) {
+    // Version-1 entries record no kernel names: the listing reads them from the cubin.
     kiln::test::TempDir dir;
     kiln::cache::Store store(kiln::test::config_for(dir.path()));
     auto entry = kiln::test::make_entry(kiln::test::key_of("cubin"));
+    entry.format_version = 1;
     entry.payload = sample_cubin();
     entry.lowered_names = {{"fill<3>", "_Z4fillILi3EEvPi"}}; // k has no name expression
     ASSERT_TRUE(store.store(entry));
     auto other = kiln::test::make_entry(kiln::test::key_of("not an ELF file"));
+    other.format_version = 1;
     ASSERT_TRUE(store.store(other));
     for (const auto& info : store.list()) {
         if (info.key == entry.key) {
@@ -163,4 +166,19 @@ TEST(CubinSymbols, ListNamesTheKernelsOfEachEntry) {
             EXPECT_EQ(info.kernel_names, (std::vector<std::string>{"_Z3addIfEvPT_", "_Z5scalePf"}));
         }
     }
+}
+
+TEST(CubinSymbols, ListShowsTheNamesAVersion2EntryRecorded) {
+    // Recorded at compile time, so the listing need not parse the payload (here no ELF file).
+    kiln::test::TempDir dir;
+    kiln::cache::Store store(kiln::test::config_for(dir.path()));
+    auto entry = kiln::test::make_entry(kiln::test::key_of("recorded"));
+    entry.kernel_names = {"_Z4fillILi3EEvPi", "k"};
+    ASSERT_TRUE(store.store(entry));
+    const auto infos = store.list();
+    ASSERT_EQ(infos.size(), 1u);
+    EXPECT_EQ(infos[0].kernel_names, entry.kernel_names);
+    EXPECT_EQ(infos[0].kernel_count, 2u);
+    EXPECT_EQ(infos[0].format_version, 2u);
+    EXPECT_FALSE(infos[0].has_recipe);
 }

@@ -4,6 +4,7 @@
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -17,10 +18,11 @@ using kiln::cache::Key;
 
 namespace {
 
-// The entry stored in golden/entry_v1.kiln. Regenerate (only together with a new format version)
-// with: KILN_WRITE_GOLDEN=1 test_entry --gtest_filter='Entry.Golden*'
-Entry golden_entry() {
+// The entry stored in golden/entry_v1.kiln, written by the Kiln of format version 1. Never
+// regenerated: tools must read what that Kiln wrote.
+Entry golden_entry_v1() {
     Entry entry;
+    entry.format_version = 1;
     entry.key = *Key::from_hex("00112233445566778899aabbccddeeff");
     entry.kind = kiln::cache::PayloadKind::cubin;
     entry.payload = std::string("\x7f"
@@ -36,7 +38,38 @@ Entry golden_entry() {
     return entry;
 }
 
+// The entry stored in golden/entry_v2.kiln: every field of version 2 used. Regenerate (only
+// together with a new format version, as entry_v3.kiln beside the others) with:
+// KILN_WRITE_GOLDEN=1 test_entry --gtest_filter='Entry.GoldenV2*'
+Entry golden_entry() {
+    Entry entry = golden_entry_v1();
+    entry.format_version = 2;
+    entry.key = *Key::from_hex("0123456789abcdef0123456789abcdef");
+    entry.kernel_names = {"_Z3addIfEvPT_", "scale"};
+    kiln::cache::Recipe recipe;
+    recipe.source = "template <class T> __global__ void add(T* x) { x[0] += 1; }\n";
+    recipe.options = {"-DN=4", "--use_fast_math"};
+    recipe.headers = {{"b.cuh", "#define B 2\n"}, {"a.cuh", "#define A 1\n"}};
+    recipe.name_expressions = {"add<float>"};
+    recipe.cuda_headers = true;
+    recipe.lineinfo = true;
+    recipe.program_name = "/cache/01/0123456789abcdef0123456789abcdef.cu";
+    recipe.description = R"({"front_end":"ElementwiseKernel","dtypes":["float32"]})";
+    entry.recipe = recipe;
+    kiln::cache::LinkInput by_bytes;
+    by_bytes.kind = kiln::cache::LinkInputKind::library;
+    by_bytes.name = "libdevice_part.a";
+    by_bytes.bytes = std::string("!<arch>\n\0\x01", 10);
+    kiln::cache::LinkInput by_key;
+    by_key.kind = kiln::cache::LinkInputKind::ltoir;
+    by_key.name = "part_b.cu";
+    by_key.key = *Key::from_hex("fedcba9876543210fedcba9876543210");
+    entry.link_inputs = {by_bytes, by_key};
+    return entry;
+}
+
 const std::filesystem::path kGoldenV1 = std::filesystem::path(KILN_GOLDEN_DIR) / "entry_v1.kiln";
+const std::filesystem::path kGoldenV2 = std::filesystem::path(KILN_GOLDEN_DIR) / "entry_v2.kiln";
 
 void expect_same(const Entry& a, const Entry& b) {
     EXPECT_EQ(a.key, b.key);
@@ -47,11 +80,28 @@ void expect_same(const Entry& a, const Entry& b) {
     EXPECT_EQ(a.arch, b.arch);
     EXPECT_EQ(a.compile_ms, b.compile_ms);
     EXPECT_EQ(a.log, b.log);
+    EXPECT_EQ(a.format_version, b.format_version);
+    EXPECT_EQ(a.kernel_names, b.kernel_names);
+    EXPECT_EQ(a.recipe, b.recipe);
+    EXPECT_EQ(a.link_inputs, b.link_inputs);
 }
 
 void put_u64(std::string& bytes, std::size_t offset, std::uint64_t value) {
     for (int i = 0; i < 8; ++i)
         bytes[offset + i] = static_cast<char>(value >> (8 * i));
+}
+
+std::uint64_t get_u64(const std::string& bytes, std::size_t offset) {
+    std::uint64_t value = 0;
+    for (int i = 0; i < 8; ++i)
+        value |= std::uint64_t{static_cast<unsigned char>(bytes[offset + i])} << (8 * i);
+    return value;
+}
+
+// head_hash by the grammar in cache/entry.cpp: header bytes 0..55, then the metadata.
+std::uint64_t head_hash(const std::string& bytes) {
+    std::string hashed = bytes.substr(0, 56) + bytes.substr(64, get_u64(bytes, 32));
+    return XXH3_64bits(hashed.data(), hashed.size());
 }
 
 } // namespace
@@ -79,22 +129,129 @@ TEST(Entry, PayloadIsTheLastBytesOfTheFile) {
     EXPECT_EQ(bytes.substr(bytes.size() - entry.payload.size()), entry.payload);
 }
 
-TEST(Entry, GoldenFileDecodesToTheKnownFields) {
+TEST(Entry, GoldenV2FileDecodesToTheKnownFields) {
     if (std::getenv("KILN_WRITE_GOLDEN"))
-        kiln::test::write_file(kGoldenV1, encode_entry(golden_entry()));
-    const std::string golden = kiln::test::read_file(kGoldenV1);
-    ASSERT_FALSE(golden.empty()) << "missing " << kGoldenV1;
+        kiln::test::write_file(kGoldenV2, encode_entry(golden_entry()));
+    const std::string golden = kiln::test::read_file(kGoldenV2);
+    ASSERT_FALSE(golden.empty()) << "missing " << kGoldenV2;
     auto decoded = decode_entry(golden, golden_entry().key);
     ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
     expect_same(*decoded.entry, golden_entry());
 }
 
-TEST(Entry, EncodingReproducesTheGoldenFileByteForByte) {
-    EXPECT_EQ(encode_entry(golden_entry()), kiln::test::read_file(kGoldenV1));
+TEST(Entry, GoldenV2EncodingReproducesTheFileByteForByte) {
+    EXPECT_EQ(encode_entry(golden_entry()), kiln::test::read_file(kGoldenV2));
+}
+
+TEST(Entry, GoldenV1FileStillDecodesForTools) {
+    const std::string golden = kiln::test::read_file(kGoldenV1);
+    ASSERT_FALSE(golden.empty()) << "missing " << kGoldenV1;
+    auto decoded = decode_entry(golden, golden_entry_v1().key);
+    ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+    expect_same(*decoded.entry, golden_entry_v1());
+    EXPECT_EQ(decoded.entry->format_version, 1u);
+    EXPECT_FALSE(decoded.entry->recipe);
+    EXPECT_TRUE(decoded.entry->kernel_names.empty());
+    // Canonical in its own version too: what was read writes back alike.
+    EXPECT_EQ(encode_entry(*decoded.entry), golden);
+}
+
+TEST(Entry, NewEntriesAreVersion2) {
+    EXPECT_EQ(kiln::cache::kEntryFormatVersion, 2u);
+    const std::string bytes = encode_entry(kiln::test::make_entry(kiln::test::key_of("v2"), 8));
+    EXPECT_EQ(bytes[8], 2);
+}
+
+TEST(Entry, Version1CannotHoldVersion2Fields) {
+    Entry entry = golden_entry();
+    entry.format_version = 1;
+    EXPECT_THROW(encode_entry(entry), std::invalid_argument);
+    entry.format_version = 3;
+    EXPECT_THROW(encode_entry(entry), std::invalid_argument);
+}
+
+TEST(Entry, RecipeRoundTripsWithEveryFlagCombination) {
+    for (int flags = 0; flags < 4; ++flags) {
+        Entry entry = kiln::test::make_entry(kiln::test::key_of("recipe"), 100);
+        kiln::cache::Recipe recipe;
+        const char source[] = "extern \"C\" __global__ void k() {}\n\0tail"; // a NUL inside
+        recipe.source = std::string(source, sizeof source - 1);
+        recipe.options = {"-DA=1", "", "-std=c++20"};
+        recipe.headers = {{"z.h", ""}, {"", "content without a name"}};
+        recipe.name_expressions = {"k<1>", "k<1>"};
+        recipe.cuda_headers = flags & 1;
+        recipe.lineinfo = flags & 2;
+        recipe.program_name = "kiln_x.cu";
+        entry.recipe = recipe;
+        entry.kernel_names = {"k"};
+        auto decoded = decode_entry(encode_entry(entry), entry.key);
+        ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+        expect_same(*decoded.entry, entry);
+    }
+    Entry empty = kiln::test::make_entry(kiln::test::key_of("empty recipe"), 1);
+    empty.recipe = kiln::cache::Recipe{};
+    auto decoded = decode_entry(encode_entry(empty), empty.key);
+    ASSERT_TRUE(decoded.entry);
+    ASSERT_TRUE(decoded.entry->recipe) << "an empty recipe is still a recipe";
+    EXPECT_EQ(*decoded.entry->recipe, kiln::cache::Recipe{});
+}
+
+TEST(Entry, LinkInputsRoundTripInOrder) {
+    Entry entry = kiln::test::make_entry(kiln::test::key_of("links"), 100);
+    for (std::uint32_t kind = 1; kind <= 6; ++kind) {
+        kiln::cache::LinkInput input;
+        input.kind = static_cast<kiln::cache::LinkInputKind>(kind);
+        input.name = "input " + std::to_string(kind);
+        if (kind % 2)
+            input.bytes = std::string(kind * 100, static_cast<char>(kind));
+        else
+            input.key = kiln::test::key_of(input.name);
+        entry.link_inputs.push_back(input);
+    }
+    entry.link_inputs.push_back({kiln::cache::LinkInputKind::object, "", "", std::nullopt});
+    auto decoded = decode_entry(encode_entry(entry), entry.key);
+    ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+    EXPECT_EQ(decoded.entry->link_inputs, entry.link_inputs);
+    EXPECT_STREQ(to_string(kiln::cache::LinkInputKind::ltoir), "ltoir");
+}
+
+TEST(Entry, ALinkInputHoldsBytesOrAKeyNotBoth) {
+    Entry entry = kiln::test::make_entry(kiln::test::key_of("both"), 10);
+    entry.link_inputs.push_back(
+        {kiln::cache::LinkInputKind::cubin, "x", "bytes", kiln::test::key_of("x")});
+    EXPECT_THROW(encode_entry(entry), std::invalid_argument);
+    entry.link_inputs.back().key.reset();
+    entry.link_inputs.back().kind = static_cast<kiln::cache::LinkInputKind>(7);
+    EXPECT_THROW(encode_entry(entry), std::invalid_argument);
+}
+
+TEST(Entry, MeaninglessTagsAndFlagsAreRejected) {
+    // The golden entry's metadata, patched where a tag or flag lies, with the head hash redone:
+    // only the value is wrong, so only the reader's own check can refuse it.
+    const Entry entry = golden_entry();
+    const std::string good = encode_entry(entry);
+    auto patched = [&](std::size_t at, std::uint32_t value) {
+        std::string bytes = good;
+        for (int i = 0; i < 4; ++i)
+            bytes[at + i] = static_cast<char>(value >> (8 * i));
+        put_u64(bytes, 56, head_hash(bytes));
+        return bytes;
+    };
+    // The flags lie before the source's length; the recipe tag before them.
+    const std::size_t flags_at = good.find(entry.recipe->source) - 8;
+    const std::size_t tag_at = flags_at - 4;
+    ASSERT_TRUE(decode_entry(patched(flags_at, 3), entry.key).entry) << "the patch works";
+    EXPECT_EQ(decode_entry(patched(flags_at, 4), entry.key).error, DecodeError::malformed);
+    EXPECT_EQ(decode_entry(patched(tag_at, 2), entry.key).error, DecodeError::malformed);
+    const std::size_t link_kind_at = good.find("libdevice_part.a") - 8;
+    EXPECT_EQ(decode_entry(patched(link_kind_at, 0), entry.key).error, DecodeError::malformed);
+    EXPECT_EQ(decode_entry(patched(link_kind_at, 7), entry.key).error, DecodeError::malformed);
+    const std::size_t link_tag_at = good.find("libdevice_part.a") + 16;
+    EXPECT_EQ(decode_entry(patched(link_tag_at, 3), entry.key).error, DecodeError::malformed);
 }
 
 TEST(Entry, EveryFlippedBitIsDetected) {
-    const Entry entry = kiln::test::make_entry(kiln::test::key_of("bits"), 64);
+    const Entry entry = golden_entry(); // every field of the format in use
     const std::string good = encode_entry(entry);
     for (std::size_t byte = 0; byte < good.size(); ++byte) {
         for (int bit = 0; bit < 8; ++bit) {
@@ -106,7 +263,7 @@ TEST(Entry, EveryFlippedBitIsDetected) {
 }
 
 TEST(Entry, EveryTruncationIsDetected) {
-    const Entry entry = kiln::test::make_entry(kiln::test::key_of("cut"), 64);
+    const Entry entry = golden_entry();
     const std::string good = encode_entry(entry);
     for (std::size_t size = 0; size < good.size(); ++size) {
         auto decoded = decode_entry(std::string_view(good).substr(0, size), entry.key);
@@ -121,7 +278,7 @@ TEST(Entry, SaysWhyItRejects) {
     const std::string good = encode_entry(entry);
     std::string magic = good, version = good, payload = good;
     magic[0] = 'X';
-    put_u64(version, 8, 2); // also clobbers `kind`: the version is read first
+    put_u64(version, 8, 3); // also clobbers `kind`: the version is read first
     payload.back() ^= 1;
     EXPECT_EQ(decode_entry("", entry.key).error, DecodeError::truncated);
     EXPECT_EQ(decode_entry(magic, entry.key).error, DecodeError::bad_magic);

@@ -28,6 +28,7 @@ TEST(Maintenance, ListShowsEachEntryWithItsMetadata) {
     Store store(with_sources(dir.path()));
     auto entry = make_entry(key_of("listed"), 3000);
     entry.arch = "sm_80";
+    entry.kernel_names = {"_Z3addIfEvPT_", "_Z5scalePf"};
     ASSERT_TRUE(store.store(entry));
     ASSERT_TRUE(store.save_source(entry.key, "source"));
     ASSERT_TRUE(store.store(make_entry(key_of("other"))));
@@ -71,4 +72,27 @@ TEST(Maintenance, PeekNeitherCountsNorTouches) {
     EXPECT_EQ(kiln::test::mtime_of(entry_file(dir.path(), entry.key)), long_ago);
     EXPECT_EQ(store.stats().hits, 0u);
     EXPECT_EQ(store.stats().misses, 0u);
+}
+
+TEST(Maintenance, Version1EntriesAreListedVerifiedAndPruned) {
+    // A cache left by a Kiln of format version 1: programs never ask for its keys any more, but
+    // the tools still see, check and clean it up.
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    auto old = make_entry(key_of("version 1"));
+    old.format_version = 1;
+    ASSERT_TRUE(store.store(old));
+    ASSERT_TRUE(store.store(make_entry(key_of("version 2"))));
+    const auto infos = store.list();
+    ASSERT_EQ(infos.size(), 2u);
+    for (const auto& info : infos)
+        EXPECT_EQ(info.format_version, info.key == old.key ? 1u : 2u);
+    const auto checked = store.verify(false);
+    EXPECT_EQ(checked.ok, 2u);
+    EXPECT_EQ(checked.damaged, 0u);
+    const auto peeked = store.peek(old.key);
+    ASSERT_TRUE(peeked);
+    EXPECT_EQ(peeked->format_version, 1u);
+    EXPECT_EQ(store.prune(0).entries, 2u);
+    EXPECT_TRUE(store.list().empty());
 }

@@ -3,6 +3,7 @@
 
 #include "kiln/cache/store.hpp"
 
+#include "golden_v1.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"
 
@@ -45,6 +46,7 @@ class CacheCli : public ::testing::Test {
                                     4) +
                         std::string(payload_size - 4, name[0]);
         entry.lowered_names = {{"k<float>", "_Z1kIfEvv"}};
+        entry.kernel_names = {"_Z1kIfEvv"};
         entry.nvrtc_version = "13.0.88";
         entry.arch = "sm_90";
         entry.compile_ms = 3.5;
@@ -441,4 +443,72 @@ TEST_F(CacheCli, UsageErrorsExitTwoWithAHint) {
     auto hint = run_command(kiln("cache stats --bogus"));
     EXPECT_NE(hint.err.find("Run 'kiln cache stats --help'"), std::string::npos) << hint.err;
     EXPECT_EQ(run_command(kiln("cache --help")).status, 0);
+}
+
+TEST_F(CacheCli, ShowPrintsTheRecipeAndLinkInputs) {
+    kiln::cache::Entry entry = add("recipe");
+    kiln::cache::Recipe recipe;
+    recipe.source = "template <int N> __global__ void k() {}\n";
+    recipe.options = {"-DM=3", "--use_fast_math"};
+    recipe.headers = {{"scale.cuh", "#define SCALE 2\n"}};
+    recipe.name_expressions = {"k<1>"};
+    recipe.lineinfo = false;
+    recipe.program_name = "/somewhere/k.cu";
+    recipe.description = R"({"front_end":"ElementwiseKernel","dtypes":["float32"]})";
+    entry.recipe = recipe;
+    entry.link_inputs = {{kiln::cache::LinkInputKind::library, "libpart.a", "0123456789", {}},
+                         {kiln::cache::LinkInputKind::ltoir, "b.cu", "", entry.key}};
+    ASSERT_TRUE(m_store.store(entry));
+
+    auto text = run_command(kiln("cache show " + entry.key.hex()));
+    ASSERT_EQ(text.status, 0) << text.err;
+    for (const std::string& line : std::vector<std::string>{
+             "format        2\n", "kernels       1\n  void k<float>()\n",
+             "  program     /somewhere/k.cu\n", "  options     -DM=3 --use_fast_math\n",
+             "    scale.cuh (16 bytes)\n", "  expressions k<1>\n", "  lineinfo    off\n",
+             "  description {\"front_end\":\"ElementwiseKernel\"", "link inputs   2\n",
+             "  library libpart.a (10 bytes)\n",
+             "  ltoir   b.cu (entry " + entry.key.hex() + ")\n"})
+        EXPECT_NE(text.out.find(line), std::string::npos) << line << " in\n" << text.out;
+
+    auto json = run_command(kiln("cache show " + entry.key.hex() + " --json"));
+    ASSERT_EQ(json.status, 0) << json.err;
+    const auto j = nlohmann::json::parse(json.out);
+    EXPECT_EQ(j.at("recipe").at("options"), nlohmann::json({"-DM=3", "--use_fast_math"}));
+    EXPECT_EQ(j.at("recipe").at("headers").at(0).at("size"), 16);
+    EXPECT_EQ(j.at("recipe").at("description").at("front_end"), "ElementwiseKernel");
+    EXPECT_EQ(j.at("link_inputs").at(1).at("key"), entry.key.hex());
+
+    // --source prints the recipe's source: no saved `.cu` needed.
+    auto source = run_command(kiln("cache show " + entry.key.hex() + " --source"));
+    ASSERT_EQ(source.status, 0) << source.err;
+    EXPECT_EQ(source.out, recipe.source);
+}
+
+TEST_F(CacheCli, Version1EntriesAreListedShownVerifiedAndPruned) {
+    add("current");
+    ASSERT_TRUE(kiln::test::store_golden_v1(m_cache.string()));
+    auto ls = run_command(kiln("cache ls"));
+    ASSERT_EQ(ls.status, 0) << ls.err;
+    EXPECT_EQ(lines(ls.out), 2u);
+    const auto old_line = ls.out.find(kiln::test::kGoldenV1Key);
+    ASSERT_NE(old_line, std::string::npos) << ls.out;
+    EXPECT_NE(ls.out.find("(old format)", old_line), std::string::npos) << ls.out;
+    auto json = run_command(kiln("cache ls --json"));
+    for (const auto& item : nlohmann::json::parse(json.out))
+        EXPECT_EQ(item.at("format_version"), item.at("key") == kiln::test::kGoldenV1Key ? 1 : 2);
+
+    auto shown = run_command(kiln(std::string("cache show ") + kiln::test::kGoldenV1Key));
+    ASSERT_EQ(shown.status, 0) << shown.err;
+    EXPECT_NE(shown.out.find("format        1 (old"), std::string::npos) << shown.out;
+    EXPECT_NE(shown.out.find("recipe        none (written before entry format 2)"),
+              std::string::npos)
+        << shown.out;
+
+    auto verified = run_command(kiln("cache verify"));
+    EXPECT_EQ(verified.status, 0) << verified.out << verified.err;
+    EXPECT_NE(verified.out.find("2 ok, 0 damaged"), std::string::npos) << verified.out;
+    auto pruned = run_command(kiln("cache prune --max-size 0"));
+    ASSERT_EQ(pruned.status, 0) << pruned.err;
+    EXPECT_TRUE(m_store.list().empty());
 }

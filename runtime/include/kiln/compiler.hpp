@@ -7,6 +7,7 @@
 /// sections show it in use.
 
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/recipe.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -187,6 +188,17 @@ class Compiler {
     /// @throws as compile().
     std::shared_ptr<const Program> recompile(const Program& program, const CompileOptions& options);
 
+    /// Compile @p recipe for @p arch as the recorded compile ran: under the recipe's NVRTC program
+    /// name (which a `-lineinfo` cubin embeds), reading and writing no cache, not even this
+    /// Compiler's memory. Kiln's default options are this Kiln's, as for compile(), so the
+    /// program's key is the key compile() would use for options_from_recipe(recipe, arch). For
+    /// checking that an entry's cubin is what its recipe produces (`kiln import --verify`).
+    /// Counts as a compile in statistics(). Same exceptions as compile().
+    /// @param recipe what an entry recorded.
+    /// @param arch the target architecture.
+    /// @return the program, compiled afresh.
+    std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch);
+
     /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.
     cache::Store* store() const noexcept;
@@ -207,6 +219,20 @@ class Compiler {
 /// @return the program.
 /// @throws as Compiler::compile().
 std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options = {});
+
+/// Options that compile `recipe.source` again for @p arch as the recorded compile did: the
+/// caller's NVRTC options, headers, name expressions, toolkit-header switch and description, and
+/// `-lineinfo` as it was resolved then (explicitly, whatever KILN_LINEINFO says now). Compiling
+/// the recipe's source with them on the same NVRTC asks for the key the application itself asks
+/// for on @p arch: `kiln warm --from-cache` relies on it. The program name is not an option; see
+/// Compiler::reproduce().
+///
+///     auto entry = store.peek(key);  // an entry with a recipe
+///     compile(entry->recipe->source, options_from_recipe(*entry->recipe, "sm_80"));
+/// @param recipe what an entry recorded.
+/// @param arch the target architecture.
+/// @return the options.
+CompileOptions options_from_recipe(const cache::Recipe& recipe, std::string arch);
 
 /// Normalize an architecture name to "sm_XY[a|f]".
 /// @param arch "sm_90", "90", "compute_90", "sm_90a" and the like.

@@ -1,10 +1,13 @@
 #pragma once
 /// @file
-/// One cache entry: a header with metadata followed by the raw payload (a cubin). The byte format
-/// is documented as a grammar at the top of entry.cpp, the code that reads it. Encoding and
-/// decoding are pure functions over bytes; kiln::cache::Store does the file work.
+/// One cache entry: a header with metadata followed by the raw payload (a cubin). The metadata
+/// holds what NVRTC said, the kernels' names, the recipe that produced the entry and, for linked
+/// code, its link inputs. The byte format is documented as a grammar at the top of entry.cpp, the
+/// code that reads it. Encoding and decoding are pure functions over bytes; kiln::cache::Store
+/// does the file work.
 
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/recipe.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -15,8 +18,12 @@
 
 namespace kiln::cache {
 
-/// Version of the entry format; part of every key, so a new format never reads an old entry.
-inline constexpr std::uint32_t kEntryFormatVersion = 1;
+/// Version of the entry format that Kiln writes; part of every key, so a program never looks up
+/// an entry of another version. Tools (`kiln cache ls`, `verify`, `prune`, `show`) still decode
+/// entries from kOldestEntryFormatVersion on.
+inline constexpr std::uint32_t kEntryFormatVersion = 2;
+/// The oldest entry format decode_entry() reads.
+inline constexpr std::uint32_t kOldestEntryFormatVersion = 1;
 
 /// Size of an entry's fixed header; the metadata follows it, then the payload.
 inline constexpr std::size_t kEntryHeaderSize = 64;
@@ -29,6 +36,32 @@ inline constexpr std::uint64_t kMaxMetadataSize = std::uint64_t{64} << 20;
 /// What the payload is: `cubin`, a cubin for Entry::arch, loaded as is; or `ptx`, PTX text,
 /// which the format allows (Kiln itself stores cubins only).
 enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
+
+/// What a link input is, as the device linker takes it.
+enum class LinkInputKind : std::uint32_t {
+    cubin = 1,
+    ptx = 2,
+    ltoir = 3,
+    fatbin = 4,
+    object = 5,
+    library = 6
+};
+/// "cubin", "ptx", "ltoir", "fatbin", "object" or "library".
+const char* to_string(LinkInputKind kind);
+
+/// One named input of a link (relocatable device code): its bytes, or the key of the cache entry
+/// that holds them. Nothing fills these yet; the format has room for them.
+struct LinkInput {
+    LinkInputKind kind = LinkInputKind::object;
+    std::string name;       ///< e.g. "libcudadevrt.a" or "part_a.cu"
+    std::string bytes;      ///< the input itself; empty when @p key is set
+    std::optional<Key> key; ///< the entry that holds it, instead of @p bytes
+
+    friend bool operator==(const LinkInput& a, const LinkInput& b) {
+        return a.kind == b.kind && a.name == b.name && a.bytes == b.bytes && a.key == b.key;
+    }
+    friend bool operator!=(const LinkInput& a, const LinkInput& b) { return !(a == b); }
+};
 
 /// One compiled program and what is known about it, as stored under its key.
 struct Entry {
@@ -43,17 +76,29 @@ struct Entry {
     /// How long NVRTC took, in milliseconds (what a hit saved).
     double compile_ms = 0;
     std::string log; ///< NVRTC's log (warnings)
+    /// The format the entry was read in (decode_entry()) or is written in (encode_entry()).
+    /// Version 1 has none of the fields below.
+    std::uint32_t format_version = kEntryFormatVersion;
+    /// The kernels in the payload (their symbols, C++ ones mangled), recorded at compile time.
+    std::vector<std::string> kernel_names;
+    /// What produced the entry; nullopt when unknown (version 1, or a writer that kept none).
+    std::optional<Recipe> recipe;
+    /// The inputs a linked payload was linked from, in link order; empty for a plain compile.
+    std::vector<LinkInput> link_inputs;
 };
 
-/// Serialize an entry to its on-disk bytes.
+/// Serialize an entry to its on-disk bytes, in Entry::format_version.
 /// @param entry the entry.
 /// @return the file's content.
 /// @throws std::length_error when the payload or metadata exceed kMaxPayloadSize /
-/// kMaxMetadataSize (or a string exceeds 4 GiB).
+/// kMaxMetadataSize (or a string exceeds 4 GiB, or a list 2^20 items);
+/// std::invalid_argument for a format version it cannot write (outside
+/// kOldestEntryFormatVersion..kEntryFormatVersion, or version 1 with fields it has no room for) or
+/// a link input with both bytes and a key.
 std::string encode_entry(const Entry& entry);
 
 /// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
-/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (another format version),
+/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside kOldestEntryFormatVersion..kEntryFormatVersion),
 /// `bad_key` (an entry for another key than its file name says), `bad_checksum` (a hash over the
 /// header, metadata or payload does not match), `malformed` (sizes over the limits, bad lengths,
 /// an unknown payload kind).

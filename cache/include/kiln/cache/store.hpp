@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,12 +79,15 @@ struct EntryInfo {
     std::string nvrtc_version;
     std::size_t kernel_count = 0; ///< kernel_names.size()
     /// Kernels in the cubin, `extern "C"` ones included, as the symbol table names them (C++
-    /// ones mangled); the lowered names when the payload is not an ELF file.
+    /// ones mangled): recorded in the entry at compile time; for a version-1 entry read from the
+    /// cubin, or its lowered names when the payload is not an ELF file.
     std::vector<std::string> kernel_names;
     /// The cubin's size in bytes.
     std::uint64_t payload_size = 0;
     /// Whether its source (`<key>.cu`) is saved beside it.
     bool has_source = false;
+    std::uint32_t format_version = kEntryFormatVersion; ///< the entry's format (1: an old entry)
+    bool has_recipe = false; ///< the entry says what produced it (`kiln cache show`)
 };
 
 /// Something wrong with the cache directory itself or one of its shard directories.
@@ -123,6 +127,12 @@ struct TransferResult {
     std::uint64_t skipped = 0; ///< damaged entries left out of an export
     std::uint64_t present = 0; ///< import: entries the cache already held verified (left as is)
 };
+
+/// Checks one entry of an archive before import_from() publishes anything: returns "" to accept
+/// it, else why it is refused (`kiln import --verify` compiles the entry's recipe again). May be
+/// called from several threads at once; an exception it throws ends the import (nothing
+/// published).
+using EntryCheck = std::function<std::string(const Entry& entry)>;
 
 /// The disk tier of the cache: one directory, shared by every process and thread that opens it.
 /// Its methods may be called from any thread. Most programs use global(); the compiler consults it
@@ -259,12 +269,19 @@ class Store {
     /// Publish the entries of an archive: all or nothing. The whole archive is read and every
     /// entry decoded and verified against its key before anything is published; when publishing
     /// then fails part-way, what this import published is removed again (entries that were there
-    /// before are kept). An archive can place any cubin under any key: import only trusted ones.
+    /// before are kept). An archive can place any cubin under any key: import only trusted ones,
+    /// or give @p check: every entry must pass it (and a saved source must be the source of the
+    /// entry's recipe) before anything is published, and what is published is the bytes that
+    /// were checked, held in memory meanwhile. @p check_jobs entries are checked at once.
     /// @throws kiln::Error when @p file cannot be read, is not an archive, is damaged (nothing is
-    /// published), or cannot be published (the message says what was removed again).
+    /// published), holds entries @p check refuses (the message lists them, nothing is published)
+    /// or cannot be published (the message says what was removed again).
     /// @param file the archive, as export_to() writes it.
+    /// @param check what each entry must pass (none: every verified entry is accepted).
+    /// @param check_jobs how many entries are checked at once.
     /// @return what was published, and what the cache already held.
-    TransferResult import_from(const std::filesystem::path& file);
+    TransferResult import_from(const std::filesystem::path& file, const EntryCheck& check = {},
+                               unsigned check_jobs = 1);
     /// @}
 
   private:

@@ -1,13 +1,15 @@
 #pragma once
-// The kernels of a cubin, read from its ELF symbol table, for `kiln cache ls`. A cubin in the
-// cache may be damaged or planted, so every offset and size is checked against the bytes given.
+/// @file
+/// The kernels of a cubin, read from its ELF symbol table: the compiler records them in each entry
+/// it stores, and `kiln cache ls` reads them from version-1 entries. A cubin in the cache may be
+/// damaged or planted, so every offset and size is checked against the bytes given.
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace kiln::cache::detail {
+namespace kiln::cache {
 
 /// The names of the kernels (entry functions, `extern "C"` ones included) in @p elf, in symbol
 /// table order: the STT_FUNC symbols marked STO_CUDA_ENTRY (st_other 0x10), as NVRTC writes them.
@@ -16,4 +18,4 @@ namespace kiln::cache::detail {
 /// table that lies within it. Never reads outside @p elf.
 std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf);
 
-} // namespace kiln::cache::detail
+} // namespace kiln::cache

@@ -1,0 +1,16 @@
+#pragma once
+// What the tools refuse to compile from a recipe they did not write (`kiln warm --from-cache`,
+// `kiln import --verify`): a cache or an archive may come from someone else, and some NVRTC
+// options make the compiler write a file wherever the option says.
+
+#include "kiln/cache/recipe.hpp"
+
+#include <string>
+
+namespace kiln::tools {
+
+/// Why @p recipe must not be compiled by a tool, or "" when it may: an option that makes NVRTC
+/// write a file (time traces, statistics, timing tables).
+std::string recipe_refusal(const cache::Recipe& recipe);
+
+} // namespace kiln::tools

@@ -1,0 +1,224 @@
+// `kiln warm --from-cache DIR --arch sm_80,sm_90 [-j N] [--json]`: every kernel an application run
+// left in DIR, compiled again from the recipe its entry holds for other architectures, with no GPU
+// and no application, into the current cache (KILN_CACHE_DIR; DIR may be the same directory).
+//
+// Each recipe is compiled through Compiler::global() with options_from_recipe(), so the key is the
+// one the application asks for on that architecture (with this Kiln and this NVRTC) and its first
+// launch there is a hit. Entries that hold the same recipe for several architectures are compiled
+// once per target. Entries without a recipe (written by a Kiln of entry format 1) are counted and
+// skipped: their source is not in them. DIR is only read, never changed.
+
+#include "warm_from_cache.hpp"
+
+#include "cache_access.hpp"
+#include "output.hpp"
+#include "recipe_policy.hpp"
+
+#include "kiln/cache/store.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace kiln::tools {
+
+namespace {
+
+std::vector<std::string> parse_arches(const std::string& text) {
+    std::vector<std::string> arches;
+    std::stringstream in(text);
+    std::string arch;
+    while (std::getline(in, arch, ','))
+        if (!arch.empty()) arches.push_back(normalize_arch(arch));
+    if (arches.empty()) throw ArgumentError("--arch needs at least one architecture, e.g. sm_90");
+    std::sort(arches.begin(), arches.end());
+    arches.erase(std::unique(arches.begin(), arches.end()), arches.end());
+    return arches;
+}
+
+// One recipe found in DIR, and which entry it came from (for messages).
+struct Source {
+    std::string label; // "entry 0123abcd (scale)"
+    cache::Recipe recipe;
+};
+
+// One compile to run: a recipe for an architecture, once per target key.
+struct Job {
+    std::size_t source = 0;
+    std::string arch;
+};
+
+// Identifies a recipe: the same one found in entries for several architectures is one kernel.
+cache::Key identity_of(const cache::Recipe& recipe) {
+    cache::KeyBuilder key;
+    key.add("source", recipe.source);
+    for (const auto& option : recipe.options)
+        key.add("option", option);
+    for (const auto& [name, content] : recipe.headers)
+        key.add("header-name", name).add("header", content);
+    for (const auto& name : recipe.name_expressions)
+        key.add("name-expression", name);
+    key.add("flags", std::uint64_t{recipe.cuda_headers} | std::uint64_t{recipe.lineinfo} << 1);
+    return key.finish();
+}
+
+std::string label_of(const cache::Key& key, const std::vector<std::string>& kernels) {
+    std::string label = "entry " + key.hex().substr(0, 12);
+    if (!kernels.empty()) label += " (" + kernels.front() + ")";
+    return label;
+}
+
+} // namespace
+
+void run_warm_from_cache(const WarmFromCacheArgs& args) {
+    set_json_errors(args.json);
+    const auto start = std::chrono::steady_clock::now();
+    const std::vector<std::string> arches = parse_arches(args.arches);
+    require_writable(cache_config(), "kiln warm --from-cache");
+
+    struct stat st;
+    if (::stat(args.dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+        throw ArgumentError("--from-cache '" + args.dir +
+                            "': no such cache directory (give the KILN_CACHE_DIR an application "
+                            "run used)");
+    cache::Config from_config;
+    from_config.dir = args.dir;
+    from_config.readonly = true; // only read: nothing there is created, counted or touched
+    cache::Store from(from_config);
+    check_cache_dir(from, !args.json);
+
+    // Every recipe in DIR; peek() verifies each entry whole.
+    std::vector<Source> sources;
+    std::map<cache::Key, std::size_t> recipes; // identity -> index in sources
+    std::size_t entries = 0, without_recipe = 0, unreadable = 0, refused = 0;
+    auto infos = from.list();
+    std::sort(infos.begin(), infos.end(),
+              [](const auto& a, const auto& b) { return a.key < b.key; });
+    for (const auto& info : infos) {
+        ++entries;
+        auto entry = from.peek(info.key);
+        if (!entry) {
+            ++unreadable; // damaged or evicted since the listing
+            continue;
+        }
+        if (!entry->recipe) {
+            ++without_recipe;
+            continue;
+        }
+        if (std::string why = recipe_refusal(*entry->recipe); !why.empty()) {
+            ++refused;
+            std::fprintf(stderr, "kiln: %s: %s\n", label_of(info.key, info.kernel_names).c_str(),
+                         why.c_str());
+            continue;
+        }
+        if (recipes.emplace(identity_of(*entry->recipe), sources.size()).second)
+            sources.push_back({label_of(info.key, info.kernel_names), std::move(*entry->recipe)});
+    }
+
+    // One job per target key (two recipes that differ only in the description or program name
+    // are one kernel).
+    Compiler& compiler = Compiler::global();
+    std::vector<Job> jobs;
+    std::map<cache::Key, std::size_t> seen;
+    std::size_t errors_before = refused;
+    std::vector<std::string> early_errors;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        for (const auto& arch : arches) {
+            try {
+                const cache::Key key = compiler.key_for(
+                    sources[i].recipe.source, options_from_recipe(sources[i].recipe, arch));
+                if (seen.emplace(key, jobs.size()).second) jobs.push_back({i, arch});
+            } catch (const Error& e) {
+                ++errors_before;
+                early_errors.push_back(sources[i].label + " for " + arch + ": " + e.what());
+            }
+        }
+    }
+    for (const auto& message : early_errors)
+        std::fprintf(stderr, "%s\n", message.c_str());
+
+    const std::size_t total = jobs.size();
+    const unsigned workers =
+        std::max(1u, std::min<unsigned>(args.jobs ? args.jobs : std::thread::hardware_concurrency(),
+                                        static_cast<unsigned>(std::max<std::size_t>(total, 1))));
+    const bool progress = !args.json && isatty(STDERR_FILENO);
+    std::atomic<std::size_t> next{0}, hits{0}, misses{0}, errors{errors_before};
+    std::mutex output; // guards stderr
+    auto work = [&] {
+        for (std::size_t index; (index = next++) < total;) {
+            const Job& job = jobs[index];
+            const Source& source = sources[job.source];
+            try {
+                auto program = compiler.compile(source.recipe.source,
+                                                options_from_recipe(source.recipe, job.arch));
+                (program->origin() == ProgramOrigin::disk_cache ? hits : misses)++;
+            } catch (const Error& e) {
+                errors++;
+                std::lock_guard<std::mutex> lock(output);
+                std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "",
+                             source.label.c_str(), job.arch.c_str(), e.what());
+            }
+            if (progress) {
+                std::lock_guard<std::mutex> lock(output);
+                std::fprintf(stderr, "\r[%zu/%zu] hits %zu misses %zu errors %zu",
+                             hits + misses + errors - errors_before, total, hits.load(),
+                             misses.load(), errors.load());
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (unsigned t = 1; t < workers; ++t)
+        threads.emplace_back(work);
+    work();
+    for (auto& thread : threads)
+        thread.join();
+    if (progress) std::fprintf(stderr, "\n");
+
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::string arch_list;
+    for (const auto& a : arches)
+        arch_list += (arch_list.empty() ? "" : ",") + a;
+    if (args.json) {
+        std::cout << nlohmann::json{{"from", args.dir},          {"entries", entries},
+                                    {"kernels", sources.size()}, {"without_recipe", without_recipe},
+                                    {"unreadable", unreadable},  {"arches", arches},
+                                    {"compiles", total},         {"hits", hits.load()},
+                                    {"misses", misses.load()},   {"errors", errors.load()},
+                                    {"seconds", seconds},        {"jobs", workers}}
+                         .dump()
+                  << '\n';
+        set_json_errors(false); // the summary counts the errors: one JSON document only
+    } else {
+        std::printf("warmed %zu kernels from %s for %s: %zu hits, %zu misses, %zu errors in "
+                    "%.2f s\n",
+                    sources.size(), args.dir.c_str(), arch_list.c_str(), hits.load(), misses.load(),
+                    errors.load(), seconds);
+        if (without_recipe)
+            std::printf("skipped %zu entries without a recipe (written before entry format 2: "
+                        "run the application again to record one)\n",
+                        without_recipe);
+        if (unreadable)
+            std::printf("skipped %zu damaged entries (`kiln cache verify` tells which)\n",
+                        unreadable);
+    }
+    if (errors)
+        throw Error(std::to_string(errors.load()) + " of " + std::to_string(total + errors_before) +
+                    " compiles failed or were refused (a recipe may use features of its own "
+                    "architecture only); the others are cached");
+}
+
+} // namespace kiln::tools
