@@ -118,7 +118,10 @@ void run_warm(const WarmArgs& args) {
                          {"misses", misses.load()},
                          {"errors", errors.load()},
                          {"seconds", seconds},
-                         {"jobs", workers}};
+                         {"jobs", workers},
+                         // NVRTC compiles this process ran: 0 when every kernel came from a cache
+                         // tier (the local directory or the remote one).
+                         {"compiles", Compiler::global().statistics().compiles}};
         std::cout << j.dump() << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {
