@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <cstdlib>
 
 namespace kiln::cache::detail {
 
@@ -52,20 +51,10 @@ std::string format_remote_stats(const RemoteStats& stats) {
 
 RemoteStats parse_remote_stats(std::string_view text) {
     RemoteStats stats;
-    while (!text.empty()) {
-        const std::size_t end = std::min(text.find('\n'), text.size());
-        const std::string line(text.substr(0, end));
-        text.remove_prefix(std::min(end + 1, text.size()));
-        const std::size_t space = line.find(' ');
-        if (space == std::string::npos) continue;
-        const std::string value_text = line.substr(space + 1);
-        char* parse_end = nullptr;
-        errno = 0;
-        const unsigned long long value = std::strtoull(value_text.c_str(), &parse_end, 10);
-        if (errno != 0 || parse_end == value_text.c_str() || *parse_end != '\0') continue;
+    for_each_counter_line(text, [&](std::string_view name, std::uint64_t value) {
         for (const Field& field : kFields)
-            if (line.compare(0, space, field.name) == 0) stats.*field.member = value;
-    }
+            if (name == field.name) stats.*field.member = value;
+    });
     return stats;
 }
 

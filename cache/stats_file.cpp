@@ -86,8 +86,8 @@ std::string format_counters(const Counters& counters) {
     return text;
 }
 
-Counters parse_counters(std::string_view text) {
-    Counters counters;
+void for_each_counter_line(std::string_view text,
+                           const std::function<void(std::string_view, std::uint64_t)>& fn) {
     while (!text.empty()) {
         const std::size_t end = std::min(text.find('\n'), text.size());
         const std::string line(text.substr(0, end));
@@ -99,14 +99,21 @@ Counters parse_counters(std::string_view text) {
         errno = 0;
         const unsigned long long value = std::strtoull(value_text.c_str(), &parse_end, 10);
         if (errno != 0 || parse_end == value_text.c_str() || *parse_end != '\0') continue;
+        fn(std::string_view(line).substr(0, space), value);
+    }
+}
+
+Counters parse_counters(std::string_view text) {
+    Counters counters;
+    for_each_counter_line(text, [&](std::string_view name, std::uint64_t value) {
         for (const Field& field : kFields) {
-            if (line.compare(0, space, field.name) != 0) continue;
+            if (name != field.name) continue;
             if (field.unsigned_member)
                 counters.*field.unsigned_member = value;
             else
                 counters.*field.signed_member = static_cast<std::int64_t>(value);
         }
-    }
+    });
     return counters;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,12 @@ struct Counters {
     Counters& operator+=(const Counters& other);
     bool empty() const;
 };
+
+/// Calls @p fn(name, value) for each "name value" line of @p text whose value is a decimal
+/// unsigned number; other lines are skipped (a counter file is an estimate, never a reason to
+/// fail).
+void for_each_counter_line(std::string_view text,
+                           const std::function<void(std::string_view, std::uint64_t)>& fn);
 
 std::string format_counters(const Counters& counters);
 /// Unknown lines and garbage are ignored: the file is an estimate, never a reason to fail.

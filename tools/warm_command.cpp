@@ -12,6 +12,7 @@
 // A kernel that fails prints its CompileError once (later architectures add one line) and the
 // command exits 1 after compiling the others; a bad manifest exits 1 before compiling anything.
 
+#include "arch_list.hpp"
 #include "commands.hpp"
 #include "manifest.hpp"
 #include "output.hpp"
@@ -31,7 +32,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 namespace kiln::tools {
@@ -45,21 +45,11 @@ struct WarmArgs {
     bool json = false;
 };
 
-std::vector<std::string> split_arches(const std::string& text) {
-    std::vector<std::string> arches;
-    std::stringstream in(text);
-    std::string arch;
-    while (std::getline(in, arch, ','))
-        if (!arch.empty()) arches.push_back(normalize_arch(arch));
-    if (arches.empty()) throw ArgumentError("--arch needs at least one architecture, e.g. sm_90");
-    return arches;
-}
-
 void run_warm(const WarmArgs& args) {
     set_json_errors(args.json);
     const auto start = std::chrono::steady_clock::now();
     const std::vector<ManifestKernel> kernels = read_manifest(args.manifest);
-    const std::vector<std::string> arches = split_arches(args.arches);
+    const std::vector<std::string> arches = parse_arch_list(args.arches);
     const std::size_t total = kernels.size() * arches.size();
     const unsigned workers =
         std::max(1u, std::min<unsigned>(args.jobs ? args.jobs : std::thread::hardware_concurrency(),

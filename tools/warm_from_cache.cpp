@@ -10,6 +10,7 @@
 
 #include "warm_from_cache.hpp"
 
+#include "arch_list.hpp"
 #include "cache_access.hpp"
 #include "output.hpp"
 #include "recipe_policy.hpp"
@@ -30,24 +31,11 @@
 #include <iostream>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 namespace kiln::tools {
 
 namespace {
-
-std::vector<std::string> parse_arches(const std::string& text) {
-    std::vector<std::string> arches;
-    std::stringstream in(text);
-    std::string arch;
-    while (std::getline(in, arch, ','))
-        if (!arch.empty()) arches.push_back(normalize_arch(arch));
-    if (arches.empty()) throw ArgumentError("--arch needs at least one architecture, e.g. sm_90");
-    std::sort(arches.begin(), arches.end());
-    arches.erase(std::unique(arches.begin(), arches.end()), arches.end());
-    return arches;
-}
 
 // One recipe found in DIR, and which entry it came from (for messages).
 struct Source {
@@ -86,7 +74,7 @@ std::string label_of(const cache::Key& key, const std::vector<std::string>& kern
 void run_warm_from_cache(const WarmFromCacheArgs& args) {
     set_json_errors(args.json);
     const auto start = std::chrono::steady_clock::now();
-    const std::vector<std::string> arches = parse_arches(args.arches);
+    const std::vector<std::string> arches = parse_arch_list(args.arches);
     require_writable(cache_config(), "kiln warm --from-cache");
 
     struct stat st;
