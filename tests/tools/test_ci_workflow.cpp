@@ -47,40 +47,38 @@ class CiWorkflow : public ::testing::Test {
         for (int i = 0; i < 3; ++i)
             kernels.push_back({{"source", "extern \"C\" __global__ void ci_k(int* p) { *p = " +
                                               std::to_string(i) + "; }\n"}});
-        kernels.push_back(nlohmann::json::parse(R"({
+        kernels.push_back(nlohmann::json::parse(R"json({
             "elementwise": {"name": "ci_scale", "in_params": "T x, T a", "out_params": "T y",
                             "operation": "y = x * a"},
             "args": [{"dtype": "float32", "shape": [1024]}, {"dtype": "float32", "scalar": true},
-                     {"dtype": "float32", "shape": [1024]}]})"));
-        kernels.push_back(nlohmann::json::parse(R"({
+                     {"dtype": "float32", "shape": [1024]}]})json"));
+        kernels.push_back(nlohmann::json::parse(R"json({
             "reduction": {"name": "ci_l2norm", "in_params": "T x", "out_params": "T y",
                           "map_expr": "x * x", "reduce_expr": "a + b",
-                          "post_map_expr": "y = sqrt(a)", "identity": "0"
-    }
-    , "args" : [ {"dtype" : "float32", "shape" : [ 256, 512 ]} ], "axis" : [1]})"));
+                          "post_map_expr": "y = sqrt(a)", "identity": "0"},
+            "args": [{"dtype": "float32", "shape": [256, 512]}], "axis": [1]})json"));
         kiln::test::write_file(m_dir / "m.json", nlohmann::json{{"kernels", kernels}}.dump());
-return path("m.json");
-}
+        return path("m.json");
+    }
 
-// What an application run left behind: a kernel compiled for sm_90 into @p cache, one that
-// is in no manifest.
-void application_run(const std::string& cache) {
-    kiln::test::write_file(m_dir / "app.cu",
-                           "extern \"C\" __global__ void app_only(float* p) { *p *= 3; }\n");
-    auto run = run_command(kiln(cache, "compile " + path("app.cu") + " --arch sm_90"));
-    ASSERT_EQ(run.status, 0) << run.err;
-}
+    // What an application run left behind: a kernel compiled for sm_90 into @p cache, one that
+    // is in no manifest.
+    void application_run(const std::string& cache) {
+        kiln::test::write_file(m_dir / "app.cu",
+                               "extern \"C\" __global__ void app_only(float* p) { *p *= 3; }\n");
+        auto run = run_command(kiln(cache, "compile " + path("app.cu") + " --arch sm_90"));
+        ASSERT_EQ(run.status, 0) << run.err;
+    }
 
-// `kiln warm MANIFEST --arch @p arch --json` in @p cache: its JSON summary.
-nlohmann::json warm(const std::string& cache, const std::string& arch,
-                    const std::string& url = {}) {
-    auto run =
-        run_command(kiln(cache, "warm " + path("m.json") + " --arch " + arch + " --json", url));
-    EXPECT_EQ(run.status, 0) << run.err;
-    return nlohmann::json::parse(run.out);
-}
-}
-;
+    // `kiln warm MANIFEST --arch @p arch --json` in @p cache: its JSON summary.
+    nlohmann::json warm(const std::string& cache, const std::string& arch,
+                        const std::string& url = {}) {
+        auto run =
+            run_command(kiln(cache, "warm " + path("m.json") + " --arch " + arch + " --json", url));
+        EXPECT_EQ(run.status, 0) << run.err;
+        return nlohmann::json::parse(run.out);
+    }
+};
 
 } // namespace
 
