@@ -4,11 +4,12 @@
 /// C++ lambda, runs as one generated kernel instead of one kernel per operation.
 ///
 /// @code
-/// auto squared_diff = kiln::fuse("squared_diff", [](auto x, auto y) { return (x - y) * (x - y);
-/// }); kiln::Array z = squared_diff(x, y);                       // one elementwise kernel auto
-/// sum_of_products =
+/// auto squared_diff =
+///     kiln::fuse("squared_diff", [](auto x, auto y) { return (x - y) * (x - y); });
+/// kiln::Array z = squared_diff(x, y); // one elementwise kernel
+/// auto sum_of_products =
 ///     kiln::fuse("sum_of_products", [](auto x, auto y) { return kiln::sum(x * y, -1); });
-/// kiln::Array s = sum_of_products(x, y);                    // one reduction kernel
+/// kiln::Array s = sum_of_products(x, y); // one reduction kernel
 /// @endcode
 ///
 /// On the first call with a signature (each argument's dtype, whether it is an array or a scalar,
@@ -22,14 +23,19 @@
 /// recipe), `-lineinfo`.
 ///
 /// What a traced function may do, with NumPy's result dtypes (the rules of kiln/ops.hpp):
-/// - operators `+ - * /`, unary `-`, `== != < <= > >=` and the functions add ... greater_equal,
-///   power, maximum, minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars
-///   and C++ scalars;
+/// - operators `+ - * /`, unary `-`, `== != < <= > >=` and the functions add, subtract,
+///   multiply, divide, equal, not_equal, less, less_equal, greater, greater_equal, power, maximum,
+///   minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars and C++ scalars;
 /// - at most one reduction (sum, prod, min, max, mean, argmax, argmin, any, all, count_nonzero,
 ///   with axes and keepdims as kiln/reductions.hpp takes them), elementwise work before it, and
-///   after it elementwise work on its result and scalars;
+///   after it elementwise work on its result and scalars (each reduction takes a Var, then
+///   optionally the axes and ReduceOptions; ReduceOptions::out is refused);
 /// - return one Var, or a std::tuple / std::pair of Vars for several outputs (with a reduction,
 ///   every output comes after it).
+///
+/// These functions live in kiln::fusion beside the operators (found by argument-dependent lookup)
+/// and are also brought into kiln, so `kiln::sum(x * y, -1)` reads the same inside a fused
+/// function as outside one.
 ///
 /// Scalars: a C++ scalar passed to the fused call is a kernel parameter (a new value never
 /// recompiles; its C++ type is part of the signature). A literal inside the function (`x * 2`)
@@ -91,10 +97,16 @@ namespace fusion {
 class Var {
   public:
     /// The dtype this value will have.
+    /// @return the dtype, by the result rules of kiln/ops.hpp.
     DType dtype() const;
-    /// Its number of dimensions (0 for a scalar argument; the reduction's for its result).
+    /// Its number of dimensions.
+    /// @return the argument's number of dimensions (0 for a scalar argument), the largest of the
+    /// operands' for an operation, the reduction's result's for a reduction.
     int ndim() const;
-    /// A copy converted to @p dtype (NumPy's astype).
+    /// This value converted to @p dtype (NumPy's astype). The result's dtype is a strong one:
+    /// it is not weakened as a scalar's would be.
+    /// @param dtype the dtype to convert to.
+    /// @return the converted value.
     Var astype(DType dtype) const;
 
   private:
@@ -107,7 +119,12 @@ class Var {
     int m_id;
 };
 
+/// Whether @p T is a Var (after removing references and cv-qualifiers).
+/// @tparam T the type to test.
 template <class T> inline constexpr bool is_var_v = std::is_same_v<std::decay_t<T>, Var>;
+/// Whether a value of type @p T may be an operand of a traced operation: a Var or a C++ number
+/// (`char` excluded: it is text, not a number).
+/// @tparam T the type to test.
 template <class T>
 inline constexpr bool is_operand_v = is_var_v<T> || (std::is_arithmetic_v<std::decay_t<T>> &&
                                                      !std::is_same_v<std::decay_t<T>, char>);
@@ -222,41 +239,84 @@ constexpr std::array<FusedCore::TraceFn, sizeof...(N)> tracers_for(std::index_se
 
 /// A fused function: what kiln::fuse returns. Call it like the function, with arrays and C++
 /// scalars; the result is every output (converting to Array when there is one).
+///
+/// Movable, not copyable. A Fused holds the user's function and a table of the kernels traced
+/// from it, one per signature (shared by the threads that call it; see the file's notes on
+/// threads).
+/// @tparam F the function's type (a lambda's closure type, decayed).
 template <class F> class Fused {
   public:
+    /// A fused function that has not been traced yet; kiln::fuse makes one. Nothing is traced or
+    /// compiled before the first call.
+    /// @param name the kernel's name: a C identifier, as profilers show it.
+    /// @param function the function to trace, taken by value.
+    /// @param options the preamble and NVRTC options of every kernel traced from it.
     Fused(std::string name, F function, FuseOptions options = {})
         : m_core(std::move(name), std::move(options))
         , m_function(std::move(function)) {}
 
     /// Runs the fused kernel on @p args, tracing the function on the first call with their
-    /// signature. @throws FusionError (what the function does cannot be fused), ArgumentError,
-    /// ShapeError, AxisError, CompileError (naming the traced expression at fault), CudaError.
+    /// signature. Outputs are allocated (a fused function takes no output arguments); the call
+    /// options are the defaults.
+    /// @tparam Args Array, Scalar or C++ number types.
+    /// @param args the function's arguments, in order: at most 16.
+    /// @return the values the function returns, in order.
+    /// @throws FusionError (what the function does cannot be fused, or more than 16 arguments),
+    /// ArgumentError, ShapeError, AxisError, CompileError (naming the traced expression at
+    /// fault), CudaError.
     template <class... Args> Outputs operator()(const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), CallOptions{});
     }
     /// The same with per-call options (stream; block size for an elementwise kernel).
+    /// @tparam Args Array, Scalar or C++ number types.
+    /// @param options the stream, and the block size for an elementwise kernel.
+    /// @param args the function's arguments, in order: at most 16.
+    /// @return the values the function returns, in order.
+    /// @throws as the call operator.
     template <class... Args>
     Outputs operator()(const CallOptions& options, const Args&... args) const {
         const std::array<Arg, sizeof...(Args)> packed{Arg(args)...};
         return call(packed.data(), packed.size(), options);
     }
+    /// The call operator's work, with arguments already made into Args (for wrappers and
+    /// arguments known only at run time).
+    /// @param args @p count arguments.
+    /// @param count how many (at most 16).
+    /// @param options the stream, and the block size for an elementwise kernel.
+    /// @return the values the function returns, in order.
+    /// @throws as the call operator.
     Outputs call(const Arg* args, std::size_t count, const CallOptions& options) const {
         return m_core.call(args, count, options, &m_function, kTracers.data());
     }
 
-    /// The CUDA source a call with @p args would compile (no device needed; nothing launched).
+    /// The CUDA source a call with @p args would compile (no device needed; nothing launched or
+    /// allocated). Traces the function if the signature is new.
+    /// @param args @p count arguments, as for call().
+    /// @param count how many.
+    /// @return the complete source handed to NVRTC.
+    /// @throws FusionError, ArgumentError, ShapeError, AxisError as a call would.
     std::string source_for(const Arg* args, std::size_t count) const {
         return m_core.source_for(args, count, &m_function, kTracers.data());
     }
     /// Compiles a call's kernel for @p arch (e.g. "sm_90") without a device, warming the caches.
+    /// Traces the function if the signature is new.
+    /// @param args @p count arguments, as for call(); only their dtypes, shapes and layouts count.
+    /// @param count how many.
+    /// @param arch the target architecture.
+    /// @return the compiled program.
+    /// @throws FusionError as a call would; CompileError naming the traced expression at fault.
     std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
                                                const std::string& arch) const {
         return m_core.compile_for(args, count, arch, &m_function, kTracers.data());
     }
 
+    /// The kernel's name.
+    /// @return the name given to kiln::fuse.
     const std::string& name() const noexcept { return m_core.name(); }
     /// How many times the function has been traced (once per signature).
+    /// @return the number of traces so far, those of threads that met a new signature together
+    /// included.
     std::size_t traces() const noexcept { return m_core.traces(); }
 
   private:
@@ -268,7 +328,13 @@ template <class F> class Fused {
 };
 
 /// Fuses @p function (a generic lambda of Vars, e.g. `[](auto x, auto y) { return x * y; }`)
-/// into one kernel named @p name (a C identifier, as profilers show it).
+/// into one kernel named @p name (a C identifier, as profilers show it). Nothing is traced or
+/// compiled until the result is first called.
+/// @tparam F the function's type.
+/// @param name the kernel's name.
+/// @param function the function, copied or moved into the result.
+/// @param options the preamble and extra NVRTC options of the kernels.
+/// @return the fused function.
 template <class F>
 Fused<std::decay_t<F>> fuse(std::string name, F&& function, FuseOptions options = {}) {
     return Fused<std::decay_t<F>>(std::move(name), std::forward<F>(function), std::move(options));
@@ -277,42 +343,87 @@ Fused<std::decay_t<F>> fuse(std::string name, F&& function, FuseOptions options 
 namespace fusion {
 
 // Operators, found by argument-dependent lookup on Var.
+/// Elementwise sum (NumPy's add).
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a + b`, a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator+(const A& a, const B& b) {
     return detail::fuse_apply("add", {a, b});
 }
+/// Elementwise difference (NumPy's subtract).
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a - b`, a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator-(const A& a, const B& b) {
     return detail::fuse_apply("subtract", {a, b});
 }
+/// Elementwise product (NumPy's multiply).
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a * b`, a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator*(const A& a, const B& b) {
     return detail::fuse_apply("multiply", {a, b});
 }
-/// True division: integers give float64.
+/// True division (NumPy's divide): integers give float64.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a / b`, a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator/(const A& a, const B& b) {
     return detail::fuse_apply("divide", {a, b});
 }
+/// Negation, as `a * -1`.
+/// @param a the value.
+/// @return `-a`, a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var operator-(const Var& a) {
     return detail::fuse_apply("multiply", {a, -1});
 }
+/// Elementwise comparison (NumPy's equal): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a == b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator==(const A& a, const B& b) {
     return detail::fuse_apply("equal", {a, b});
 }
+/// Elementwise comparison (NumPy's not_equal): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a != b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator!=(const A& a, const B& b) {
     return detail::fuse_apply("not_equal", {a, b});
 }
+/// Elementwise comparison (NumPy's less): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a < b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator<(const A& a, const B& b) {
     return detail::fuse_apply("less", {a, b});
 }
+/// Elementwise comparison (NumPy's less_equal): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a <= b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator<=(const A& a, const B& b) {
     return detail::fuse_apply("less_equal", {a, b});
 }
+/// Elementwise comparison (NumPy's greater): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a > b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator>(const A& a, const B& b) {
     return detail::fuse_apply("greater", {a, b});
 }
+/// Elementwise comparison (NumPy's greater_equal): a bool Var, not a C++ bool.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a >= b`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator>=(const A& a, const B& b) {
     return detail::fuse_apply("greater_equal", {a, b});
 }
 
-// The ready operations of kiln/ops.hpp, by name.
+/// @cond
+// The ready operations of kiln/ops.hpp, by name (listed in the file's overview: Doxygen does not
+// expand these macros).
 #define KILN_FUSION_BINARY(name)                                                                   \
     template <class A, class B> IfFusable<A, B> name(const A& a, const B& b) {                     \
         return detail::fuse_apply(#name, {a, b});                                                  \
@@ -331,41 +442,87 @@ KILN_FUSION_BINARY(less_equal)
 KILN_FUSION_BINARY(greater)
 KILN_FUSION_BINARY(greater_equal)
 #undef KILN_FUSION_BINARY
+/// @endcond
 
+/// e to the power @p a, elementwise (NumPy's exp: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var exp(const Var& a) {
     return detail::fuse_apply("exp", {a});
 }
+/// The natural logarithm of @p a, elementwise (NumPy's log: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var log(const Var& a) {
     return detail::fuse_apply("log", {a});
 }
+/// The square root of @p a, elementwise (NumPy's sqrt: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var sqrt(const Var& a) {
     return detail::fuse_apply("sqrt", {a});
 }
+/// The sine of @p a (radians), elementwise (NumPy's sin: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var sin(const Var& a) {
     return detail::fuse_apply("sin", {a});
 }
+/// The cosine of @p a (radians), elementwise (NumPy's cos: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var cos(const Var& a) {
     return detail::fuse_apply("cos", {a});
 }
+/// The hyperbolic tangent of @p a, elementwise (NumPy's tanh: integers give a floating dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var tanh(const Var& a) {
     return detail::fuse_apply("tanh", {a});
 }
+/// The absolute value of @p a, elementwise (NumPy's abs), in @p a's dtype (a complex one gives
+/// its real dtype).
+/// @param a the value.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 inline Var abs(const Var& a) {
     return detail::fuse_apply("abs", {a});
 }
-/// `condition ? x : y` elementwise.
+/// `condition ? x : y` elementwise (NumPy's where): the result's dtype is that of @p x and @p y
+/// together.
+/// @param condition the choice, converted to bool.
+/// @param x the value where @p condition is true.
+/// @param y the value where it is false.
+/// @return a new Var.
+/// @throws FusionError when the operation cannot be fused here.
 template <class C, class X, class Y>
 IfFusable<C, X, Y> where(const C& condition, const X& x, const Y& y) {
     return detail::fuse_apply("where", {condition, x, y});
 }
-/// @p a limited to [lo, hi], in a's dtype.
+/// @p a limited to [@p lo, @p hi], in @p a's dtype (NumPy's clip).
+/// @param a the value.
+/// @param lo the lower bound.
+/// @param hi the upper bound.
+/// @return a new Var.
+/// @throws FusionError for a complex @p a (complex numbers have no order).
 template <class Y, class Z> IfFusable<Var, Y, Z> clip(const Var& a, const Y& lo, const Z& hi) {
     return detail::fuse_apply("clip", {a, lo, hi});
 }
+/// @p a converted to @p dtype: the free-function spelling of Var::astype.
+/// @param a the value.
+/// @param dtype the dtype to convert to.
+/// @return the converted value.
 inline Var astype(const Var& a, DType dtype) {
     return a.astype(dtype);
 }
 
+/// @cond
 // Reductions, with the axes and options of kiln/reductions.hpp (options.out is refused: a fused
 // function's outputs are its return values).
 #define KILN_FUSION_REDUCTION(name)                                                                \
@@ -383,14 +540,22 @@ KILN_FUSION_REDUCTION(any)
 KILN_FUSION_REDUCTION(all)
 KILN_FUSION_REDUCTION(count_nonzero)
 #undef KILN_FUSION_REDUCTION
+/// @endcond
 
-/// var and std take two passes over the data (the mean, then the deviations): refused with a
-/// FusionError that says so.
+/// The variance cannot be fused: it takes two passes over the data (the mean, then the
+/// deviations). Call kiln::var on the fused function's result instead.
+/// @param a the value.
+/// @return nothing: it always throws.
+/// @throws FusionError that says so.
 inline Var var(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
     detail::fuse_refuse(a, "var",
                         "it takes two passes over the data (the mean, then the squared "
                         "deviations); call kiln::var outside the fused function");
 }
+/// The standard deviation cannot be fused, for the reason var cannot.
+/// @param a the value.
+/// @return nothing: it always throws.
+/// @throws FusionError that says so.
 inline Var std(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
     detail::fuse_refuse(a, "std",
                         "it takes two passes over the data (the mean, then the squared "

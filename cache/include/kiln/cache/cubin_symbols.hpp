@@ -14,8 +14,10 @@ namespace kiln::cache {
 /// The names of the kernels (entry functions, `extern "C"` ones included) in @p elf, in symbol
 /// table order: the STT_FUNC symbols marked STO_CUDA_ENTRY (st_other 0x10), as NVRTC writes them.
 /// Device functions that are not kernels have their own `.text.<name>` section too, so sections
-/// are not counted. nullopt when @p elf is not a 64-bit little-endian ELF file with a symbol
-/// table that lies within it. Never reads outside @p elf.
+/// are not counted. Never reads outside @p elf; never throws for bad bytes.
+/// @param elf the cubin's bytes.
+/// @return the kernels' symbol names (C++ ones mangled), or nullopt when @p elf is not a 64-bit
+/// little-endian ELF file with a symbol table that lies within it.
 std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf);
 
 } // namespace kiln::cache

@@ -39,27 +39,35 @@ enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 
 /// What a link input is, as the device linker takes it.
 enum class LinkInputKind : std::uint32_t {
-    cubin = 1,
-    ptx = 2,
-    ltoir = 3,
-    fatbin = 4,
-    object = 5,
-    library = 6
+    cubin = 1,  ///< a cubin for the entry's architecture
+    ptx = 2,    ///< PTX text
+    ltoir = 3,  ///< NVVM IR for link-time optimization
+    fatbin = 4, ///< a fat binary
+    object = 5, ///< a relocatable object (`nvcc -dc`)
+    library = 6 ///< a static library of objects (`.a`)
 };
-/// "cubin", "ptx", "ltoir", "fatbin", "object" or "library".
+/// The kind's name, for messages and listings.
+/// @param kind the kind.
+/// @return `"cubin"`, `"ptx"`, `"ltoir"`, `"fatbin"`, `"object"` or `"library"` (a static string).
 const char* to_string(LinkInputKind kind);
 
 /// One named input of a link (relocatable device code): its bytes, or the key of the cache entry
 /// that holds them. Nothing fills these yet; the format has room for them.
 struct LinkInput {
-    LinkInputKind kind = LinkInputKind::object;
-    std::string name;       ///< e.g. "libcudadevrt.a" or "part_a.cu"
-    std::string bytes;      ///< the input itself; empty when @p key is set
-    std::optional<Key> key; ///< the entry that holds it, instead of @p bytes
+    LinkInputKind kind = LinkInputKind::object; ///< what the linker is given
+    std::string name;                           ///< e.g. "libcudadevrt.a" or "part_a.cu"
+    std::string bytes;                          ///< the input itself; empty when @p key is set
+    std::optional<Key> key;                     ///< the entry that holds it, instead of @p bytes
 
+    /// Field by field.
+    /// @param a, b the inputs to compare.
+    /// @return whether kind, name, bytes and key are all equal.
     friend bool operator==(const LinkInput& a, const LinkInput& b) {
         return a.kind == b.kind && a.name == b.name && a.bytes == b.bytes && a.key == b.key;
     }
+    /// Field by field.
+    /// @param a, b the inputs to compare.
+    /// @return whether some field differs.
     friend bool operator!=(const LinkInput& a, const LinkInput& b) { return !(a == b); }
 };
 
@@ -98,10 +106,10 @@ struct Entry {
 std::string encode_entry(const Entry& entry);
 
 /// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
-/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside kOldestEntryFormatVersion..kEntryFormatVersion),
-/// `bad_key` (an entry for another key than its file name says), `bad_checksum` (a hash over the
-/// header, metadata or payload does not match), `malformed` (sizes over the limits, bad lengths,
-/// an unknown payload kind).
+/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside
+/// kOldestEntryFormatVersion..kEntryFormatVersion), `bad_key` (an entry for another key than its
+/// file name says), `bad_checksum` (a hash over the header, metadata or payload does not match),
+/// `malformed` (sizes over the limits, bad lengths, an unknown payload kind).
 enum class DecodeError { truncated, bad_magic, bad_version, bad_key, bad_checksum, malformed };
 /// A name for logs and `kiln cache verify`.
 /// @param e the error.

@@ -34,12 +34,18 @@ struct Recipe {
     /// The front end's description of the kernel (JSON text; empty for source the user wrote).
     std::string description;
 
+    /// Field by field.
+    /// @param a, b the recipes to compare.
+    /// @return whether every field is equal.
     friend bool operator==(const Recipe& a, const Recipe& b) {
         return a.source == b.source && a.options == b.options && a.headers == b.headers &&
                a.name_expressions == b.name_expressions && a.cuda_headers == b.cuda_headers &&
                a.lineinfo == b.lineinfo && a.program_name == b.program_name &&
                a.description == b.description;
     }
+    /// Field by field.
+    /// @param a, b the recipes to compare.
+    /// @return whether some field differs.
     friend bool operator!=(const Recipe& a, const Recipe& b) { return !(a == b); }
 };
 

@@ -178,14 +178,16 @@ class Store {
     void invalidate(const Key& key);
 
     /// Wait, at most @p timeout, for this store's queued remote publishes and write-backs of
-    /// remote hits, then add the remote
-    /// counters to the directory's. True when nothing is left to send (also without a remote
-    /// tier). `kiln compile` and `kiln warm` call it before they exit; a store's destruction waits
-    /// once by itself, for at most one deadline.
+    /// remote hits, then add the remote counters to the directory's. `kiln compile` and
+    /// `kiln warm` call it before they exit; a store's destruction waits once by itself, for at
+    /// most one deadline. Never throws (a failure is warned about and gives false).
+    /// @param timeout how long to wait at most.
+    /// @return true when nothing is left to send (also without a remote tier).
     bool flush_remote(std::chrono::milliseconds timeout = std::chrono::milliseconds(60000));
 
     /// The remote tier's counters: those every process added to the cache directory plus this
-    /// process's not yet added (all zero without a remote tier and never used one).
+    /// process's not yet added. Never throws: counters that cannot be read are left out.
+    /// @return the counters; all zero when no process ever used a remote tier with this cache.
     RemoteStats remote_stats();
 
     /// Path where the entry's source lives when save_source is on (`<dir>/<ab>/<key>.cu`).
