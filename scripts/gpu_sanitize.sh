@@ -15,7 +15,8 @@
 # API errors are not reported (--report-api-errors no): Kiln checks every driver result itself,
 # and its tests provoke failing calls on purpose (bad launches, rejected images). Only the test
 # process is instrumented (--target-processes application-only): the `kiln` tool some tests start
-# compiles and launches nothing, and compiling under the sanitizer took past the per-run limit.
+# compiles and launches nothing, and with it instrumented a memcheck run of test_warm_from_cache_gpu
+# went past the per-run limit (2026-11-25).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build=${KILN_GPU_BUILD_DIR:-build-gpu}
