@@ -33,7 +33,8 @@ class Dims {
     // Only the first size() values are ever read, initialized or copied: Arrays are built and
     // copied on every kernel call, so unused capacity must cost nothing.
     /// No values (size 0).
-    Dims() noexcept {} // NOLINT: values past size() are deliberately left uninitialized
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): values past size() stay uninitialized
+    Dims() noexcept {}
     /// Copies the values in use, not the spare capacity.
     /// @param other the list to copy.
     Dims(const Dims& other) noexcept
@@ -51,7 +52,8 @@ class Dims {
     /// The values in order, as in `Dims{2, 3}` or `empty({2, 3}, ...)`.
     /// @param values at most kMaxDims values.
     /// @throws ArgumentError for more than kMaxDims values.
-    Dims(std::initializer_list<std::int64_t> values); // NOLINT: implicit by design
+    // NOLINTNEXTLINE(google-explicit-constructor): `{2, 3}`
+    Dims(std::initializer_list<std::int64_t> values);
     /// The values of a vector, in order.
     /// @param values at most kMaxDims values.
     /// @throws ArgumentError for more than kMaxDims values.
@@ -142,13 +144,13 @@ struct Slice {
 struct Index {
     /// A single position.
     /// @param at the position; negative counts from the end.
-    Index(std::int64_t at)
+    Index(std::int64_t at) // NOLINT(google-explicit-constructor): `a.slice({1, Slice::all()})`
         : is_position(true)
-        , position(at) {} // NOLINT
+        , position(at) {}
     /// A range of positions.
     /// @param range the range.
-    Index(Slice range)
-        : slice(range) {} // NOLINT
+    Index(Slice range) // NOLINT(google-explicit-constructor): as Index(std::int64_t)
+        : slice(range) {}
     /// Whether this is a single position (else a slice).
     bool is_position = false;
     /// The position, when is_position.
@@ -354,7 +356,7 @@ Array full_bytes(Dims shape, DType dtype, const void* element, StreamRef stream)
 template <class T, std::enable_if_t<std::is_integral_v<T> || std::is_same_v<T, float16> ||
                                         std::is_same_v<T, bfloat16>,
                                     int> = 0>
-Array full(Dims shape, T value, DType dtype, StreamRef stream = {}) {
+Array full(const Dims& shape, T value, DType dtype, StreamRef stream = {}) {
     unsigned char element[16];
     cast_scalar(value, dtype, element);
     return detail::full_bytes(shape, dtype, element, stream);

@@ -87,7 +87,7 @@ class Function {
         int max_grid[3] = {};
         int max_shared_optin = 0;
         int multiprocessors = 0;
-        mutable std::atomic<std::size_t> shared_limit{48 * 1024};
+        mutable std::atomic<std::size_t> shared_limit{std::size_t{48} * 1024};
     };
     explicit Function(std::shared_ptr<const State> state)
         : m_state(std::move(state)) {}
