@@ -107,7 +107,7 @@ class Module : public std::enable_shared_from_this<Module> {
     /// @param description what the image is, for error messages (e.g. a file name).
     /// @return the module.
     /// @throws ArgumentError (not a module image), CudaError, NoDeviceError.
-    static std::shared_ptr<const Module> load(std::string image, std::string description);
+    static std::shared_ptr<const Module> load(const std::string& image, std::string description);
     /// Load a compiled program, recompiling once if the driver rejects a cubin from the disk cache.
     /// @param program the program, kept alive by the module.
     /// @param options the options it was compiled with, for the recompile.
