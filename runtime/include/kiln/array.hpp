@@ -33,7 +33,7 @@ class Dims {
     // Only the first size() values are ever read, initialized or copied: Arrays are built and
     // copied on every kernel call, so unused capacity must cost nothing.
     /// No values (size 0).
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-member-init): values past size() stay uninitialized
+    // NOLINTNEXTLINE(modernize-use-equals-default): user-provided, so `Dims{}` zeroes nothing
     Dims() noexcept {}
     /// Copies the values in use, not the spare capacity.
     /// @param other the list to copy.
@@ -211,7 +211,9 @@ class Array {
     /// checked against dtype().
     /// @tparam T the element type.
     /// @return the device address.
-    template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_data); }
+    template <class T> T* data() const noexcept {
+        return reinterpret_cast<T*>(m_data); // NOLINT(performance-no-int-to-ptr): device address
+    }
     /// The memory's owner (nullptr for wrapped memory with no owner given).
     /// @return the owner, shared by every view of the memory.
     const std::shared_ptr<void>& owner() const noexcept { return m_owner; }
