@@ -358,7 +358,7 @@ Array full_bytes(Dims shape, DType dtype, const void* element, StreamRef stream)
 template <class T, std::enable_if_t<std::is_integral_v<T> || std::is_same_v<T, float16> ||
                                         std::is_same_v<T, bfloat16>,
                                     int> = 0>
-Array full(const Dims& shape, T value, DType dtype, StreamRef stream = {}) {
+Array full(Dims shape, T value, DType dtype, StreamRef stream = {}) {
     unsigned char element[16];
     cast_scalar(value, dtype, element);
     return detail::full_bytes(shape, dtype, element, stream);
