@@ -98,10 +98,10 @@ struct Entry {
 std::string encode_entry(const Entry& entry);
 
 /// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
-/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside kOldestEntryFormatVersion..kEntryFormatVersion),
-/// `bad_key` (an entry for another key than its file name says), `bad_checksum` (a hash over the
-/// header, metadata or payload does not match), `malformed` (sizes over the limits, bad lengths,
-/// an unknown payload kind).
+/// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside
+/// kOldestEntryFormatVersion..kEntryFormatVersion), `bad_key` (an entry for another key than its
+/// file name says), `bad_checksum` (a hash over the header, metadata or payload does not match),
+/// `malformed` (sizes over the limits, bad lengths, an unknown payload kind).
 enum class DecodeError { truncated, bad_magic, bad_version, bad_key, bad_checksum, malformed };
 /// A name for logs and `kiln cache verify`.
 /// @param e the error.
