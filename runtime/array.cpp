@@ -431,7 +431,6 @@ void Array::check_host_type(DType requested) const {
 
 // ---- free functions ----
 
-// NOLINTNEXTLINE(bugprone-exception-escape): resize to a Dims' own size cannot throw
 Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept {
     Dims strides;
     strides.resize(shape.size());

@@ -235,9 +235,9 @@ TEST_F(CacheCli, AMissingCacheDirectoryIsAnErrorNotAnEmptyCache) {
     const auto missing = m_dir / "absent";
     kiln::test::write_file(m_dir / "file", "not a directory");
     for (const auto& dir : {missing, m_dir / "file"}) {
-        // NOLINTNEXTLINE(bugprone-suspicious-missing-comma): the last command joins the tool path
-        for (const char* command : {"cache stats", "cache ls", "cache verify", "cache stats --json",
-                                    "export '" KILN_TOOL_PATH ".never'"}) {
+        const char* const export_command = "export '" KILN_TOOL_PATH ".never'";
+        for (const char* command :
+             {"cache stats", "cache ls", "cache verify", "cache stats --json", export_command}) {
             auto result = run_command(kiln(command, dir));
             EXPECT_EQ(result.status, 1) << command << " " << dir;
             EXPECT_NE(result.err.find(dir.string()), std::string::npos) << result.err;

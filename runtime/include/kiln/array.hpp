@@ -291,6 +291,7 @@ class Array {
 /// @param shape the extents.
 /// @param itemsize the element size in bytes.
 /// @return the strides (zero extents count as one, as in NumPy).
+// NOLINTNEXTLINE(bugprone-exception-escape): resizing to another Dims' size cannot throw
 Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept;
 
 /// The broadcast of several shapes (NumPy rules).
