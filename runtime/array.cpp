@@ -431,6 +431,7 @@ void Array::check_host_type(DType requested) const {
 
 // ---- free functions ----
 
+// NOLINTNEXTLINE(bugprone-exception-escape): as declared, resizing within capacity cannot throw
 Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept {
     Dims strides;
     strides.resize(shape.size());
