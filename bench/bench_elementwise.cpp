@@ -32,7 +32,7 @@ void BM_Elementwise_Fma(benchmark::State& state) {
     const std::int64_t n = state.range(0);
     Array x = random_array({n}), y = random_array({n}), b = random_array({n});
     Array z = kiln::empty({n}, DType::float32);
-    time_device(state, 4.0 * n * 4, [&] { fma3()(x, y, b, z); });
+    time_device(state, 4.0 * static_cast<double>(n) * 4, [&] { fma3()(x, y, b, z); });
 }
 
 void BM_Elementwise_FmaBroadcastRow(benchmark::State& state) {
@@ -40,7 +40,8 @@ void BM_Elementwise_FmaBroadcastRow(benchmark::State& state) {
     const std::int64_t side = state.range(0);
     Array x = random_array({side, side}), y = random_array({side, side}), b = random_array({side});
     Array z = kiln::empty({side, side}, DType::float32);
-    time_device(state, (3.0 * side * side + side) * 4, [&] { fma3()(x, y, b, z); });
+    const auto edge = static_cast<double>(side);
+    time_device(state, (3.0 * edge * edge + edge) * 4, [&] { fma3()(x, y, b, z); });
 }
 
 void BM_Elementwise_FmaTransposed(benchmark::State& state) {
@@ -50,14 +51,15 @@ void BM_Elementwise_FmaTransposed(benchmark::State& state) {
           b = random_array({side, side});
     Array z = kiln::empty({side, side}, DType::float32);
     Array xt = x.transpose();
-    time_device(state, 4.0 * side * side * 4, [&] { fma3()(xt, y, b, z); });
+    const auto edge = static_cast<double>(side);
+    time_device(state, 4.0 * edge * edge * 4, [&] { fma3()(xt, y, b, z); });
 }
 
 void BM_Elementwise_Copy(benchmark::State& state) { // the device-to-device copy ceiling
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
     Array x = random_array({n}), z = kiln::empty({n}, DType::float32);
-    time_device(state, 2.0 * n * 4, [&] {
+    time_device(state, 2.0 * static_cast<double>(n) * 4, [&] {
         KILN_CU(cuMemcpyDtoDAsync(z.data(), x.data(), static_cast<std::size_t>(n) * 4, nullptr));
     });
 }

@@ -39,15 +39,17 @@ auto normal_cdf = [](auto x) {
 };
 
 const auto& black_scholes() {
-    static auto f = kiln::fuse("black_scholes", [](auto S, auto K, auto T, auto r, auto sigma) {
-        auto sqrt_T = kiln::sqrt(T);
-        auto d1 = (kiln::log(S / K) + (r + 0.5 * sigma * sigma) * T) / (sigma * sqrt_T);
-        auto d2 = d1 - sigma * sqrt_T;
-        auto discount = K * kiln::exp(-r * T);
-        auto call = S * normal_cdf(d1) - discount * normal_cdf(d2);
-        auto put = discount * normal_cdf(-d2) - S * normal_cdf(-d1);
-        return std::make_tuple(call, put);
-    });
+    static auto f =
+        kiln::fuse("black_scholes", [](auto spot, auto strike, auto years, auto r, auto sigma) {
+            auto sqrt_years = kiln::sqrt(years);
+            auto d1 = (kiln::log(spot / strike) + (r + 0.5 * sigma * sigma) * years) /
+                      (sigma * sqrt_years);
+            auto d2 = d1 - sigma * sqrt_years;
+            auto discount = strike * kiln::exp(-r * years);
+            auto call = spot * normal_cdf(d1) - discount * normal_cdf(d2);
+            auto put = discount * normal_cdf(-d2) - spot * normal_cdf(-d1);
+            return std::make_tuple(call, put);
+        });
     return f;
 }
 
@@ -60,14 +62,15 @@ void BM_Fuse_SumSquaredDiff(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
     Array x = random_array({n}), y = random_array({n});
-    time_device(state, 2.0 * n * 4, [&] { benchmark::DoNotOptimize(sum_squared_diff()(x, y)); });
+    time_device(state, 2.0 * static_cast<double>(n) * 4,
+                [&] { benchmark::DoNotOptimize(sum_squared_diff()(x, y)); });
 }
 
 void BM_Fuse_SumSquaredDiffUnfused(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
     Array x = random_array({n}), y = random_array({n});
-    time_device(state, 2.0 * n * 4, [&] {
+    time_device(state, 2.0 * static_cast<double>(n) * 4, [&] {
         benchmark::DoNotOptimize(
             kiln::sum(kiln::multiply(kiln::subtract(x, y), kiln::subtract(x, y))));
     });
@@ -76,9 +79,10 @@ void BM_Fuse_SumSquaredDiffUnfused(benchmark::State& state) {
 void BM_Fuse_BlackScholes(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
-    Array S = shifted(n, 20), K = shifted(n, 20), T = shifted(n, 2);
-    time_device(state, 5.0 * n * 4,
-                [&] { benchmark::DoNotOptimize(black_scholes()(S, K, T, kRate, kSigma)); });
+    Array spot = shifted(n, 20), strike = shifted(n, 20), years = shifted(n, 2);
+    time_device(state, 5.0 * static_cast<double>(n) * 4, [&] {
+        benchmark::DoNotOptimize(black_scholes()(spot, strike, years, kRate, kSigma));
+    });
 }
 
 // The same formula, one ready operation per step.
@@ -95,18 +99,18 @@ Array cdf_unfused(const Array& x) {
 void BM_Fuse_BlackScholesUnfused(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
-    Array S = shifted(n, 20), K = shifted(n, 20), T = shifted(n, 2);
-    time_device(state, 5.0 * n * 4, [&] {
-        Array sqrt_T = kiln::sqrt(T);
-        Array d1 = kiln::divide(kiln::add(kiln::log(kiln::divide(S, K)),
-                                          kiln::multiply(T, kRate + 0.5 * kSigma * kSigma)),
-                                kiln::multiply(sqrt_T, kSigma));
-        Array d2 = kiln::subtract(d1, kiln::multiply(sqrt_T, kSigma));
-        Array discount = kiln::multiply(K, kiln::exp(kiln::multiply(T, -kRate)));
-        Array call = kiln::subtract(kiln::multiply(S, cdf_unfused(d1)),
+    Array spot = shifted(n, 20), strike = shifted(n, 20), years = shifted(n, 2);
+    time_device(state, 5.0 * static_cast<double>(n) * 4, [&] {
+        Array sqrt_years = kiln::sqrt(years);
+        Array d1 = kiln::divide(kiln::add(kiln::log(kiln::divide(spot, strike)),
+                                          kiln::multiply(years, kRate + 0.5 * kSigma * kSigma)),
+                                kiln::multiply(sqrt_years, kSigma));
+        Array d2 = kiln::subtract(d1, kiln::multiply(sqrt_years, kSigma));
+        Array discount = kiln::multiply(strike, kiln::exp(kiln::multiply(years, -kRate)));
+        Array call = kiln::subtract(kiln::multiply(spot, cdf_unfused(d1)),
                                     kiln::multiply(discount, cdf_unfused(d2)));
         Array put = kiln::subtract(kiln::multiply(discount, cdf_unfused(kiln::multiply(d2, -1))),
-                                   kiln::multiply(S, cdf_unfused(kiln::multiply(d1, -1))));
+                                   kiln::multiply(spot, cdf_unfused(kiln::multiply(d1, -1))));
         benchmark::DoNotOptimize(call);
         benchmark::DoNotOptimize(put);
     });
@@ -122,7 +126,8 @@ void BM_FuseHost_Fused(benchmark::State& state) {
 
 void BM_FuseHost_ElementwiseKernel(benchmark::State& state) {
     if (!have_gpu(state)) return;
-    static kiln::ElementwiseKernel fma("T x, T y, T b", "T z", "z = x * y + b", "kernel_fma");
+    static kiln::ElementwiseKernel fma("years x, years y, years b", "years z", "z = x * y + b",
+                                       "kernel_fma");
     Array x = random_array({1024}), y = random_array({1024}), b = random_array({1024});
     time_host(state, [&] { benchmark::DoNotOptimize(fma(x, y, b)); });
 }
@@ -166,6 +171,7 @@ int first_call(bool elementwise) {
 
 } // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a failing benchmark run may end in terminate
 int main(int argc, char** argv) {
     bool first = false, elementwise = false;
     for (int i = 1; i < argc; ++i) {

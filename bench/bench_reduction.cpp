@@ -37,12 +37,13 @@ void BM_Reduction_SumAll(benchmark::State& state) {
     Array out = kiln::empty({}, DType::float32);
     kiln::ReduceOptions options;
     options.out = &out;
-    time_device(state, 4.0 * n, [&] { kiln::sum(x, {}, options); });
+    time_device(state, 4.0 * static_cast<double>(n), [&] { kiln::sum(x, {}, options); });
 }
 
 void BM_Reduction_SumCube(benchmark::State& state) {
     if (!have_gpu(state)) return;
     std::vector<Array> cubes;
+    cubes.reserve(4);
     for (int i = 0; i < 4; ++i)
         cubes.push_back(random_array({256, 256, 256}));
     Array out = kiln::empty({}, DType::float32);
@@ -60,7 +61,8 @@ void BM_Reduction_SumRows(benchmark::State& state) {
     Array out = kiln::empty({side}, DType::float32);
     kiln::ReduceOptions options;
     options.out = &out;
-    time_device(state, 4.0 * side * side, [&] { kiln::sum(x, 1, options); });
+    time_device(state, 4.0 * static_cast<double>(side) * static_cast<double>(side),
+                [&] { kiln::sum(x, 1, options); });
 }
 
 void BM_Reduction_SumColumns(benchmark::State& state) {
@@ -70,12 +72,14 @@ void BM_Reduction_SumColumns(benchmark::State& state) {
     Array out = kiln::empty({side}, DType::float32);
     kiln::ReduceOptions options;
     options.out = &out;
-    time_device(state, 4.0 * side * side, [&] { kiln::sum(x, 0, options); });
+    time_device(state, 4.0 * static_cast<double>(side) * static_cast<double>(side),
+                [&] { kiln::sum(x, 0, options); });
 }
 
 void BM_Reduction_SumMixed(benchmark::State& state) { // axes (0, 2) of a 256^3 cube
     if (!have_gpu(state)) return;
     std::vector<Array> cubes;
+    cubes.reserve(4);
     for (int i = 0; i < 4; ++i)
         cubes.push_back(random_array({256, 256, 256}));
     Array out = kiln::empty({256}, DType::float32);
@@ -94,7 +98,7 @@ void BM_Reduction_ArgmaxAll(benchmark::State& state) {
     Array out = kiln::empty({}, DType::int64);
     kiln::ReduceOptions options;
     options.out = &out;
-    time_device(state, 4.0 * n, [&] { kiln::argmax(x, {}, options); });
+    time_device(state, 4.0 * static_cast<double>(n), [&] { kiln::argmax(x, {}, options); });
 }
 
 void BM_Reduction_L2normRows(benchmark::State& state) {
@@ -102,14 +106,15 @@ void BM_Reduction_L2normRows(benchmark::State& state) {
     const std::int64_t side = state.range(0);
     Array x = random_array({side, side});
     Array out = kiln::empty({side}, DType::float32);
-    time_device(state, 4.0 * side * side, [&] { l2norm()(ReduceCall{1}, x, out); });
+    time_device(state, 4.0 * static_cast<double>(side) * static_cast<double>(side),
+                [&] { l2norm()(ReduceCall{1}, x, out); });
 }
 
 void BM_Reduction_Read(benchmark::State& state) { // the read ceiling: a device-to-device copy
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
     Array x = random_array({n}), z = kiln::empty({n}, DType::float32);
-    time_device(state, 2.0 * n * 4, [&] {
+    time_device(state, 2.0 * static_cast<double>(n) * 4, [&] {
         KILN_CU(cuMemcpyDtoDAsync(z.data(), x.data(), static_cast<std::size_t>(n) * 4, nullptr));
     });
 }

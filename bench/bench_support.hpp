@@ -14,7 +14,7 @@
 namespace kiln::bench {
 
 /// Uniform float32 values in [-1, 1) from one seeded generator per process.
-inline Array random_array(Dims shape) {
+inline Array random_array(const Dims& shape) {
     static std::mt19937 rng(12345);
     std::uniform_real_distribution<float> dist(-1.f, 1.f);
     std::vector<float> host(static_cast<std::size_t>(shape.product()));

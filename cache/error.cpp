@@ -26,15 +26,15 @@ std::string compile_message(const std::string& summary, const std::string& log,
 }
 } // namespace
 
-CudaError::CudaError(std::string call, int code, std::string code_name, std::string description,
-                     const char* file, int line)
+CudaError::CudaError(std::string call, int code, std::string code_name,
+                     const std::string& description, const char* file, int line)
     : Error(cuda_message(call, code, code_name, description, file, line))
     , m_call(std::move(call))
     , m_code(code)
     , m_code_name(std::move(code_name)) {}
 
-CompileError::CompileError(std::string summary, std::string log, std::vector<std::string> options,
-                           std::string source)
+CompileError::CompileError(const std::string& summary, std::string log,
+                           std::vector<std::string> options, std::string source)
     : Error(compile_message(summary, log, options, source))
     , m_log(std::move(log))
     , m_options(std::move(options))

@@ -3,8 +3,8 @@
 namespace kiln::cache::detail {
 
 std::string shard_name(int shard) {
-    constexpr char digits[] = "0123456789abcdef";
-    return {digits[(shard >> 4) & 0xf], digits[shard & 0xf]};
+    constexpr char kDigits[] = "0123456789abcdef";
+    return {kDigits[(shard >> 4) & 0xf], kDigits[shard & 0xf]};
 }
 
 std::optional<Key> key_from_name(std::string_view name, std::string_view suffix) {

@@ -134,9 +134,9 @@ RemoteStats& RemoteStats::operator+=(const RemoteStats& o) {
 }
 
 RemoteConfig RemoteConfig::parse_url(std::string_view url, const std::string& what) {
-    constexpr std::string_view scheme = "redis://";
-    if (url.substr(0, scheme.size()) != scheme) bad_url(what, url, "it must start with redis://");
-    std::string_view rest = url.substr(scheme.size());
+    constexpr std::string_view kScheme = "redis://";
+    if (url.substr(0, kScheme.size()) != kScheme) bad_url(what, url, "it must start with redis://");
+    std::string_view rest = url.substr(kScheme.size());
     RemoteConfig config;
 
     // The last '@' ends the credentials: a password may hold '@' only percent-encoded, but be

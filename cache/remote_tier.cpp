@@ -309,10 +309,10 @@ void RemoteTier::publish_one(RedisClient& client, Job& job) {
     const std::string name = redis_key(job.key);
     const std::string ttl = std::to_string(m_config.ttl.count());
     std::vector<std::string_view> args{"SET", name, job.bytes};
-    if (!job.replace) args.push_back("NX");
+    if (!job.replace) args.emplace_back("NX");
     if (m_config.ttl.count() > 0) {
-        args.push_back("EX");
-        args.push_back(ttl);
+        args.emplace_back("EX");
+        args.emplace_back(ttl);
     }
     // No caller waits on a publish: its deadline grows with the value (1 ms per 256 KiB).
     const auto allowance = std::chrono::milliseconds(job.bytes.size() >> 18);

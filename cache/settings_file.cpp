@@ -20,7 +20,7 @@ namespace kiln::cache {
 
 namespace {
 
-constexpr std::uint64_t kMaxSettingsSize = 64 * 1024;
+constexpr std::uint64_t kMaxSettingsSize = std::uint64_t{64} * 1024;
 
 struct Known {
     const char* name;

@@ -194,10 +194,10 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
         for (int k = 0; k < plan.count; ++k)
             if (transposed(k)) {
                 any_transposed = true;
-                staged_bytes += 32 * 33 * itemsize(plan.operands[k].dtype);
+                staged_bytes += std::size_t{32} * 33 * itemsize(plan.operands[k].dtype);
             }
     }
-    if (any_transposed && staged_bytes <= 40 * 1024) {
+    if (any_transposed && staged_bytes <= std::size_t{40} * 1024) {
         plan.layout = Layout::tiled;
         for (int k = 0; k < plan.count; ++k)
             plan.operands[k].transposed = transposed(k);
@@ -294,7 +294,7 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
     f.launch_packed(LaunchConfig{p.grid, p.block, 0, stream}, args, &size, 1);
 }
 
-ElementwiseKernel::ElementwiseKernel(std::string in_params, std::string out_params,
+ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params,
                                      std::string operation, std::string name,
                                      ElementwiseOptions options)
     : m_impl(std::make_unique<Impl>(detail::ElementwiseDefinition{

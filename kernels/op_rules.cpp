@@ -73,12 +73,12 @@ DType compute_type(DType d) {
 } // namespace
 
 const char* op_name(ElementwiseOp op) {
-    static const char* const kNames[] = {
+    static const char* const names[] = {
         "add",           "subtract", "multiply",  "divide", "power",      "maximum",
         "minimum",       "equal",    "not_equal", "less",   "less_equal", "greater",
         "greater_equal", "exp",      "log",       "sqrt",   "sin",        "cos",
         "tanh",          "abs",      "where",     "clip",   "astype"};
-    return kNames[static_cast<int>(op)];
+    return names[static_cast<int>(op)];
 }
 
 bool is_binary(ElementwiseOp op) {

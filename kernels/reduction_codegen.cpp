@@ -31,7 +31,7 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     }
 
   private:
-    std::size_t input_count() const { return m_def.params.inputs.size(); }
+    int input_count() const { return static_cast<int>(m_def.params.inputs.size()); }
     bool is_array_input(int k) const {
         return !is_output(k) && m_plan.operands[k].kind == OperandKind::array;
     }
@@ -60,16 +60,15 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 m_def.identity, "); }", "the identity", m_def.identity,
                 "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         std::string scalars, scalar_names;
-        for (std::size_t k = 0; k < input_count(); ++k)
-            if (is_scalar(static_cast<int>(k))) {
-                scalars += ", const " + type(static_cast<int>(k)) + ' ' + param(k).name;
+        for (int k = 0; k < input_count(); ++k)
+            if (is_scalar(k)) {
+                scalars += ", const " + type(k) + ' ' + param(k).name;
                 scalar_names += ", " + param(k).name;
             }
         m_scalar_args = scalar_names;
         std::string map_params;
-        for (std::size_t k = 0; k < input_count(); ++k)
-            if (!is_scalar(static_cast<int>(k)))
-                map_params += "const " + type(static_cast<int>(k)) + ' ' + param(k).name + ", ";
+        for (int k = 0; k < input_count(); ++k)
+            if (!is_scalar(k)) map_params += "const " + type(k) + ' ' + param(k).name + ", ";
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
@@ -133,10 +132,9 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
              " * sizeof(kiln_acc)];");
         line("    kiln_acc* const _scratch = reinterpret_cast<kiln_acc*>(_scratch_raw);");
         line("    __shared__ bool _last;");
-        for (std::size_t k = 0; k < input_count(); ++k)
-            if (is_scalar(static_cast<int>(k)))
-                line("    const " + type(static_cast<int>(k)) + ' ' + param(k).name + " = _p." +
-                     param(k).name + ';');
+        for (int k = 0; k < input_count(); ++k)
+            if (is_scalar(k))
+                line("    const " + type(k) + ' ' + param(k).name + " = _p." + param(k).name + ';');
         line("    const kiln_index_t _S = _p._split;");
         line("    kiln_acc* const _partials = reinterpret_cast<kiln_acc*>(_p._partials);");
     }
@@ -218,8 +216,8 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     std::string map_call(const std::string& suffix, int lane, const std::string& j,
                          const std::string& i) const {
         std::string call = "kiln_map(";
-        for (std::size_t k = 0; k < input_count(); ++k) {
-            if (is_scalar(static_cast<int>(k))) continue;
+        for (int k = 0; k < input_count(); ++k) {
+            if (is_scalar(k)) continue;
             call += "_v" + suffix + '_' + param(k).name;
             if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
             call += ", ";

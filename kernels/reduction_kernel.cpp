@@ -207,17 +207,18 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
         for (int k = 0; k < nin; ++k)
             if (inputs[k]) red[k].push_back(0);
     }
-    const int K = kshape.size(), R = rshape.size();
-    plan.kept_ndim = static_cast<std::uint8_t>(K);
-    plan.red_ndim = static_cast<std::uint8_t>(R);
+    const int kept_rank = static_cast<int>(kshape.size()),
+              red_rank = static_cast<int>(rshape.size());
+    plan.kept_ndim = static_cast<std::uint8_t>(kept_rank);
+    plan.red_ndim = static_cast<std::uint8_t>(red_rank);
     Dims all = kshape; // inputs walk the kept axes, then the reduced ones
-    for (int d = 0; d < R; ++d)
+    for (int d = 0; d < red_rank; ++d)
         all.push_back(rshape[d]);
     for (int k = 0; k < plan.count; ++k) {
         if (!inputs[k] && !outputs[k]) continue;
         p.strides[k] = kept[k];
         if (inputs[k])
-            for (int d = 0; d < R; ++d)
+            for (int d = 0; d < red_rank; ++d)
                 p.strides[k].push_back(red[k][d]);
     }
     p.kshape = kshape;
@@ -248,28 +249,33 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     int primary = -1; // the first array input
     for (int k = nin - 1; k >= 0; --k)
         if (inputs[k]) primary = k;
-    const std::int64_t inner_red_stride = primary >= 0 ? p.strides[primary][K + R - 1] : 1;
-    const std::int64_t inner_kept_stride = primary >= 0 ? p.strides[primary][K - 1] : 0;
-    const std::int64_t C = kshape[K - 1];
+    const std::int64_t inner_red_stride =
+        primary >= 0 ? p.strides[primary][kept_rank + red_rank - 1] : 1;
+    const std::int64_t inner_kept_stride = primary >= 0 ? p.strides[primary][kept_rank - 1] : 0;
+    const std::int64_t inner_extent = kshape[kept_rank - 1];
 
-    if (std::llabs(inner_red_stride) != 1 && inner_kept_stride == 1 && C >= 16 && p.n_red > 1) {
+    if (std::llabs(inner_red_stride) != 1 && inner_kept_stride == 1 && inner_extent >= 16 &&
+        p.n_red > 1) {
         // Columns: a thread per output (times vec), rows split across the block and the grid.
         plan.layout = ReduceLayout::outer;
         plan.block_x = 32;
         plan.block_y = 8;
         const int threads = plan.block_x * plan.block_y;
         plan.vec = static_cast<std::uint8_t>(detail::vector_width(widest, [&](int vec) {
-            return vectorizable(vec, K - 1, C) && threads * vec * plan.slot_bytes <= 32 * 1024;
+            return vectorizable(vec, kept_rank - 1, inner_extent) &&
+                   threads * vec * plan.slot_bytes <= 32 * 1024;
         }));
         return;
     }
 
     // A warp, a block or several blocks per output, walking the reduction.
     plan.layout = ReduceLayout::group;
-    const int vec = detail::vector_width(
-        widest, [&](int v) { return vectorizable(v, K + R - 1, rshape[R - 1]); });
+    const int vec = detail::vector_width(widest, [&](int v) {
+        return vectorizable(v, kept_rank + red_rank - 1, rshape[red_rank - 1]);
+    });
     plan.vec = static_cast<std::uint8_t>(vec);
-    plan.warp_group = p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= 32 * 16;
+    plan.warp_group =
+        p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= std::int64_t{32} * 16;
     plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
 }
 
@@ -280,19 +286,21 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
         std::int64_t{p.multiprocessors} * std::max(1, blocks_per_multiprocessor);
     p.block = Dim3(plan.block_x, plan.block_y);
     if (plan.layout == ReduceLayout::outer) {
-        const std::int64_t C = p.kshape[plan.kept_ndim - 1];
-        const std::int64_t columns = ceil_div(C, 32 * plan.vec);
-        const std::int64_t batches = p.n_out / C;
+        const std::int64_t inner_extent = p.kshape[plan.kept_ndim - 1];
+        const std::int64_t columns = ceil_div(inner_extent, std::int64_t{32} * plan.vec);
+        const std::int64_t batches = p.n_out / inner_extent;
         const std::int64_t z = std::min<std::int64_t>(batches, 65535);
         std::int64_t split = 1;
         if (columns * z < resident) // each thread still reads 16 rows or more
-            split = std::min(resident / (columns * z),
-                             std::max<std::int64_t>(1, p.n_red / (plan.block_y * 16)));
+            split =
+                std::min(resident / (columns * z),
+                         std::max<std::int64_t>(1, p.n_red / (std::int64_t{plan.block_y} * 16)));
         p.split = std::clamp<std::int64_t>(split, 1, 65535);
         p.grid = Dim3(static_cast<unsigned>(columns), static_cast<unsigned>(p.split),
                       static_cast<unsigned>(z));
         if (p.split > 1) {
-            p.partial_bytes = static_cast<std::size_t>(batches * p.split * C) * plan.slot_bytes;
+            p.partial_bytes =
+                static_cast<std::size_t>(batches * p.split * inner_extent) * plan.slot_bytes;
             p.counters = static_cast<std::size_t>(batches * columns);
         }
         return;
@@ -304,8 +312,9 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
     }
     std::int64_t split = 1;
     if (p.n_out < resident) // few outputs: split each, each thread still reading 8 vectors
-        split = std::min(resident / p.n_out,
-                         std::max<std::int64_t>(1, p.n_red / plan.vec / (plan.block_x * 8)));
+        split = std::min(
+            resident / p.n_out,
+            std::max<std::int64_t>(1, p.n_red / plan.vec / (std::int64_t{plan.block_x} * 8)));
     p.split = split;
     p.grid = Dim3(static_cast<unsigned>(std::min<std::int64_t>(p.n_out * split, 0x7fffffff)));
     if (split > 1) {
@@ -378,7 +387,7 @@ void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUconte
     f.launch_packed(LaunchConfig{p.grid, p.block, 0, stream}, args, &size, 1);
 }
 
-ReductionKernel::ReductionKernel(std::string in_params, std::string out_params,
+ReductionKernel::ReductionKernel(const std::string& in_params, const std::string& out_params,
                                  std::string map_expr, std::string reduce_expr,
                                  std::string post_map_expr, std::string identity, std::string name,
                                  ReductionOptions options)

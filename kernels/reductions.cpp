@@ -128,9 +128,9 @@ ReductionRecipe recipe_of(ReduceOp op, DType compute, DType accumulate, DType re
 } // namespace
 
 const char* reduce_op_name(ReduceOp op) {
-    static const char* const kNames[] = {"sum",  "prod", "max",  "min", "argmax", "argmin",
-                                         "mean", "var",  "norm", "any", "all",    "count_nonzero"};
-    return kNames[static_cast<int>(op)];
+    static const char* const names[] = {"sum",  "prod", "max",  "min", "argmax", "argmin",
+                                        "mean", "var",  "norm", "any", "all",    "count_nonzero"};
+    return names[static_cast<int>(op)];
 }
 
 ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
@@ -176,10 +176,10 @@ using detail::ReductionRecipe;
 
 // Kernel names as profilers show them.
 const char* kernel_name(ReduceOp op) {
-    static const char* const kNames[] = {
+    static const char* const names[] = {
         "kiln_sum",  "kiln_prod", "kiln_max",  "kiln_min", "kiln_argmax", "kiln_argmin",
         "kiln_mean", "kiln_var",  "kiln_norm", "kiln_any", "kiln_all",    "kiln_count_nonzero"};
-    return kNames[static_cast<int>(op)];
+    return names[static_cast<int>(op)];
 }
 
 // One ReductionKernel per (operation, computation type C, accumulation type R, result type O),

@@ -34,11 +34,11 @@ std::vector<std::string> tokenize(const std::string& code) {
             p = q + 1;
         } else {
             // Two-character operators that contain '=' must not read as an assignment.
-            static const char* kPairs[] = {
+            static const char* pairs[] = {
                 "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
                 "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
             std::string token(1, c);
-            for (const char* pair : kPairs)
+            for (const char* pair : pairs)
                 if (code.compare(p, 2, pair) == 0) token = pair;
             tokens.push_back(token);
             p += token.size();
@@ -50,13 +50,14 @@ std::vector<std::string> tokenize(const std::string& code) {
 } // namespace
 
 bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
-    static const char* kControl[] = {"if",     "else",  "for",      "while", "do", "switch", "goto",
-                                     "return", "break", "continue", "{",     "}",  "case"};
+    static const char* control_words[] = {"if",     "else", "for",    "while", "do",
+                                          "switch", "goto", "return", "break", "continue",
+                                          "{",      "}",    "case"};
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {
         const std::string& token = tokens[t];
-        for (const char* control : kControl)
+        for (const char* control : control_words)
             if (token == control) return false;
         const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
         if (is_output) {

@@ -361,7 +361,7 @@ Array Array::broadcast_to(const Dims& shape) const {
     const int lead = shape.size() - ndim();
     for (int i = 0; i < shape.size(); ++i) {
         const int source = i - lead;
-        if (source < 0) {
+        if (source < 0) { // NOLINT(bugprone-branch-clone): == 1 must follow the match test
             out.m_strides[i] = 0;
         } else if (m_shape[source] == shape[i]) {
             out.m_strides[i] = m_strides[source];
@@ -431,6 +431,7 @@ void Array::check_host_type(DType requested) const {
 
 // ---- free functions ----
 
+// NOLINTNEXTLINE(bugprone-exception-escape): as declared, resizing within capacity cannot throw
 Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept {
     Dims strides;
     strides.resize(shape.size());

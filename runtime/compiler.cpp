@@ -79,8 +79,8 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
         return starts_with(o, "-std") || starts_with(o, "--std");
     });
     r.options.push_back("-arch=" + r.arch);
-    if (lineinfo) r.options.push_back("-lineinfo");
-    if (!user_std) r.options.push_back("-std=c++17");
+    if (lineinfo) r.options.emplace_back("-lineinfo");
+    if (!user_std) r.options.emplace_back("-std=c++17");
     r.first_user_option = r.options.size();
     r.lineinfo = lineinfo;
     r.description = in.description;
@@ -205,8 +205,9 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
 
 // Bytes the recipe takes in an entry's metadata (the grammar in cache/entry.cpp).
 std::uint64_t encoded_size(const cache::Recipe& recipe) {
-    std::uint64_t size = 4 + 3 * 4 + recipe.source.size() + recipe.program_name.size() +
-                         recipe.description.size() + 3 * 4;
+    std::uint64_t size = 4 + std::uint64_t{3} * 4 + recipe.source.size() +
+                         recipe.program_name.size() + recipe.description.size() +
+                         std::uint64_t{3} * 4;
     for (const auto& option : recipe.options)
         size += 4 + option.size();
     for (const auto& [name, content] : recipe.headers)

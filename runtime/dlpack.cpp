@@ -175,6 +175,7 @@ DLManagedTensor* to_dlpack(const Array& array) {
         exported->strides[i] = array.strides()[i] / item;
     }
     DLTensor& t = exported->tensor.dl_tensor;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): DLPack holds device addresses as void*
     t.data = reinterpret_cast<void*>(array.data());
     t.device = device_of(array.data());
     t.ndim = array.ndim();

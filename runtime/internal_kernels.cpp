@@ -231,9 +231,11 @@ void fill_contiguous(CUdeviceptr pointer, std::size_t count, std::size_t itemsiz
     const auto odd = itemsize == 16 ? load_as<std::uint64_t>(bytes + 8) : even;
     const unsigned long long words = count * (itemsize / 8);
     internal_function("kiln_fill_pattern64")
-        .launch(LaunchConfig{grid_for(words), Dim3(kBlock), 0, stream},
-                reinterpret_cast<unsigned long long*>(pointer),
-                static_cast<unsigned long long>(even), static_cast<unsigned long long>(odd), words);
+        .launch(
+            LaunchConfig{grid_for(words), Dim3(kBlock), 0, stream},
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): a device address, as the kernel's pointer
+            reinterpret_cast<unsigned long long*>(pointer), static_cast<unsigned long long>(even),
+            static_cast<unsigned long long>(odd), words);
 }
 
 void arange_contiguous(CUdeviceptr out, std::size_t count, DType dtype, double start, double step,
@@ -242,8 +244,10 @@ void arange_contiguous(CUdeviceptr out, std::size_t count, DType dtype, double s
     const std::string kernel = std::string("kiln_arange_") + name(dtype);
     const unsigned long long n = count;
     internal_function(kernel.c_str())
-        .launch(LaunchConfig{grid_for(count), Dim3(kBlock), 0, stream},
-                reinterpret_cast<void*>(out), start, step, n);
+        .launch(
+            LaunchConfig{grid_for(count), Dim3(kBlock), 0, stream},
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): a device address, as the kernel's pointer
+            reinterpret_cast<void*>(out), start, step, n);
 }
 
 } // namespace kiln::detail

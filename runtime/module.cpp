@@ -41,6 +41,7 @@ bool rejected_image(CUresult result) {
 CUresult try_load(const std::string& image, CUmodule* module, std::string* error_log) {
     char log[4096] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): JIT option values carry integers as void*
     void* values[] = {log, reinterpret_cast<void*>(sizeof log)};
     const CUresult result =
         detail::driver().cuModuleLoadDataEx(module, image.c_str(), 2, options, values);
@@ -50,7 +51,7 @@ CUresult try_load(const std::string& image, CUmodule* module, std::string* error
 
 } // namespace
 
-std::shared_ptr<const Module> Module::load(std::string image, std::string description) {
+std::shared_ptr<const Module> Module::load(const std::string& image, std::string description) {
     if (!is_elf(image) && !is_fatbin(image) && !is_ptx(image))
         throw ArgumentError(description + " is not a cubin, fatbin or PTX image");
     CUcontext context = detail::current_context();

@@ -79,8 +79,9 @@ void run_stats(const StatsArgs& args) {
         j["hits"] = stats.hits;
         j["misses"] = stats.misses;
         // null before the first lookup: no rate to speak of.
-        j["hit_rate"] = lookups ? nlohmann::json(static_cast<double>(stats.hits) / lookups)
-                                : nlohmann::json(nullptr);
+        j["hit_rate"] =
+            lookups ? nlohmann::json(static_cast<double>(stats.hits) / static_cast<double>(lookups))
+                    : nlohmann::json(nullptr);
         j["damaged"] = stats.damaged;
         j["evicted"] = stats.evicted;
         j["stores"] = stats.stores;
@@ -100,7 +101,9 @@ void run_stats(const StatsArgs& args) {
     std::printf("size             %s of %s\n", format_size(stats.bytes).c_str(),
                 config.max_size ? format_size(config.max_size).c_str() : "no limit");
     std::printf("hits             %llu", static_cast<unsigned long long>(stats.hits));
-    if (lookups) std::printf(" (%.1f%%)", 100.0 * static_cast<double>(stats.hits) / lookups);
+    if (lookups)
+        std::printf(" (%.1f%%)",
+                    100.0 * static_cast<double>(stats.hits) / static_cast<double>(lookups));
     std::printf("\nmisses           %llu\n", static_cast<unsigned long long>(stats.misses));
     std::printf("damaged          %llu\n", static_cast<unsigned long long>(stats.damaged));
     std::printf("evicted          %llu\n", static_cast<unsigned long long>(stats.evicted));

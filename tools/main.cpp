@@ -64,6 +64,7 @@ int run(CLI::App& app, int argc, char** argv) {
 
 } // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape): run() reports command errors; only setup can throw
 int main(int argc, char** argv) {
     CLI::App app{"kiln: JIT CUDA kernels with a persistent kernel cache", "kiln"};
     app.set_version_flag("--version", std::function<std::string()>(version_text),

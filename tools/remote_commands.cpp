@@ -32,8 +32,9 @@ nlohmann::json stats_json(const cache::RemoteStats& s) {
     const std::uint64_t lookups = s.hits + s.misses;
     return {{"hits", s.hits},
             {"misses", s.misses},
-            {"hit_rate", lookups ? nlohmann::json(static_cast<double>(s.hits) / lookups)
-                                 : nlohmann::json(nullptr)},
+            {"hit_rate",
+             lookups ? nlohmann::json(static_cast<double>(s.hits) / static_cast<double>(lookups))
+                     : nlohmann::json(nullptr)},
             {"damaged", s.damaged},
             {"errors", s.errors},
             {"timeouts", s.timeouts},
@@ -125,7 +126,9 @@ void run_remote_stats(bool json) {
 void print_remote_counters(const cache::RemoteStats& s) {
     const std::uint64_t lookups = s.hits + s.misses;
     std::printf("remote hits      %llu", static_cast<unsigned long long>(s.hits));
-    if (lookups) std::printf(" (%.1f%%)", 100.0 * static_cast<double>(s.hits) / lookups);
+    if (lookups)
+        std::printf(" (%.1f%%)",
+                    100.0 * static_cast<double>(s.hits) / static_cast<double>(lookups));
     std::printf("\nremote misses    %llu\n", static_cast<unsigned long long>(s.misses));
     std::printf("remote damaged   %llu\n", static_cast<unsigned long long>(s.damaged));
     std::printf("remote errors    %llu\n", static_cast<unsigned long long>(s.errors));

@@ -59,6 +59,7 @@ std::string archive(const std::vector<std::string>& records) {
 
 std::string archive_of(const std::vector<kiln::cache::Entry>& entries) {
     std::vector<std::string> records;
+    records.reserve(entries.size());
     for (const auto& entry : entries)
         records.push_back(record(entry.key, kiln::cache::encode_entry(entry), ""));
     return archive(records);
@@ -80,7 +81,7 @@ TEST(Archive, ExportThenImportCarriesEntriesAndSources) {
     Store source_store(with_sources(dir / "from"));
     std::vector<kiln::cache::Entry> entries;
     for (int i = 0; i < 12; ++i) {
-        entries.push_back(make_entry(key_of("carried " + std::to_string(i)), 100 * i));
+        entries.push_back(make_entry(key_of("carried " + std::to_string(i)), std::size_t{100} * i));
         ASSERT_TRUE(source_store.store(entries.back()));
         if (i % 2) {
             ASSERT_TRUE(
@@ -163,6 +164,7 @@ TEST(Archive, ExportToAnUnwritablePlaceThrows) {
 TEST(Archive, ImportCountsNewAndAlreadyPresentEntries) {
     TempDir dir;
     std::vector<kiln::cache::Entry> entries;
+    entries.reserve(5);
     for (int i = 0; i < 5; ++i)
         entries.push_back(make_entry(key_of("counted " + std::to_string(i))));
     kiln::test::write_file(dir / "a", archive_of(entries));

@@ -59,7 +59,7 @@ std::string make_elf(const std::vector<Symbol>& symbols) {
     const std::size_t table_at = elf.size();
     elf += table;
     const std::size_t sections_at = elf.size();
-    elf += std::string(3 * 64, '\0');
+    elf += std::string(std::size_t{3} * 64, '\0');
     put(elf, 0x28, sections_at, 8);
     put(elf, 0x3a, 64, 2);
     put(elf, 0x3c, 3, 2);
@@ -109,7 +109,7 @@ TEST(CubinSymbols, WhatIsNoElfFileHasNoNames) {
 
 TEST(CubinSymbols, OffsetsAndSizesOutsideTheFileAreRefused) {
     const std::string good = sample_cubin();
-    const std::size_t sections = good.size() - 3 * 64;
+    const std::size_t sections = good.size() - std::size_t{3} * 64;
     auto with = [&](std::size_t offset, std::uint64_t value, int size) {
         std::string bytes = good;
         put(bytes, offset, value, size);

@@ -203,7 +203,7 @@ TEST(Entry, LinkInputsRoundTripInOrder) {
         input.kind = static_cast<kiln::cache::LinkInputKind>(kind);
         input.name = "input " + std::to_string(kind);
         if (kind % 2)
-            input.bytes = std::string(kind * 100, static_cast<char>(kind));
+            input.bytes = std::string(std::size_t{kind} * 100, static_cast<char>(kind));
         else
             input.key = kiln::test::key_of(input.name);
         entry.link_inputs.push_back(input);
@@ -313,8 +313,11 @@ TEST(Entry, GarbageNeverDecodes) {
         } else {
             bytes = good;
             const int changes = 1 + static_cast<int>(random() % 4);
-            for (int i = 0; i < changes; ++i)
-                bytes[random() % bytes.size()] ^= static_cast<char>(1 + random() % 255);
+            for (int i = 0; i < changes; ++i) {
+                const auto flip = static_cast<char>(1 + random() % 255); // drawn first, as before
+                char& byte = bytes[random() % bytes.size()];
+                byte = static_cast<char>(byte ^ flip);
+            }
         }
         EXPECT_FALSE(decode_entry(bytes, entry.key).entry) << "round " << round;
     }

@@ -49,7 +49,7 @@ TEST(Eviction, PruneByAgeKeepsRecentEntries) {
     const auto old_entry = make_entry(key_of("old")), new_entry = make_entry(key_of("new"));
     ASSERT_TRUE(store.store(old_entry));
     ASSERT_TRUE(store.store(new_entry));
-    set_mtime(entry_file(dir.path(), old_entry.key), std::time(nullptr) - 8 * 86400);
+    set_mtime(entry_file(dir.path(), old_entry.key), std::time(nullptr) - std::time_t{8} * 86400);
     const auto result = store.prune(std::uint64_t{1} << 40, std::chrono::hours(24 * 7));
     EXPECT_EQ(result.entries, 1u);
     EXPECT_FALSE(store.load(old_entry.key));
@@ -102,6 +102,7 @@ TEST(Eviction, AStoreOverTheLimitCleansTheWholeCacheOldestFirst) {
         EXPECT_LE(bytes_on_disk(dir.path()), config.max_size + entry_size) << "after store " << i;
     }
     std::vector<bool> present;
+    present.reserve(keys.size());
     for (const auto& key : keys)
         present.push_back(std::filesystem::exists(entry_file(dir.path(), key)));
     EXPECT_TRUE(present.back()) << "the newest entry stays";
@@ -136,6 +137,7 @@ TEST(Eviction, SeveralWritersComeBackUnderTheLimitWithinOneCleanUp) {
     Config config = config_for(dir.path());
     config.max_size = 200 << 10;
     std::vector<pid_t> children;
+    children.reserve(4);
     for (int writer = 0; writer < 4; ++writer) {
         children.push_back(kiln::test::spawn([&, writer] {
             Store store(config);

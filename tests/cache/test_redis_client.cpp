@@ -37,7 +37,7 @@ class SilentPeer {
         address.sin_family = AF_INET;
         address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         socklen_t size = sizeof address;
-        ::bind(m_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+        EXPECT_EQ(::bind(m_fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
         ::listen(m_fd, 8);
         ::getsockname(m_fd, reinterpret_cast<sockaddr*>(&address), &size);
         m_port = ntohs(address.sin_port);
@@ -68,7 +68,7 @@ TEST(RedisReplyParser, ReadsEveryType) {
     EXPECT_EQ(reply.integer, -42);
     ASSERT_EQ(parse("$-1\r\n", reply), 1);
     EXPECT_EQ(reply.type, RedisReply::Type::nil);
-    ASSERT_EQ(parse(std::string("$5\r\na\r\n\0b\r\n", 12), reply), 1);
+    ASSERT_EQ(parse(std::string("$5\r\na\r\n\0b\r\n", 11), reply), 1);
     EXPECT_EQ(reply.text, std::string("a\r\n\0b", 5)); // binary-safe
     ASSERT_EQ(parse("*2\r\n$1\r\n0\r\n*1\r\n$6\r\nkiln:x\r\n", reply), 1);
     ASSERT_EQ(reply.elements.size(), 2u);

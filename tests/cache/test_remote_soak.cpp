@@ -123,8 +123,9 @@ class FaultProxy {
                     open = false;
                 } else if (dice < 10) { // corrupt one byte
                     ++faults;
-                    buffer[static_cast<std::size_t>(percent(random)) % length] ^=
-                        static_cast<char>(1 + percent(random) % 255);
+                    const int flip = 1 + percent(random) % 255; // drawn first, as before
+                    const auto at = static_cast<std::size_t>(percent(random)) % length;
+                    buffer[at] = static_cast<char>(buffer[at] ^ flip);
                 }
                 const int to = fds[1 - side].fd;
                 std::size_t sent = 0;
@@ -160,6 +161,7 @@ TEST(RemoteSoak, SixteenProcessesShareOneServerAndOneDirectory) {
     constexpr int kProcesses = 16, kKernels = 100, kDistinct = 150;
     const auto config = remote_config(dir.path(), *server);
     std::vector<pid_t> children;
+    children.reserve(kProcesses);
     for (int p = 0; p < kProcesses; ++p) {
         children.push_back(spawn([&, p] {
             Store store(config);
@@ -242,6 +244,7 @@ TEST(RemoteSoak, TenThousandOperationsWithRandomFaultsGiveOnlyRightAnswers) {
         };
         std::atomic<bool> enough{false};
         std::vector<std::thread> workers;
+        workers.reserve(kThreads);
         for (int t = 0; t < kThreads; ++t) {
             workers.emplace_back([&, t] {
                 std::mt19937 random(static_cast<unsigned>(t + 1));

@@ -218,7 +218,7 @@ TEST(Store, StaleTemporariesAreCleanedUpYoungOnesKept) {
     std::filesystem::create_directories(shard);
     kiln::test::write_file(shard / ".tmp.stale", "x");
     kiln::test::write_file(shard / ".tmp.young", "x");
-    kiln::test::set_mtime(shard / ".tmp.stale", std::time(nullptr) - 2 * 3600);
+    kiln::test::set_mtime(shard / ".tmp.stale", std::time(nullptr) - std::time_t{2} * 3600);
     EXPECT_EQ(store.prune(1u << 30).temporaries, 1u);
     EXPECT_FALSE(std::filesystem::exists(shard / ".tmp.stale"));
     EXPECT_TRUE(std::filesystem::exists(shard / ".tmp.young"));

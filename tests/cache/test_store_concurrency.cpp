@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
+#include <signal.h> // NOLINT(modernize-deprecated-headers): POSIX kill(), not in <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +54,7 @@ TEST(StoreConcurrency, SixteenProcessesStoringIntoOneFreshDirectoryLeaveNothingD
     TempDir dir;
     const auto root = dir / "fresh" / "cache"; // not there yet: every process races to create it
     std::vector<pid_t> children;
+    children.reserve(kProcesses);
     for (int p = 0; p < kProcesses; ++p) {
         children.push_back(kiln::test::spawn([&, p] {
             int failures = 0;
@@ -82,8 +83,8 @@ TEST(StoreConcurrency, SixteenProcessesStoringIntoOneFreshDirectoryLeaveNothingD
     EXPECT_EQ(report.checked,
               std::uint64_t{kSharedEntries + kProcesses * (kEntriesPerProcess - kSharedEntries)});
     const auto stats = store.stats();
-    EXPECT_EQ(stats.stores, std::uint64_t{kProcesses * kEntriesPerProcess});
-    EXPECT_EQ(stats.hits, std::uint64_t{kProcesses * kEntriesPerProcess});
+    EXPECT_EQ(stats.stores, std::uint64_t{kProcesses} * kEntriesPerProcess);
+    EXPECT_EQ(stats.hits, std::uint64_t{kProcesses} * kEntriesPerProcess);
     EXPECT_EQ(stats.misses, 0u);
     EXPECT_EQ(stats.entries, report.checked);
     EXPECT_TRUE(temporaries_in(root).empty());
@@ -94,6 +95,7 @@ TEST(StoreConcurrency, ThreadsSharingOneStoreLoseNoCount) {
     Store store(config_for(dir.path()));
     constexpr int kThreads = 4, kRounds = 50;
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     std::atomic<int> failures{0};
     for (int t = 0; t < kThreads; ++t) {
         threads.emplace_back([&, t] {
@@ -109,10 +111,10 @@ TEST(StoreConcurrency, ThreadsSharingOneStoreLoseNoCount) {
         thread.join();
     EXPECT_EQ(failures, 0);
     const auto stats = store.stats();
-    EXPECT_EQ(stats.stores, std::uint64_t{kThreads * kRounds});
-    EXPECT_EQ(stats.hits, std::uint64_t{kThreads * kRounds});
-    EXPECT_EQ(stats.misses, std::uint64_t{kThreads * kRounds});
-    EXPECT_EQ(stats.entries, std::uint64_t{kThreads * kRounds});
+    EXPECT_EQ(stats.stores, std::uint64_t{kThreads} * kRounds);
+    EXPECT_EQ(stats.hits, std::uint64_t{kThreads} * kRounds);
+    EXPECT_EQ(stats.misses, std::uint64_t{kThreads} * kRounds);
+    EXPECT_EQ(stats.entries, std::uint64_t{kThreads} * kRounds);
 }
 
 TEST(StoreConcurrency, AWriterKilledMidPublishLeavesNoDamagedVisibleEntry) {
@@ -146,7 +148,7 @@ TEST(StoreConcurrency, AWriterKilledMidPublishLeavesNoDamagedVisibleEntry) {
     const auto temporaries = temporaries_in(dir.path());
     RecordProperty("temporaries_left", static_cast<int>(temporaries.size()));
     for (const auto& temp : temporaries)
-        kiln::test::set_mtime(temp, std::time(nullptr) - 2 * 3600);
+        kiln::test::set_mtime(temp, std::time(nullptr) - std::time_t{2} * 3600);
     EXPECT_EQ(store.prune(std::uint64_t{1} << 40).temporaries, temporaries.size());
     EXPECT_TRUE(temporaries_in(dir.path()).empty());
 }
@@ -156,6 +158,7 @@ TEST(StoreConcurrency, EvictionWhileOtherProcessesLoadNeverYieldsDamage) {
     constexpr int kKeys = 64;
     constexpr std::size_t kPayload = 16 << 10;
     std::vector<Key> keys;
+    keys.reserve(kKeys);
     for (int i = 0; i < kKeys; ++i)
         keys.push_back(key_of("evict " + std::to_string(i)));
     Store store(config_for(dir.path()));
@@ -163,6 +166,7 @@ TEST(StoreConcurrency, EvictionWhileOtherProcessesLoadNeverYieldsDamage) {
         ASSERT_TRUE(store.store(make_entry(key, kPayload)));
 
     std::vector<pid_t> readers;
+    readers.reserve(3);
     for (int r = 0; r < 3; ++r) {
         readers.push_back(kiln::test::spawn([&] {
             Store reader(config_for(dir.path()));

@@ -17,7 +17,7 @@ namespace {
 
 constexpr CUdeviceptr kBase = CUdeviceptr{1} << 32;
 
-Array fake(kiln::Dims shape, DType dtype = DType::float32, CUdeviceptr offset = 0) {
+Array fake(const kiln::Dims& shape, DType dtype = DType::float32, CUdeviceptr offset = 0) {
     static CUdeviceptr next = kBase;
     next += CUdeviceptr{1} << 28; // far apart, 256-byte aligned
     return Array::wrap(next + offset, shape, dtype);

@@ -103,7 +103,7 @@ TEST(ElementwiseGpu, ComplexAndBoolArithmetic) {
     KILN_REQUIRE_GPU();
     const int n = 1000;
     std::vector<std::complex<float>> a(n), b(n);
-    auto re = random_floats(2 * n), im = random_floats(2 * n);
+    auto re = random_floats(std::size_t{2} * n), im = random_floats(std::size_t{2} * n);
     for (int i = 0; i < n; ++i)
         a[i] = {re[i], im[i]}, b[i] = {re[n + i], im[n + i]};
     ElementwiseKernel mul("T x, T y", "T z", "z = x * y + conj(x)", "cmul");
@@ -173,8 +173,8 @@ TEST(ElementwiseGpu, RawParametersAreIndexedManually) {
 TEST(ElementwiseGpu, BroadcastsRowsColumnsAndScalars) {
     KILN_REQUIRE_GPU();
     const int rows = 300, cols = 1024;
-    auto x = random_floats(rows * cols), y = random_floats(rows * cols), row = random_floats(cols),
-         col = random_floats(rows);
+    auto x = random_floats(std::size_t{rows} * cols), y = random_floats(std::size_t{rows} * cols),
+         row = random_floats(cols), col = random_floats(rows);
     Array xa = kiln::from_host(x, {rows, cols}), ya = kiln::from_host(y, {rows, cols});
     auto with_row = Array(fma3()(xa, ya, kiln::from_host(row))).to_host<float>();
     auto with_col =
@@ -192,7 +192,7 @@ TEST(ElementwiseGpu, BroadcastsRowsColumnsAndScalars) {
 TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
     KILN_REQUIRE_GPU();
     const int n = 777, m = 515; // not multiples of the tile
-    auto x = random_floats(n * m), y = random_floats(n * m);
+    auto x = random_floats(std::size_t{n} * m), y = random_floats(std::size_t{n} * m);
     Array xa = kiln::from_host(x, {n, m}), ya = kiln::from_host(y, {m, n});
     // z[r][c] = x.T[r][c] * y[r][c] + 1 with x.T of shape (m, n)
     auto t = Array(fma3()(xa.transpose(), ya, 1.0f)).to_host<float>();
@@ -207,7 +207,7 @@ TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
     const int vr = (n + 1) / 2;
     for (int r = 0; r < vr; ++r)
         for (int c = 0; c < m; ++c)
-            ASSERT_EQ(v[r * m + c], at(x, m, 2 * r, m - 1 - c) * 2.0f);
+            ASSERT_EQ(v[r * m + c], at(x, m, std::int64_t{2} * r, m - 1 - c) * 2.0f);
 
     // A single column: a 1-D strided view.
     Array column = xa.slice({Slice::all(), 3});
@@ -219,7 +219,7 @@ TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
 TEST(ElementwiseGpu, WritesIntoAGivenOutputViewAndLeavesTheRestAlone) {
     KILN_REQUIRE_GPU();
     const int n = 64, m = 256;
-    auto x = random_floats(n * m);
+    auto x = random_floats(std::size_t{n} * m);
     Array out = kiln::full({n, m}, -7.0, DType::float32);
     Array xa = kiln::from_host(x, {n, m});
     ElementwiseKernel copy("T x", "T z", "z = x", "copy");

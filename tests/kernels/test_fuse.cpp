@@ -18,7 +18,7 @@ using kiln::FusionError;
 
 namespace {
 
-Array fake(kiln::Dims shape, DType dtype = DType::float32) {
+Array fake(const kiln::Dims& shape, DType dtype = DType::float32) {
     static CUdeviceptr next = CUdeviceptr{1} << 32;
     next += CUdeviceptr{1} << 28; // far apart, 256-byte aligned
     return Array::wrap(next, shape, dtype);

@@ -55,9 +55,9 @@ TEST(FuseGpu, SquaredDifferenceWithABroadcastOperand) {
     auto squared_diff =
         kiln::fuse("squared_diff_gpu", [](auto x, auto y) { return (x - y) * (x - y); });
     const int rows = 257, cols = 301;
-    auto x = random_floats(rows * cols), y = random_floats(cols);
+    auto x = random_floats(static_cast<std::size_t>(rows) * cols), y = random_floats(cols);
     Array xa = kiln::from_host(x, {rows, cols}), ya = kiln::from_host(y);
-    poison(rows * cols * 4);
+    poison(std::size_t{4} * rows * cols);
     Array z = squared_diff(xa, ya);
     ASSERT_EQ(z.shape(), (kiln::Dims{rows, cols}));
     ASSERT_EQ(z.dtype(), DType::float32);
@@ -74,9 +74,10 @@ TEST(FuseGpu, SumOfProductsOverTheLastAxis) {
     auto sum_of_products =
         kiln::fuse("sum_of_products_gpu", [](auto x, auto y) { return kiln::sum(x * y, -1); });
     const int rows = 123, cols = 4099;
-    auto x = random_floats(rows * cols), y = random_floats(rows * cols);
+    auto x = random_floats(static_cast<std::size_t>(rows) * cols),
+         y = random_floats(static_cast<std::size_t>(rows) * cols);
     Array xa = kiln::from_host(x, {rows, cols}), ya = kiln::from_host(y, {rows, cols});
-    poison(rows * 4);
+    poison(std::size_t{4} * rows);
     Array s = sum_of_products(xa, ya);
     ASSERT_EQ(s.shape(), (kiln::Dims{rows}));
     auto r = s.to_host<float>();
@@ -98,10 +99,11 @@ TEST(FuseGpu, SeveralOutputsWithATransposedOperand) {
         return std::make_tuple(sum, product);
     });
     const int n = 200, m = 300;
-    auto x = random_floats(n * m), y = random_floats(m * n);
+    auto x = random_floats(static_cast<std::size_t>(n) * m),
+         y = random_floats(static_cast<std::size_t>(m) * n);
     Array xa = kiln::from_host(x, {n, m}).transpose(); // (m, n), strided
     Array ya = kiln::from_host(y, {m, n});
-    poison(2 * n * m * 4);
+    poison(std::size_t{2} * n * m * 4);
     kiln::Outputs out = both(xa, ya);
     ASSERT_EQ(out.size(), 2u);
     auto s = out[0].to_host<float>(), p = out[1].to_host<float>();
@@ -120,7 +122,7 @@ TEST(FuseGpu, ScalarsArePassedNotCompiledAndTheSecondCallCompilesNothing) {
     auto x = random_floats(n), y = random_floats(n);
     Array xa = kiln::from_host(x), ya = kiln::from_host(y);
     Array first = axpy(2.5, xa, ya);
-    poison(n * 4); // before the snapshot: poisoning may load a fill kernel of its own
+    poison(std::size_t{4} * n); // before the snapshot: poisoning may load a fill kernel of its own
     const kiln::CompileStatistics before = kiln::Compiler::global().statistics();
     Array second = axpy(-0.75, xa, ya);
     const kiln::CompileStatistics after = kiln::Compiler::global().statistics();
@@ -141,8 +143,8 @@ TEST(FuseGpu, ElementwiseWorkAfterAReductionWithKeepdims) {
         return kiln::sqrt(kiln::mean(x * x, 1, {/*keepdims=*/true})) * scale;
     });
     const int rows = 64, cols = 1000;
-    auto x = random_floats(rows * cols);
-    poison(rows * 4);
+    auto x = random_floats(static_cast<std::size_t>(rows) * cols);
+    poison(std::size_t{4} * rows);
     Array out = rms(kiln::from_host(x, {rows, cols}), 3.0f);
     ASSERT_EQ(out.shape(), (kiln::Dims{rows, 1}));
     auto r = out.to_host<float>();
@@ -158,8 +160,8 @@ TEST(FuseGpu, ArgmaxOfAnExpression) {
     KILN_REQUIRE_GPU();
     auto best = kiln::fuse("argmax_abs_gpu", [](auto x) { return kiln::argmax(kiln::abs(x), 0); });
     const int rows = 777, cols = 65;
-    auto x = random_floats(rows * cols);
-    poison(cols * 8);
+    auto x = random_floats(static_cast<std::size_t>(rows) * cols);
+    poison(std::size_t{8} * cols);
     Array idx = best(kiln::from_host(x, {rows, cols}));
     ASSERT_EQ(idx.dtype(), DType::int64);
     auto r = idx.to_host<std::int64_t>();
@@ -184,7 +186,7 @@ TEST(FuseGpu, WhereClipMaximumAndComparisonsOfInt32AndFloat32) {
     for (auto& v : iv)
         v = dist(rng());
     auto x = random_floats(n);
-    poison(n * 12);
+    poison(std::size_t{12} * n);
     kiln::Outputs out = f(kiln::from_host(iv), kiln::from_host(x));
     ASSERT_EQ(out[0].dtype(), DType::float64);
     ASSERT_EQ(out[1].dtype(), DType::int32);
@@ -209,7 +211,7 @@ TEST(FuseGpu, Float16AndFloat64) {
         hv[k] = dist(rng()) / 8.0; // exact in float16, and so is 2x + 1
         h[k] = kiln::to_float16(hv[k]);
     }
-    poison(n * 2);
+    poison(std::size_t{2} * n);
     Array hz = f(kiln::from_host(h));
     ASSERT_EQ(hz.dtype(), DType::float16);
     auto hr = hz.to_host<kiln::float16>();
@@ -223,7 +225,7 @@ TEST(FuseGpu, Float16AndFloat64) {
     std::uniform_real_distribution<double> positive(0.01, 4);
     for (auto& v : d)
         v = positive(rng());
-    poison(n * 8);
+    poison(std::size_t{8} * n);
     auto r = Array(g(kiln::from_host(d))).to_host<double>();
     for (int k = 0; k < n; ++k)
         near(r[k], std::tanh(std::log(d[k])) * std::sqrt(d[k]) + std::exp(-d[k]), 1e-12, k);
@@ -234,27 +236,29 @@ TEST(FuseGpu, BlackScholesCallAndPutInOneKernel) {
     auto normal_cdf = [](auto x) {
         return 0.5 * (1 + kiln::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
     };
-    auto black_scholes =
-        kiln::fuse("black_scholes_gpu", [normal_cdf](auto S, auto K, auto T, auto r, auto sigma) {
-            auto sqrt_T = kiln::sqrt(T);
-            auto d1 = (kiln::log(S / K) + (r + 0.5 * sigma * sigma) * T) / (sigma * sqrt_T);
-            auto d2 = d1 - sigma * sqrt_T;
-            auto discount = K * kiln::exp(-r * T);
-            auto call = S * normal_cdf(d1) - discount * normal_cdf(d2);
-            auto put = discount * normal_cdf(-d2) - S * normal_cdf(-d1);
+    auto black_scholes = kiln::fuse(
+        "black_scholes_gpu", [normal_cdf](auto spot, auto strike, auto years, auto r, auto sigma) {
+            auto sqrt_years = kiln::sqrt(years);
+            auto d1 = (kiln::log(spot / strike) + (r + 0.5 * sigma * sigma) * years) /
+                      (sigma * sqrt_years);
+            auto d2 = d1 - sigma * sqrt_years;
+            auto discount = strike * kiln::exp(-r * years);
+            auto call = spot * normal_cdf(d1) - discount * normal_cdf(d2);
+            auto put = discount * normal_cdf(-d2) - spot * normal_cdf(-d1);
             return std::make_tuple(call, put);
         });
     const int n = 1 << 16;
-    auto S = random_floats(n, 5, 30), K = random_floats(n, 1, 100), T = random_floats(n, 0.25, 10);
+    auto spot = random_floats(n, 5, 30), strike = random_floats(n, 1, 100),
+         years = random_floats(n, 0.25, 10);
     const double r = 0.02, sigma = 0.3;
-    poison(2 * n * 4);
-    kiln::Outputs out =
-        black_scholes(kiln::from_host(S), kiln::from_host(K), kiln::from_host(T), r, sigma);
+    poison(std::size_t{2} * n * 4);
+    kiln::Outputs out = black_scholes(kiln::from_host(spot), kiln::from_host(strike),
+                                      kiln::from_host(years), r, sigma);
     ASSERT_EQ(out.size(), 2u);
     ASSERT_EQ(out[0].dtype(), DType::float32) << "weak scalars keep float32";
     auto call = out[0].to_host<float>(), put = out[1].to_host<float>();
     for (int k = 0; k < n; ++k) {
-        const double s = S[k], kk = K[k], t = T[k];
+        const double s = spot[k], kk = strike[k], t = years[k];
         const double d1 =
             (std::log(s / kk) + (r + 0.5 * sigma * sigma) * t) / (sigma * std::sqrt(t));
         const double d2 = d1 - sigma * std::sqrt(t);

@@ -21,7 +21,7 @@ namespace {
 
 constexpr CUdeviceptr kBase = CUdeviceptr{1} << 32;
 
-Array fake(kiln::Dims shape, DType dtype = DType::float32, CUdeviceptr offset = 0) {
+Array fake(const kiln::Dims& shape, DType dtype = DType::float32, CUdeviceptr offset = 0) {
     return Array::wrap(kBase + offset, shape, dtype);
 }
 

@@ -119,7 +119,7 @@ TEST(OpsGpu, AbsWhereClipAstypeFillAndContiguousCopies) {
 
     Array m = kiln::from_host(x, {1, kN}).broadcast_to({3, kN});
     Array t = kiln::ascontiguousarray(
-        kiln::from_host(random_floats(64 * 96, -1, 1), {64, 96}).transpose());
+        kiln::from_host(random_floats(std::size_t{64} * 96, -1, 1), {64, 96}).transpose());
     EXPECT_TRUE(t.is_c_contiguous());
     auto dense = kiln::ascontiguousarray(m).to_host<float>();
     for (int r = 0; r < 3; ++r)

@@ -18,6 +18,7 @@ using kiln::detail::PerContextCache;
 namespace {
 
 CUcontext context(std::uintptr_t n) {
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): made-up context handles, never dereferenced
     return reinterpret_cast<CUcontext>(0x10000 + 0x100 * n);
 }
 
@@ -94,6 +95,7 @@ TEST(PerContextCache, ThreadsAskingAtOnceAllGetTheValueThatWasKept) {
     std::atomic<int> made{0};
     std::vector<std::vector<const int*>> seen(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {
             for (int round = 0; round < 3; ++round)
@@ -109,7 +111,7 @@ TEST(PerContextCache, ThreadsAskingAtOnceAllGetTheValueThatWasKept) {
         });
     for (auto& thread : threads)
         thread.join();
-    EXPECT_EQ(cache.size(), std::size_t{kContexts * kKeys});
+    EXPECT_EQ(cache.size(), static_cast<std::size_t>(kContexts) * kKeys);
     EXPECT_GE(made.load(), kContexts * kKeys);
     for (int t = 1; t < kThreads; ++t)
         EXPECT_EQ(seen[t], seen[0]) << "thread " << t << " got another value";

@@ -382,6 +382,7 @@ TEST(RawKernel, ThreadsLaunchingTheSameKernelShareOneCompile) {
     kiln::RawKernel saxpy(kSaxpy, "saxpy");
     const int n = 1 << 16;
     std::vector<std::thread> threads;
+    threads.reserve(8);
     std::vector<int> failures(8, 0);
     for (int t = 0; t < 8; ++t)
         threads.emplace_back([&, t] {

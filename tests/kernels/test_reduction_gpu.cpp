@@ -223,7 +223,7 @@ TEST(ReductionKernelGpu, TransposedSlicedAndBroadcastViews) {
     const std::int64_t m = 300, n = 200;
     const auto x = uniform<double>(to_size(m * n), 301);
     const Array xa = kiln::from_host(x, {m, n});
-    const auto x3 = uniform<double>(6 * 20 * 50, 302);
+    const auto x3 = uniform<double>(std::size_t{6} * 20 * 50, 302);
     const Array x3a = kiln::from_host(x3, {6, 20, 50});
     const auto row = uniform<double>(to_size(n), 303);
     struct View {

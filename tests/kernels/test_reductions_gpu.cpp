@@ -64,6 +64,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 std::vector<double> magnitudes(const std::vector<double>& v) {
     std::vector<double> out;
+    out.reserve(v.size());
     for (double e : v)
         out.push_back(std::abs(e));
     return out;
@@ -84,7 +85,7 @@ Data random_array(const Shape& shape, DType dtype, unsigned seed) {
     std::uniform_real_distribution<double> real(-1, 1);
     std::vector<Complex> v(to_size(elements(shape)));
     for (Complex& e : v)
-        e = kiln::is_bool(dtype)               ? Complex(engine() % 2)
+        e = kiln::is_bool(dtype)               ? Complex(static_cast<double>(engine() % 2))
             : kiln::is_signed_integer(dtype)   ? Complex(small_signed(engine))
             : kiln::is_unsigned_integer(dtype) ? Complex(small_unsigned(engine))
             : kiln::is_complex(dtype)          ? Complex(real(engine), real(engine))
@@ -392,6 +393,7 @@ TEST(ReductionsGpu, VarAndStdWithDdof) {
                 EXPECT_EQ(v.dtype(), result);
                 EXPECT_TRUE(near(reals(v), want, want, tolerance)) << "var";
                 std::vector<double> roots;
+                roots.reserve(want.size());
                 for (double w : want)
                     roots.push_back(std::sqrt(w));
                 const Array s = kiln::std(x.array, axes, options);
@@ -550,7 +552,8 @@ TEST(ReductionsGpu, AnyAllAndCountNonzeroOnBoolAndFloatArrays) {
                 return reference(x.values, shape, axes, counting ? 0.0 : double(every),
                                  [&](double a, Complex v, std::int64_t) {
                                      const bool on = v != 0.0;
-                                     return counting ? a + on : double(every ? a && on : a || on);
+                                     return counting ? a + on
+                                                     : double(every ? a != 0 && on : a != 0 || on);
                                  });
             };
             const Array any = kiln::any(x.array, axes), all = kiln::all(x.array, axes);
@@ -621,6 +624,7 @@ TEST(ReductionsGpu, MeanOfALargeFloat32ArrayIsAccurateAndRepeatable) {
     EXPECT_NEAR(first, total / double(x.size()), 1e-5 * total / double(x.size()));
     for (int run = 0; run < 3; ++run) {
         const float again = kiln::mean(xa, {}, on_stream).to_host<float>(stream)[0];
+        // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bitwise identity is the point
         EXPECT_EQ(std::memcmp(&again, &first, sizeof first), 0) << "run " << run;
     }
     // Over rows and over columns of the same elements.

@@ -299,13 +299,13 @@ struct Iota {
     std::vector<std::int32_t> host;
     Array device;
     Iota()
-        : host(6 * 7 * 8) {
+        : host(std::size_t{6} * 7 * 8) {
         for (std::size_t i = 0; i < host.size(); ++i)
             host[i] = static_cast<std::int32_t>(i);
         device = kiln::from_host(host, {6, 7, 8});
     }
     std::int32_t at(int i, int j, int k) const {
-        return host[static_cast<std::size_t>((i * 7 + j) * 8 + k)];
+        return host[(static_cast<std::size_t>(i) * 7 + j) * 8 + k];
     }
 };
 
@@ -377,14 +377,14 @@ TEST(ArrayGpuViews, EveryItemsizeGathers) {
     for (DType dtype : {DType::bool_, DType::int8, DType::float16, DType::float32, DType::float64,
                         DType::complex128}) {
         const std::size_t item = kiln::itemsize(dtype);
-        const Bytes host = random_elements(dtype, 5 * 9);
+        const Bytes host = random_elements(dtype, std::int64_t{5} * 9);
         Array a = kiln::from_host_bytes(host.data(), {5, 9}, dtype);
         Array view =
             a.transpose().slice({Slice{std::nullopt, std::nullopt, -2}, Slice::range(1, 5)});
         Bytes expected;
         for (int j = 8; j >= 0; j -= 2)
             for (int i = 1; i < 5; ++i) {
-                const Bytes e = element(host, static_cast<std::size_t>(i * 9 + j), item);
+                const Bytes e = element(host, static_cast<std::size_t>(i) * 9 + j, item);
                 expected.insert(expected.end(), e.begin(), e.end());
             }
         EXPECT_EQ(bytes_of(view), expected) << kiln::name(dtype);
@@ -394,10 +394,11 @@ TEST(ArrayGpuViews, EveryItemsizeGathers) {
 TEST(ArrayGpuViews, CopyFromHostWritesOnlyTheView) {
     KILN_REQUIRE_GPU();
     Iota a;
-    const std::vector<std::int32_t> minus(7 * 8, -1);
+    const std::vector<std::int32_t> minus(std::size_t{7} * 8, -1);
     a.device.slice({4}).copy_from_host_bytes(minus.data());
     std::vector<std::int32_t> expected = a.host;
-    std::fill(expected.begin() + 4 * 56, expected.begin() + 5 * 56, -1);
+    std::fill(expected.begin() + std::ptrdiff_t{4} * 56, expected.begin() + std::ptrdiff_t{5} * 56,
+              -1);
     EXPECT_EQ(a.device.to_host<std::int32_t>(), expected);
     EXPECT_THROW(a.device.transpose().copy_from_host_bytes(a.host.data()), kiln::ArgumentError);
 }
@@ -433,7 +434,7 @@ struct Foreign {
 
 TEST(DlpackGpu, RoundTripSharesDeviceMemory) {
     KILN_REQUIRE_GPU();
-    const Bytes host = random_elements(DType::float32, 1000 * 3);
+    const Bytes host = random_elements(DType::float32, std::int64_t{1000} * 3);
     Array a = kiln::from_host_bytes(host.data(), {1000, 3}, DType::float32);
     const CUdeviceptr pointer = a.data();
     DLManagedTensor* tensor = kiln::to_dlpack(a);
@@ -457,7 +458,7 @@ TEST(DlpackGpu, RoundTripSharesDeviceMemory) {
     std::vector<float> expected;
     for (int j = 2; j >= 0; --j)
         for (int i = 1; i < 999; i += 7)
-            expected.push_back(floats[static_cast<std::size_t>(i * 3 + j)]);
+            expected.push_back(floats[static_cast<std::size_t>(i) * 3 + j]);
     const std::vector<float> actual = again.to_host<float>();
     ASSERT_EQ(actual.size(), expected.size());
     EXPECT_EQ(std::memcmp(actual.data(), expected.data(), actual.size() * 4), 0);
@@ -466,8 +467,8 @@ TEST(DlpackGpu, RoundTripSharesDeviceMemory) {
 TEST(DlpackGpu, ImportsForeignMemoryAndReturnsItThroughTheDeleter) {
     KILN_REQUIRE_GPU();
     int deleted = 0;
-    auto* foreign = new Foreign(64 * 3 * sizeof(float), &deleted);
-    std::vector<float> host(64 * 3);
+    auto* foreign = new Foreign(sizeof(float) * 64 * 3, &deleted);
+    std::vector<float> host(std::size_t{64} * 3);
     for (std::size_t i = 0; i < host.size(); ++i)
         host[i] = static_cast<float>(i) * 0.5f;
     foreign->buffer.copy_from_host(host.data(), host.size() * sizeof(float));

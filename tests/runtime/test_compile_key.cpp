@@ -32,7 +32,7 @@ TEST_F(CompilerTest, ChangingAnyFieldChangesTheKey) {
             {"arch", [](std::string&, CompileOptions& o) { o.arch = "sm_80"; }},
             {"arch-specific", [](std::string&, CompileOptions& o) { o.arch = "sm_90a"; }},
             {"option value", [](std::string&, CompileOptions& o) { o.options = {"-DA=2"}; }},
-            {"extra option", [](std::string&, CompileOptions& o) { o.options.push_back("-G"); }},
+            {"extra option", [](std::string&, CompileOptions& o) { o.options.emplace_back("-G"); }},
             {"option order",
              [](std::string&, CompileOptions& o) {
                  o.options = {"-DB=1", "-DA=1"};

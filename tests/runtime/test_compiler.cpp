@@ -38,8 +38,10 @@ TEST_F(CompilerTest, ASecondCompileIsTheSameProgramFromMemory) {
 TEST_F(CompilerTest, ThreadsAskingAtOnceCompileOnce) {
     std::vector<std::shared_ptr<const kiln::Program>> results(8);
     std::vector<std::thread> threads;
-    for (std::size_t t = 0; t < results.size(); ++t)
-        threads.emplace_back([&, t] { results[t] = m_compiler->compile(kAddSource, for_arch()); });
+    threads.reserve(results.size());
+    for (auto& result : results)
+        threads.emplace_back(
+            [this, &result] { result = m_compiler->compile(kAddSource, for_arch()); });
     for (auto& thread : threads)
         thread.join();
     for (const auto& result : results)

@@ -22,7 +22,7 @@ TEST(Device, ReportsItsArchitectureAndLimits) {
 
 TEST(Device, AnOrdinalOutOfRangeIsAnArgumentError) {
     KILN_REQUIRE_GPU();
-    EXPECT_THROW(kiln::Device(kiln::Device::count()), kiln::ArgumentError);
+    EXPECT_THROW(kiln::Device{kiln::Device::count()}, kiln::ArgumentError); // {}: not a declaration
     EXPECT_THROW(kiln::Device(-1), kiln::ArgumentError);
 }
 

@@ -25,11 +25,12 @@ struct Producer {
     std::vector<std::int64_t> shape, strides;
     int deleted = 0;
 
-    Producer(std::vector<std::int64_t> shape_, std::vector<std::int64_t> strides_, DLDataType dtype,
-             DLDeviceType device = kDLCUDA, std::uint64_t byte_offset = 0)
-        : shape(std::move(shape_))
-        , strides(std::move(strides_)) {
+    Producer(std::vector<std::int64_t> shape_values, std::vector<std::int64_t> stride_values,
+             DLDataType dtype, DLDeviceType device = kDLCUDA, std::uint64_t byte_offset = 0)
+        : shape(std::move(shape_values))
+        , strides(std::move(stride_values)) {
         DLTensor& t = managed.dl_tensor;
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): a made-up device address, never dereferenced
         t.data = reinterpret_cast<void*>(kBase);
         t.device = {device, 0};
         t.ndim = static_cast<int>(shape.size());

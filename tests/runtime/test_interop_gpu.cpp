@@ -167,7 +167,7 @@ TEST(Interop, KernelsRunInOrderOnAStreamTheApplicationCreated) {
 TEST(Interop, ArraysWrapMemoryTheApplicationOwnsAndFrees) {
     KILN_REQUIRE_GPU();
     const int rows = 300, cols = 257;
-    const std::size_t count = rows * cols, bytes = count * sizeof(float);
+    const std::size_t count = static_cast<std::size_t>(rows) * cols, bytes = count * sizeof(float);
     const auto x = random_floats(count), y = random_floats(count);
     AppMemory mx(bytes), my(bytes), mz(bytes), mt(bytes);
     mx.upload(x);
@@ -213,6 +213,7 @@ TEST(Interop, AWrappedArrayKeepsItsOwnerAliveUntilTheLastView) {
     KILN_CU(cuMemAlloc(&pointer, n * sizeof(float)));
     KILN_CU(cuMemcpyHtoDAsync(pointer, x.data(), n * sizeof(float), nullptr));
     int freed = 0;
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): the device address, as the owner's handle
     std::shared_ptr<void> owner(reinterpret_cast<void*>(pointer), [&freed](void* p) {
         EXPECT_EQ(kiln::detail::driver().cuMemFree(reinterpret_cast<CUdeviceptr>(p)), CUDA_SUCCESS);
         ++freed;
@@ -312,7 +313,7 @@ TEST(Interop, AnApplicationAllocatorServesKilnsAllocations) {
         scaled_difference()(call, dx, dy, 4.0f, e);               // into the poisoned array
         const Array z = scaled_difference()(call, dx, dy, -1.0f); // output from the allocator
         EXPECT_EQ(counting->allocations(), 4) << "the kernel's output came from the allocator";
-        EXPECT_EQ(counting->bytes(), 4 * n * sizeof(float));
+        EXPECT_EQ(counting->bytes(), std::size_t{4} * n * sizeof(float));
         const std::vector<float> ev = e.to_host<float>(stream), zv = z.to_host<float>(stream);
         for (int i = 0; i < n; ++i) {
             ASSERT_EQ(ev[i], (x[i] - y[i]) * 4.0f) << i;
@@ -340,6 +341,7 @@ struct AppTensor {
         : shape{n}
         , deleted(counter) {
         KILN_CU(cuMemAlloc(&pointer, static_cast<std::size_t>(n) * sizeof(float)));
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): DLPack holds device addresses as void*
         managed.dl_tensor.data = reinterpret_cast<void*>(pointer);
         managed.dl_tensor.device = {kDLCUDA, kiln::Device::current().ordinal()};
         managed.dl_tensor.ndim = 1;

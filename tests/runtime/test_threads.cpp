@@ -49,6 +49,7 @@ TEST(Threads, SameAndDifferentSourcesCompileOncePerProcess) {
     constexpr int kShared = 4; // sources every thread asks for, each thread in its own order
     constexpr int kRounds = 3;
     std::vector<std::string> shared;
+    shared.reserve(kShared);
     for (int s = 0; s < kShared; ++s)
         shared.push_back(kernel_source("shared" + std::to_string(s)));
     const auto options = kiln::CompileOptions::for_arch(kArch);
@@ -62,6 +63,7 @@ TEST(Threads, SameAndDifferentSourcesCompileOncePerProcess) {
     std::vector<std::string> errors(kThreads);
     StartLine start(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {
             try {
@@ -112,6 +114,7 @@ TEST(Threads, SharedRawKernelsCompileOnceAcrossThreads) {
     // shared module state: no device is needed with an explicit architecture.
     constexpr int kKernels = 3;
     std::vector<kiln::RawKernel> kernels;
+    kernels.reserve(kKernels);
     for (int k = 0; k < kKernels; ++k)
         kernels.emplace_back(kernel_source("raw" + std::to_string(k)),
                              "scale_raw" + std::to_string(k),
@@ -124,6 +127,7 @@ TEST(Threads, SharedRawKernelsCompileOnceAcrossThreads) {
     std::vector<std::string> errors(kThreads);
     StartLine start(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&, t] {
             try {
@@ -163,6 +167,7 @@ TEST(Threads, AFailingCompileFailsForEveryThreadAndCanBeRetried) {
     std::atomic<int> failures{0};
     StartLine start(kThreads);
     std::vector<std::thread> threads;
+    threads.reserve(kThreads);
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&] {
             start.arrive_and_wait();

@@ -101,6 +101,7 @@ TEST(ThreadsGpu, LaunchersOnTheirOwnStreamsWhileOthersCompile) {
         2, std::vector<std::shared_ptr<const kiln::Program>>(kNewKernels));
     StartLine start(kLaunchers + 2);
     std::vector<std::thread> threads;
+    threads.reserve(kLaunchers);
     for (int t = 0; t < kLaunchers; ++t)
         threads.emplace_back([&, t] {
             std::string& failure = failures[static_cast<std::size_t>(t)];
@@ -150,7 +151,8 @@ TEST(ThreadsGpu, LaunchersOnTheirOwnStreamsWhileOthersCompile) {
         });
     for (int c = 0; c < 2; ++c)
         threads.emplace_back([&, c] {
-            std::string& failure = failures[static_cast<std::size_t>(kLaunchers + c)];
+            const int slot = kLaunchers + c;
+            std::string& failure = failures[static_cast<std::size_t>(slot)];
             try {
                 kiln::Stream stream;
                 const auto n = static_cast<std::size_t>(kCount);
@@ -168,9 +170,10 @@ TEST(ThreadsGpu, LaunchersOnTheirOwnStreamsWhileOthersCompile) {
                         kernel.compile();
                     const Array dx = kiln::from_host(x, stream), out = poisoned(stream);
                     kernel(config, dx.data(), out.data(), kCount);
-                    failure = first_mismatch(out.to_host<float>(stream),
-                                             std::vector<float>(n, 101.0f + which),
-                                             "compiling thread " + std::to_string(c));
+                    failure =
+                        first_mismatch(out.to_host<float>(stream),
+                                       std::vector<float>(n, 101.0f + static_cast<float>(which)),
+                                       "compiling thread " + std::to_string(c));
                 }
             } catch (const std::exception& e) {
                 failure = "compiling thread " + std::to_string(c) + ": " + e.what();

@@ -69,6 +69,7 @@ TEST(Statistics, OneValueHasNoSpreadAndNoValuesAreAllZero) {
 
 TEST(Statistics, StayAccurateForLongSeriesOfNearlyEqualValues) {
     std::vector<double> values;
+    values.reserve(100000);
     for (int i = 0; i < 100000; ++i)
         values.push_back(1e6 + (i % 2 ? 1e-3 : -1e-3));
     EXPECT_NEAR(kiln::Statistics::of(values).stddev, 1e-3, 1e-9);

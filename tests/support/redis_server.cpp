@@ -5,7 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
+#include <signal.h> // NOLINT(modernize-deprecated-headers): POSIX kill(), not in <csignal>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -155,8 +155,8 @@ std::optional<std::string> RedisServer::executable() {
         while (std::getline(in, dir, ':'))
             if (!dir.empty()) dirs.push_back(dir);
     }
-    dirs.push_back("/usr/bin");
-    dirs.push_back("/usr/sbin");
+    dirs.emplace_back("/usr/bin");
+    dirs.emplace_back("/usr/sbin");
     for (const auto& dir : dirs) {
         const std::string candidate = dir + "/redis-server";
         if (::access(candidate.c_str(), X_OK) == 0) return candidate;
@@ -225,6 +225,7 @@ void RedisServer::launch() {
                                      "no"};
     args.insert(args.end(), m_extra.begin(), m_extra.end());
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& arg : args)
         argv.push_back(arg.data());
     argv.push_back(nullptr);

@@ -175,7 +175,7 @@ TEST_F(CacheCli, ShowAcceptsOnlyAKey) {
 
 TEST_F(CacheCli, PruneByAgeThenBySize) {
     const auto old_entry = add("old"), new_entry = add("new");
-    const std::time_t long_ago = std::time(nullptr) - 3 * 86400;
+    const std::time_t long_ago = std::time(nullptr) - std::time_t{3} * 86400;
     const timespec times[2] = {{long_ago, 0}, {long_ago, 0}};
     ASSERT_EQ(::utimensat(AT_FDCWD, file_of(old_entry.key).c_str(), times, 0), 0);
 
@@ -235,8 +235,9 @@ TEST_F(CacheCli, AMissingCacheDirectoryIsAnErrorNotAnEmptyCache) {
     const auto missing = m_dir / "absent";
     kiln::test::write_file(m_dir / "file", "not a directory");
     for (const auto& dir : {missing, m_dir / "file"}) {
-        for (const char* command : {"cache stats", "cache ls", "cache verify", "cache stats --json",
-                                    "export '" KILN_TOOL_PATH ".never'"}) {
+        const char* const export_command = "export '" KILN_TOOL_PATH ".never'";
+        for (const char* command :
+             {"cache stats", "cache ls", "cache verify", "cache stats --json", export_command}) {
             auto result = run_command(kiln(command, dir));
             EXPECT_EQ(result.status, 1) << command << " " << dir;
             EXPECT_NE(result.err.find(dir.string()), std::string::npos) << result.err;

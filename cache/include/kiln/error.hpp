@@ -31,7 +31,7 @@ class CudaError : public Error {
     /// @param description the driver's text for the code.
     /// @param file the source file of the call.
     /// @param line the line of the call.
-    CudaError(std::string call, int code, std::string code_name, std::string description,
+    CudaError(std::string call, int code, std::string code_name, const std::string& description,
               const char* file, int line);
     /// The call as written in the source.
     /// @return the call as written in the source.
@@ -63,7 +63,7 @@ class CompileError : public Error {
     /// @param log NVRTC's log.
     /// @param options the options the program was compiled with.
     /// @param source the program's source.
-    CompileError(std::string summary, std::string log, std::vector<std::string> options,
+    CompileError(const std::string& summary, std::string log, std::vector<std::string> options,
                  std::string source);
     /// NVRTC's log.
     /// @return NVRTC's log, with its errors and warnings.

@@ -13,7 +13,8 @@ template <class A, class B> struct pair {
         : first(a)
         , second(b) {}
     template <class C, class D>
-    __device__ pair(const pair<C, D>& o) // NOLINT: converting, as std::pair
+    // NOLINTNEXTLINE(google-explicit-constructor): converting, as std::pair
+    __device__ pair(const pair<C, D>& o)
         : first(static_cast<A>(o.first))
         , second(static_cast<B>(o.second)) {}
 };

@@ -21,7 +21,7 @@ class Axes {
     Axes() noexcept = default;
     /// One axis.
     /// @param axis the axis; negative counts from the end. Checked against the array at the call.
-    Axes(int axis) noexcept // NOLINT: implicit, `ReduceCall{1}`
+    Axes(int axis) noexcept // NOLINT(google-explicit-constructor): `ReduceCall{1}`
         : m_all(false)
         , m_count(1) {
         m_values[0] = axis;
@@ -30,7 +30,8 @@ class Axes {
     /// @param axes the axes, in any order; checked against the array at the call (range,
     /// duplicates).
     /// @throws AxisError for more than kMaxDims axes.
-    Axes(std::initializer_list<int> axes); // NOLINT: implicit, `ReduceCall{{0, 2}}`
+    // NOLINTNEXTLINE(google-explicit-constructor): `ReduceCall{{0, 2}}`
+    Axes(std::initializer_list<int> axes);
     /// Several axes from a vector, as the braced-list constructor.
     /// @param axes the axes.
     /// @throws AxisError for more than kMaxDims axes.

@@ -32,21 +32,21 @@ class Arg {
   public:
     /// An array argument.
     /// @param array the array, held by reference.
-    Arg(const Array& array) noexcept
+    Arg(const Array& array) noexcept // NOLINT(google-explicit-constructor): `kernel(x, 2)`
         : m_array(&array)
-        , m_scalar(0) {} // NOLINT: implicit
+        , m_scalar(0) {}
     /// A scalar argument.
     /// @param scalar the value with its dtype.
-    Arg(Scalar scalar) noexcept
+    Arg(Scalar scalar) noexcept // NOLINT(google-explicit-constructor): `kernel(x, 2)`
         : m_array(nullptr)
-        , m_scalar(scalar) {} // NOLINT: implicit
+        , m_scalar(scalar) {}
     /// A scalar argument from a C++ number; its dtype is dtype_of<T>().
     /// @tparam T an arithmetic type.
     /// @param value the value.
     template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-    Arg(T value) noexcept
+    Arg(T value) noexcept // NOLINT(google-explicit-constructor): `kernel(x, 2)`
         : m_array(nullptr)
-        , m_scalar(value) {} // NOLINT: implicit
+        , m_scalar(value) {}
     /// Whether this is an array.
     /// @return whether this is an array (else a scalar).
     bool is_array() const noexcept { return m_array != nullptr; }
@@ -83,7 +83,7 @@ class Outputs {
     /// @throws std::out_of_range for @p i of kCapacity or more.
     Array& operator[](std::size_t i) { return m_arrays.at(i); }
     /// The single output. @throws ArgumentError when there is not exactly one.
-    operator Array() const; // NOLINT: implicit by design, `Array z = kernel(x, y);`
+    operator Array() const; // NOLINT(google-explicit-constructor): `Array z = kernel(x, y);`
     /// Append an output (the front ends do, in the order of the output parameters).
     /// @param array the output.
     /// @throws ArgumentError beyond kCapacity outputs.

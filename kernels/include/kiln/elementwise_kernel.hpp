@@ -49,8 +49,9 @@ class ElementwiseKernel {
     /// @param name the kernel's name, as profilers show it (it must be an identifier).
     /// @param options preamble, loop_prep, after_loop and switches.
     /// @throws SpecError for a spec that does not parse (shown with a caret at the fault).
-    ElementwiseKernel(std::string in_params, std::string out_params, std::string operation,
-                      std::string name = "kernel", ElementwiseOptions options = {});
+    ElementwiseKernel(const std::string& in_params, const std::string& out_params,
+                      std::string operation, std::string name = "kernel",
+                      ElementwiseOptions options = {});
     /// Frees the kernel's specializations (programs stay in the caches).
     ~ElementwiseKernel();
     /// Takes the other kernel's state; the moved-from kernel may only be assigned or destroyed.

@@ -138,12 +138,12 @@ namespace detail {
 
 /// An operand of a traced operation: a Var or a C++ scalar (a literal).
 struct FuseOperand {
-    FuseOperand(const fusion::Var& v) noexcept // NOLINT: implicit by design
+    FuseOperand(const fusion::Var& v) noexcept // NOLINT(google-explicit-constructor): `x * 2 + y`
         : trace(v.m_trace)
         , id(v.m_id)
         , literal(0) {}
     template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-    FuseOperand(T value) noexcept // NOLINT: implicit by design
+    FuseOperand(T value) noexcept // NOLINT(google-explicit-constructor): `x * 2 + y`
         : literal(value) {}
     FusionTrace* trace = nullptr;
     int id = -1;

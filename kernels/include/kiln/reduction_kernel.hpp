@@ -85,9 +85,10 @@ class ReductionKernel {
     /// @param identity the reduce expression's identity, or empty for none.
     /// @param name the kernel's name, as profilers show it (it must be an identifier).
     /// @param options reduce type, preamble and switches.
-    ReductionKernel(std::string in_params, std::string out_params, std::string map_expr,
-                    std::string reduce_expr, std::string post_map_expr, std::string identity,
-                    std::string name = "reduce_kernel", ReductionOptions options = {});
+    ReductionKernel(const std::string& in_params, const std::string& out_params,
+                    std::string map_expr, std::string reduce_expr, std::string post_map_expr,
+                    std::string identity, std::string name = "reduce_kernel",
+                    ReductionOptions options = {});
     /// Frees the kernel's specializations (programs stay in the caches).
     ~ReductionKernel();
     /// Takes the other kernel's state; the moved-from kernel may only be assigned or destroyed.

@@ -22,7 +22,7 @@ class Scalar {
     /// @tparam T bool, an integer type, float or double.
     /// @param value the value.
     template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-    Scalar(T value) noexcept // NOLINT: implicit by design
+    Scalar(T value) noexcept // NOLINT(google-explicit-constructor): `Scalar s = 2.0;`
         : m_dtype(dtype_of<T>()) {
         std::memcpy(m_bytes, &value, sizeof value);
     }
@@ -30,19 +30,19 @@ class Scalar {
     /// @tparam T float or double.
     /// @param value the value.
     template <class T>
-    Scalar(std::complex<T> value) noexcept // NOLINT: implicit by design
+    Scalar(std::complex<T> value) noexcept // NOLINT(google-explicit-constructor): as Scalar(T)
         : m_dtype(dtype_of<std::complex<T>>()) {
         std::memcpy(m_bytes, &value, sizeof value);
     }
     /// A float16 value.
     /// @param value the value.
-    Scalar(float16 value) noexcept
+    Scalar(float16 value) noexcept // NOLINT(google-explicit-constructor): as Scalar(T)
         : m_dtype(DType::float16) {
         std::memcpy(m_bytes, &value, 2);
     }
     /// A bfloat16 value.
     /// @param value the value.
-    Scalar(bfloat16 value) noexcept
+    Scalar(bfloat16 value) noexcept // NOLINT(google-explicit-constructor): as Scalar(T)
         : m_dtype(DType::bfloat16) {
         std::memcpy(m_bytes, &value, 2);
     }

@@ -33,7 +33,8 @@ class Dims {
     // Only the first size() values are ever read, initialized or copied: Arrays are built and
     // copied on every kernel call, so unused capacity must cost nothing.
     /// No values (size 0).
-    Dims() noexcept {} // NOLINT: values past size() are deliberately left uninitialized
+    // NOLINTNEXTLINE(modernize-use-equals-default): user-provided, so `Dims{}` zeroes nothing
+    Dims() noexcept {}
     /// Copies the values in use, not the spare capacity.
     /// @param other the list to copy.
     Dims(const Dims& other) noexcept
@@ -51,7 +52,8 @@ class Dims {
     /// The values in order, as in `Dims{2, 3}` or `empty({2, 3}, ...)`.
     /// @param values at most kMaxDims values.
     /// @throws ArgumentError for more than kMaxDims values.
-    Dims(std::initializer_list<std::int64_t> values); // NOLINT: implicit by design
+    // NOLINTNEXTLINE(google-explicit-constructor): `{2, 3}`
+    Dims(std::initializer_list<std::int64_t> values);
     /// The values of a vector, in order.
     /// @param values at most kMaxDims values.
     /// @throws ArgumentError for more than kMaxDims values.
@@ -142,13 +144,13 @@ struct Slice {
 struct Index {
     /// A single position.
     /// @param at the position; negative counts from the end.
-    Index(std::int64_t at)
+    Index(std::int64_t at) // NOLINT(google-explicit-constructor): `a.slice({1, Slice::all()})`
         : is_position(true)
-        , position(at) {} // NOLINT
+        , position(at) {}
     /// A range of positions.
     /// @param range the range.
-    Index(Slice range)
-        : slice(range) {} // NOLINT
+    Index(Slice range) // NOLINT(google-explicit-constructor): as Index(std::int64_t)
+        : slice(range) {}
     /// Whether this is a single position (else a slice).
     bool is_position = false;
     /// The position, when is_position.
@@ -209,7 +211,9 @@ class Array {
     /// checked against dtype().
     /// @tparam T the element type.
     /// @return the device address.
-    template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_data); }
+    template <class T> T* data() const noexcept {
+        return reinterpret_cast<T*>(m_data); // NOLINT(performance-no-int-to-ptr): device address
+    }
     /// The memory's owner (nullptr for wrapped memory with no owner given).
     /// @return the owner, shared by every view of the memory.
     const std::shared_ptr<void>& owner() const noexcept { return m_owner; }
@@ -287,6 +291,7 @@ class Array {
 /// @param shape the extents.
 /// @param itemsize the element size in bytes.
 /// @return the strides (zero extents count as one, as in NumPy).
+// NOLINTNEXTLINE(bugprone-exception-escape): resizing to another Dims' size cannot throw
 Dims c_strides(const Dims& shape, std::size_t itemsize) noexcept;
 
 /// The broadcast of several shapes (NumPy rules).

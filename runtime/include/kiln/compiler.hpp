@@ -40,7 +40,8 @@ struct CompileOptions {
     CompileOptions() = default;
     /// The defaults plus @p nvrtc_options.
     /// @param nvrtc_options extra NVRTC options, as #options.
-    CompileOptions(std::initializer_list<std::string> nvrtc_options) // NOLINT: implicit by design
+    // NOLINTNEXTLINE(google-explicit-constructor): `CompileOptions{"-G"}`
+    CompileOptions(std::initializer_list<std::string> nvrtc_options)
         : options(nvrtc_options) {}
     /// Options for the architecture @p target, e.g. "sm_90".
     /// @param target the architecture, as #arch.

@@ -15,12 +15,12 @@
 namespace kiln {
 
 /// The float16 (IEEE 754 binary16) storage type (host side only stores the bits).
-struct float16 {
+struct float16 { // NOLINT(readability-identifier-naming): NumPy's dtype name
     /// The IEEE 754 binary16 bits, as `__half` holds them; to_float16() and to_double() convert.
     std::uint16_t bits;
 };
 /// The bfloat16 storage type (host side only stores the bits).
-struct bfloat16 {
+struct bfloat16 { // NOLINT(readability-identifier-naming): as float16, ml_dtypes' name
     /// The bfloat16 bits (the top half of a float32), as `__nv_bfloat16` holds them;
     /// to_bfloat16() and to_double() convert.
     std::uint16_t bits;

@@ -16,8 +16,9 @@ class EventRef {
   public:
     /// A view of @p event, which must outlive every use of the view.
     /// @param event an event of any library.
+    // NOLINTNEXTLINE(google-explicit-constructor): any library's event
     constexpr EventRef(CUevent event) noexcept
-        : m_event(event) {} // NOLINT: implicit by design
+        : m_event(event) {}
     /// The driver handle.
     /// @return the driver handle.
     constexpr CUevent get() const noexcept { return m_event; }
@@ -63,7 +64,8 @@ class Event {
     /// @return a non-owning view, valid while this object lives.
     EventRef ref() const noexcept { return EventRef(get()); }
     /// An Event passes wherever an EventRef is taken.
-    operator EventRef() const noexcept { return ref(); } // NOLINT: implicit by design
+    // NOLINTNEXTLINE(google-explicit-constructor): an Event passes as an EventRef
+    operator EventRef() const noexcept { return ref(); }
     /// Record on @p stream, as EventRef::record().
     /// @param stream the stream.
     void record(StreamRef stream = {}) const { ref().record(stream); }

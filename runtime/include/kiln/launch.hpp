@@ -26,10 +26,11 @@ struct Dim3 {
     /// @param x_ the extent along x.
     /// @param y_ the extent along y.
     /// @param z_ the extent along z.
+    // NOLINTNEXTLINE(google-explicit-constructor,readability-identifier-naming): `{256}`; x_ vs x
     constexpr Dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1)
         : x(x_)
         , y(y_)
-        , z(z_) {} // NOLINT
+        , z(z_) {}
 };
 
 /// Where and how to launch.

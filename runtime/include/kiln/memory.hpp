@@ -95,11 +95,14 @@ class DeviceBuffer {
     CUdeviceptr get() const noexcept { return m_pointer; }
     /// The device address as a pointer.
     /// @return the device address as a pointer, for kernel arguments.
-    void* data() const noexcept { return reinterpret_cast<void*>(m_pointer); }
+    void* data() const noexcept {
+        // NOLINTNEXTLINE(performance-no-int-to-ptr): CUdeviceptr is an integer address
+        return reinterpret_cast<void*>(m_pointer);
+    }
     /// The device address as a typed pointer.
     /// @tparam T the element type.
     /// @return the address.
-    template <class T> T* data() const noexcept { return reinterpret_cast<T*>(m_pointer); }
+    template <class T> T* data() const noexcept { return static_cast<T*>(data()); }
     /// The size in bytes.
     /// @return the size in bytes.
     std::size_t size() const noexcept { return m_bytes; }

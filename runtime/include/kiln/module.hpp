@@ -87,7 +87,7 @@ class Function {
         int max_grid[3] = {};
         int max_shared_optin = 0;
         int multiprocessors = 0;
-        mutable std::atomic<std::size_t> shared_limit{48 * 1024};
+        mutable std::atomic<std::size_t> shared_limit{std::size_t{48} * 1024};
     };
     explicit Function(std::shared_ptr<const State> state)
         : m_state(std::move(state)) {}
@@ -107,7 +107,7 @@ class Module : public std::enable_shared_from_this<Module> {
     /// @param description what the image is, for error messages (e.g. a file name).
     /// @return the module.
     /// @throws ArgumentError (not a module image), CudaError, NoDeviceError.
-    static std::shared_ptr<const Module> load(std::string image, std::string description);
+    static std::shared_ptr<const Module> load(const std::string& image, std::string description);
     /// Load a compiled program, recompiling once if the driver rejects a cubin from the disk cache.
     /// @param program the program, kept alive by the module.
     /// @param options the options it was compiled with, for the recompile.

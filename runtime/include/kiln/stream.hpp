@@ -19,8 +19,9 @@ class StreamRef {
     constexpr StreamRef() noexcept = default;
     /// A view of @p stream, which must outlive every use of the view.
     /// @param stream a stream of any library, or 0 for the legacy default stream.
+    // NOLINTNEXTLINE(google-explicit-constructor): any library's stream
     constexpr StreamRef(CUstream stream) noexcept
-        : m_stream(stream) {} // NOLINT: implicit by design
+        : m_stream(stream) {}
 
     /// The driver handle.
     /// @return the driver handle.
@@ -70,7 +71,8 @@ class Stream {
     /// @return a non-owning view, valid while this object lives.
     StreamRef ref() const noexcept { return StreamRef(get()); }
     /// A Stream passes wherever a StreamRef is taken.
-    operator StreamRef() const noexcept { return ref(); } // NOLINT: implicit by design
+    // NOLINTNEXTLINE(google-explicit-constructor): a Stream passes as a StreamRef
+    operator StreamRef() const noexcept { return ref(); }
     /// Block the host until all work queued on the stream is done (throws CudaError).
     void synchronize() const { ref().synchronize(); }
 

@@ -78,6 +78,7 @@ namespace kiln::detail {
 
 /// The driver's entry points, resolved once per process.
 struct Driver {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): the argument is a declared name
 #define KILN_DRIVER_MEMBER(name) decltype(&::name) name = nullptr;
     KILN_DRIVER_FUNCTIONS(KILN_DRIVER_MEMBER)
 #undef KILN_DRIVER_MEMBER

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Static checks: clang-format (.clang-format) over every tracked C++ file, then clang-tidy
+# (.clang-tidy) over every translation unit of the repository in the release build's compile
+# database (build/, configured here if missing). Generated sources in the build directory are not
+# analysed. Exits non-zero on any formatting difference or clang-tidy finding, and prints how long
+# each part took.
+#
+#   scripts/lint.sh            both parts
+#   scripts/lint.sh FILE...    clang-tidy on the given .cpp files only (after the format check)
+#
+# Environment: KILN_LINT_BUILD_DIR (default build), KILN_LINT_JOBS (default nproc).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+build=${KILN_LINT_BUILD_DIR:-$root/build}
+jobs=${KILN_LINT_JOBS:-$(nproc)}
+
+# Debian's clang-format and clang-tidy 14 (CI and developer tools; not needed to build Kiln).
+"$root/scripts/install_packages.sh" clang-format-14 clang-tidy-14
+
+start=$SECONDS
+git ls-files -z '*.cpp' '*.hpp' '*.h' '*.cuh' | xargs -0 clang-format-14 --dry-run -Werror
+echo "lint.sh: clang-format clean in $((SECONDS - start)) s"
+
+start=$SECONDS
+if [[ ! -f $build/compile_commands.json ]]; then
+    if [[ $build == "$root/build" ]]; then
+        cmake --preset release -DCUDAToolkit_ROOT="${CUDAToolkit_ROOT:-/usr/local/cuda}" >/dev/null
+    else
+        echo "lint.sh: no compile_commands.json in $build" >&2
+        exit 1
+    fi
+fi
+# The repository's own directories: sources analysed, headers reported.
+dirs='(cache|runtime|kernels|tools|tests|bench|fuzz|examples)'
+if [[ $# -gt 0 ]]; then
+    files=()
+    for f in "$@"; do files+=("^$(realpath "$f")\$"); done
+else
+    files=("^$root/$dirs/.*\\.cpp\$")
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# run-clang-tidy exits non-zero when clang-tidy does (WarningsAsErrors: '*'), and the log is
+# checked too so that a finding can never pass silently.
+status=0
+run-clang-tidy-14 -p "$build" -quiet -j "$jobs" -header-filter="^$root/$dirs/" "${files[@]}" \
+    >"$log" 2>&1 || status=$?
+if ((status != 0)) || grep -q -E '(warning|error): ' "$log"; then
+    grep -E -A3 '(warning|error): ' "$log" || cat "$log"
+    echo "lint.sh: clang-tidy found problems ($((SECONDS - start)) s)" >&2
+    exit 1
+fi
+echo "lint.sh: clang-tidy clean in $((SECONDS - start)) s"
