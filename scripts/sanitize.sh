@@ -11,7 +11,8 @@
 # (scripts/gpu_sanitize.sh): host sanitizers and the CUDA driver do not mix.
 # Left out: package_client and package_deb, which install this build and link a client project against it
 # without the sanitizer runtime (its link fails by design; it tests packaging, not memory).
-# Extra ctest arguments may follow the kind, e.g. `scripts/sanitize.sh thread -R test_threads`.
+# Extra ctest arguments may follow the kind, e.g. `scripts/sanitize.sh thread -R test_threads`;
+# KILN_SANITIZE_TARGETS="test_threads ..." then builds only those targets.
 # KILN_SANITIZE_GPU=1 (on a GPU machine) builds and runs the GPU tests too; host sanitizers see
 # Kiln's threads and memory around the driver, compute-sanitizer sees the kernels.
 set -euo pipefail
@@ -35,7 +36,14 @@ fi
 # The asan / tsan presets of CMakePresets.json (build-asan, build-tsan).
 cmake --preset "$preset" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
     -DKILN_BUILD_GPU_TESTS="$gpu_tests" ${KILN_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" -j"$(nproc)"
+# KILN_SANITIZE_TARGETS: build only these targets (with `-R` among the ctest arguments to run
+# only their tests), for a focused run that costs a fraction of the whole build.
+if [[ -n ${KILN_SANITIZE_TARGETS:-} ]]; then
+    # shellcheck disable=SC2086 # a list of target names
+    cmake --build "$build" -j"$(nproc)" --target ${KILN_SANITIZE_TARGETS}
+else
+    cmake --build "$build" -j"$(nproc)"
+fi
 
 logs=$PWD/$build/sanitizer-logs
 rm -rf "$logs"
