@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <sstream>
+#include <string_view>
 
 namespace kiln {
 
@@ -42,6 +43,21 @@ CompileError::CompileError(const std::string& summary, std::string log,
 
 std::string CompileError::numbered_source() const {
     return number_lines(m_source);
+}
+
+std::string first_compile_error(const std::string& log) {
+    for (std::size_t start = 0; start < log.size();) {
+        std::size_t end = log.find('\n', start);
+        if (end == std::string::npos) end = log.size();
+        const std::string_view line(log.data() + start, end - start);
+        // "x.cu(3): error: ", "nvrtc: error: ", "x.cu(1): catastrophic error: "; never a
+        // warning, nor a source line NVRTC quotes that happens to say "error: ".
+        for (std::string_view marker : {": error: ", " catastrophic error: "})
+            if (line.find(marker) != std::string_view::npos && line.front() != ' ')
+                return std::string(line);
+        start = end + 1;
+    }
+    return {};
 }
 
 std::string number_lines(const std::string& source) {

@@ -29,11 +29,11 @@ struct Traced {
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
 // reports errors as "<program>(LINE): error: ...".
 CompileError name_expression(const std::string& who, const CompileError& e) {
-    const std::string& log = e.log();
-    const std::size_t at = log.find("): error");
-    const std::size_t open = at == std::string::npos ? at : log.rfind('(', at);
+    const std::string first = e.first_error();
+    const std::size_t close = first.find("): ");
+    const std::size_t open = close == std::string::npos ? close : first.rfind('(', close);
     if (open == std::string::npos) return e;
-    const int line = std::atoi(log.c_str() + open + 1);
+    const int line = std::atoi(first.c_str() + open + 1);
     const std::string& source = e.source();
     std::size_t begin = 0;
     for (int k = 1; k < line && begin != std::string::npos; ++k) {
@@ -44,12 +44,10 @@ CompileError name_expression(const std::string& who, const CompileError& e) {
     const std::string text = source.substr(begin, source.find('\n', begin) - begin);
     const std::size_t marker = text.find(kTracedMarker);
     if (marker == std::string::npos) return e;
-    const std::size_t end = log.find('\n', at);
-    return CompileError(
-        who + " does not compile: the traced expression '" +
-            text.substr(marker + std::strlen(kTracedMarker)) + "' (line " + std::to_string(line) +
-            ") is at fault: " + log.substr(at + 3, end == std::string::npos ? end : end - at - 3),
-        e.log(), e.options(), e.source());
+    return CompileError(who + " does not compile: the traced expression '" +
+                            text.substr(marker + std::strlen(kTracedMarker)) +
+                            "' is at fault: " + first,
+                        e.log(), e.options(), e.source());
 }
 
 } // namespace

@@ -159,8 +159,11 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
                           "): give the kernel an identity or reduce a non-empty array");
 
     detail::check_given_outputs(params(), p.ops, out_shape, "the reduction gives");
-    detail::make_outputs(p.ops, out_shape, allocate, how.stream);
+    // Outputs are described (contiguous, as allocated ones are) until the layout has checked
+    // every operand's strides: a bad call is the same error with or without a device.
+    detail::make_outputs(p.ops, out_shape, /*allocate=*/false, how.stream);
     choose_layout(p, reduced, shape, how.keepdims);
+    if (allocate) detail::make_outputs(p.ops, out_shape, /*allocate=*/true, how.stream);
 }
 
 void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kMaxDims>& reduced,
@@ -424,9 +427,9 @@ ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = defaul
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
     Prepared p;
+    m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();
     p.multiprocessors = multiprocessors(context);
-    m_impl->shape_call(args, count, how, /*allocate=*/true, p);
     if (p.n_out > 0) {
         const Impl::Loaded& loaded = m_impl->function(p, context);
         m_impl->size_launch(p, loaded.blocks_per_multiprocessor);

@@ -46,9 +46,9 @@ struct ReductionRecipe {
 const char* reduce_op_name(ReduceOp op);
 
 /// The recipe of sum, prod, max, min, argmax, argmin, mean, any, all or count_nonzero over
-/// @p input: @p dtype is NumPy's `dtype=` (sum, prod, mean).
-/// @throws ArgumentError for an order of complex numbers, AxisError for argmax / argmin over
-/// several axes (not all).
+/// @p input: @p dtype is NumPy's `dtype=` (sum, prod, mean). max, min, argmax and argmin of
+/// complex values follow NumPy's order (real parts first; a NaN in either part wins).
+/// @throws AxisError for argmax / argmin over several axes (not all).
 ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
                                  const Axes& axis);
 

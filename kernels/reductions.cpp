@@ -32,7 +32,23 @@ struct Spec {
     bool empty_is_error = false;
 };
 
-Spec spec_of(ReduceOp op, bool complex_sqrt) {
+// max, min, argmax and argmin of complex values in NumPy's order (kiln/complex_order.cuh): each
+// element paired with its index, so that a NaN or a tie gives the element NumPy gives (the
+// first), whatever order partial results meet in. The index -1 marks "no element".
+Spec complex_order_spec(ReduceOp op) {
+    const bool largest = op == ReduceOp::max || op == ReduceOp::argmax;
+    const bool value = op == ReduceOp::max || op == ReduceOp::min;
+    return {"T x",
+            "kiln::make_pair(kiln::cast<R>(x), _J)",
+            largest ? "kiln::argmax_merge(a, b)" : "kiln::argmin_merge(a, b)",
+            value ? "kiln::cast<O>(a.first)" : "a.second",
+            "_type_reduce(R(), -1)",
+            "kiln::pair<R, kiln_index_t>",
+            true};
+}
+
+Spec spec_of(ReduceOp op, bool complex_sqrt, bool complex_order) {
+    if (complex_order) return complex_order_spec(op);
     switch (op) {
     case ReduceOp::sum:
         return {"T x", "kiln::cast<R>(x)", "a + b", "kiln::cast<O>(a)", "0", {}};
@@ -95,10 +111,6 @@ DType real_of(DType d) {
     return d == DType::complex64 ? DType::float32 : d == DType::complex128 ? DType::float64 : d;
 }
 
-[[noreturn]] void unordered(const char* what) {
-    throw ArgumentError(std::string(what) + ": complex numbers have no order");
-}
-
 // NumPy's sum and prod dtype: integers widen to 64 bits, keeping their signedness.
 DType sum_result(DType d) {
     if (is_bool(d) || is_signed_integer(d)) return DType::int64;
@@ -113,7 +125,9 @@ DType mean_result(DType d) {
 // The recipe of @p op computing in C, accumulating in R, giving O.
 ReductionRecipe recipe_of(ReduceOp op, DType compute, DType accumulate, DType result,
                           bool sqrt_after = false) {
-    const Spec spec = spec_of(op, sqrt_after);
+    const bool ordered = op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax ||
+                         op == ReduceOp::argmin;
+    const Spec spec = spec_of(op, sqrt_after, ordered && is_complex(compute));
     ReductionRecipe recipe{compute,  accumulate,          result,     spec.in,
                            spec.map, spec.reduce,         spec.value, spec.identity,
                            {},       spec.empty_is_error, {}};
@@ -144,11 +158,9 @@ ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> 
     }
     case ReduceOp::max:
     case ReduceOp::min:
-        if (is_complex(input)) unordered(what);
         return recipe_of(op, widen(input), widen(input), input);
     case ReduceOp::argmax:
     case ReduceOp::argmin:
-        if (is_complex(input)) unordered(what);
         if (!axis.is_all() && axis.size() != 1)
             throw AxisError(std::string(what) +
                             ": takes one axis or all of them, not axis=" + axis.to_string());

@@ -10,24 +10,31 @@ namespace kiln::detail {
 
 namespace {
 
-// "<who> does not compile: <the piece> '<code>' is at fault (<note>): <NVRTC's first error>".
-// NVRTC reports errors as "<program>(LINE): error: ...".
+// "<who> does not compile: <the piece> '<code>' is at fault (<note>): <NVRTC's first error>",
+// the error as NVRTC writes it ("<file>(LINE): error: ..."). The piece is named when that error
+// is in the generated source itself, not in a header it includes.
 std::string summary(const KernelParams& params, const GeneratedSource& generated,
                     const std::string& log) {
     std::string summary = params.who + " does not compile";
-    const std::size_t at = log.find("): error");
-    if (at == std::string::npos) return summary;
-    const std::size_t open = log.rfind('(', at);
+    const std::string first = first_compile_error(log);
+    if (first.empty()) return summary;
+    const std::size_t close = first.find("): ");
+    const std::size_t open = close == std::string::npos ? close : first.rfind('(', close);
+    // NVRTC ends its log with: N errors detected in the compilation of "<program>".
+    const std::string compiling = "in the compilation of \"";
+    const bool in_program =
+        open != std::string::npos &&
+        (log.find(compiling) == std::string::npos ||
+         log.find(compiling + first.substr(0, open) + '"') != std::string::npos);
     const SourcePiece* piece =
-        open == std::string::npos ? nullptr : generated.piece_at(std::atoi(log.c_str() + open + 1));
+        in_program ? generated.piece_at(std::atoi(first.c_str() + open + 1)) : nullptr;
     if (piece) {
         summary += ": " + std::string(piece->what);
         if (!piece->quoted.empty()) summary += " '" + piece->quoted + "'";
         summary += " is at fault";
         if (!piece->note.empty()) summary += " (" + piece->note + ")";
     }
-    const std::size_t end = log.find('\n', at);
-    return summary + ": " + log.substr(at + 3, end == std::string::npos ? end : end - at - 3);
+    return summary + ": " + first;
 }
 
 } // namespace

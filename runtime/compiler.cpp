@@ -183,10 +183,17 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
         out.log.resize(log_size - 1); // drop the terminating NUL
     }
     if (result != NVRTC_SUCCESS) {
-        std::string summary = result == NVRTC_ERROR_INVALID_OPTION
-                                  ? "NVRTC rejected an option (see the log for which)"
-                                  : std::string("NVRTC could not compile ") + program_name + " (" +
-                                        nvrtcGetErrorString(result) + ")";
+        // The first line says what went wrong: NVRTC's first error, with its file and line.
+        const std::string first = first_compile_error(out.log);
+        std::string summary;
+        if (result == NVRTC_ERROR_INVALID_OPTION)
+            summary = first.empty() ? "NVRTC rejected an option (see the log for which)"
+                                    : "NVRTC rejected an option: " + first;
+        else if (first.empty())
+            summary = std::string("NVRTC could not compile ") + program_name + " (" +
+                      nvrtcGetErrorString(result) + ")";
+        else
+            summary = "NVRTC could not compile the program: " + first;
         if (env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false))
             logger().error("{}\n{}\n{}", summary, out.log, number_lines(r.source));
         throw CompileError(summary, out.log, r.options, r.source);

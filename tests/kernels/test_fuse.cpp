@@ -313,3 +313,14 @@ TEST(Fuse, EveryFusableReductionCompilesWithItsNumPyDtype) {
                                          DType::float64, DType::float32, DType::int64};
     EXPECT_EQ(seen, expected);
 }
+
+TEST(Fuse, ComplexExtremesFuseWithNumPysOrder) {
+    auto peak = kiln::fuse("complex_peak", [](auto z) { return kiln::max(z * 2, 1); });
+    auto first = kiln::fuse("complex_first_min", [](auto z) { return kiln::argmin(z, 0); });
+    Array z = fake({64, 300}, DType::complex64);
+    const std::string src = source(peak, {z});
+    EXPECT_TRUE(has(src, "kiln::argmax_merge(a, b)")) << src;
+    EXPECT_TRUE(has(src, "kiln::complex<float>* _raw_out0")) << src;
+    compiles(peak, {z});
+    compiles(first, {fake({64, 300}, DType::complex128)});
+}

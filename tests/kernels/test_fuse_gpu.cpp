@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -267,4 +269,49 @@ TEST(FuseGpu, BlackScholesCallAndPutInOneKernel) {
         ASSERT_LE(std::abs(call[k] - (s * cdf(d1) - discount * cdf(d2))), 1e-5 * scale) << k;
         ASSERT_LE(std::abs(put[k] - (discount * cdf(-d2) - s * cdf(-d1))), 1e-5 * scale) << k;
     }
+}
+
+TEST(FuseGpu, ComplexMaxAndArgminInNumPysOrder) {
+    KILN_REQUIRE_GPU();
+    auto peak = kiln::fuse("complex_peak_gpu", [](auto z) { return kiln::max(z * 2, 1); });
+    auto first = kiln::fuse("complex_first_min_gpu", [](auto z) { return kiln::argmin(z, 0); });
+    const int rows = 129, cols = 67;
+    // Real parts from a few values: ties everywhere, which the imaginary parts break.
+    std::uniform_int_distribution<int> step(-2, 2);
+    std::uniform_real_distribution<float> unit(-1, 1);
+    std::vector<std::complex<float>> z(static_cast<std::size_t>(rows) * cols);
+    for (auto& e : z)
+        e = {0.5f * static_cast<float>(step(rng())), unit(rng())};
+    z[5 * cols + 3] = {std::numeric_limits<float>::quiet_NaN(), 1};
+    z[9 * cols + 3] = {1, std::numeric_limits<float>::quiet_NaN()};
+    const Array za = kiln::from_host(z, {rows, cols});
+    auto lex_less = [](std::complex<float> a, std::complex<float> b) {
+        return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+    };
+    auto nan_in = [](std::complex<float> a) {
+        return std::isnan(a.real()) || std::isnan(a.imag());
+    };
+    poison(std::size_t{8} * rows);
+    const auto peaks = peak(za).to_host<std::complex<float>>();
+    ASSERT_EQ(peaks.size(), static_cast<std::size_t>(rows));
+    for (int i = 0; i < rows; ++i) {
+        std::complex<float> want = z[static_cast<std::size_t>(i) * cols] * 2.0f;
+        for (int j = 1; j < cols && !nan_in(want); ++j) {
+            const std::complex<float> e = z[static_cast<std::size_t>(i) * cols + j] * 2.0f;
+            if (nan_in(e) || lex_less(want, e)) want = e;
+        }
+        const std::complex<float> got = peaks[static_cast<std::size_t>(i)];
+        ASSERT_TRUE(nan_in(want) ? nan_in(got) : got == want) << "row " << i << ": " << got;
+    }
+    poison(std::size_t{8} * cols);
+    const auto firsts = first(za).to_host<std::int64_t>();
+    for (int j = 0; j < cols; ++j) {
+        int want = 0;
+        for (int i = 1; i < rows && !nan_in(z[static_cast<std::size_t>(want) * cols + j]); ++i) {
+            const std::complex<float> e = z[static_cast<std::size_t>(i) * cols + j];
+            if (nan_in(e) || lex_less(e, z[static_cast<std::size_t>(want) * cols + j])) want = i;
+        }
+        ASSERT_EQ(firsts[static_cast<std::size_t>(j)], want) << "column " << j;
+    }
+    EXPECT_EQ(firsts[3], 5) << "the first NaN in column 3";
 }

@@ -5,10 +5,15 @@
 #include "kiln/kiln.hpp"
 #include "kiln/reduction_kernel.hpp"
 #include "reduction_kernel_access.hpp"
+#include "reduction_recipes.hpp"
 
 #include <gtest/gtest.h>
 
+#include <complex>
+#include <cstdlib>
 #include <functional>
+#include <optional>
+#include <utility>
 
 using kiln::Array;
 using kiln::Axes;
@@ -300,4 +305,77 @@ TEST(ReductionCodegen, AxesPrintAsNumPyWritesThem) {
     EXPECT_EQ(Axes(1).to_string(), "1");
     EXPECT_EQ(Axes({0, 2}).to_string(), "(0, 2)");
     EXPECT_EQ(Axes::none().to_string(), "()");
+}
+
+TEST(ReductionCodegen, ComplexExtremesCompileFromTheSharedRecipes) {
+    // max, min, argmax and argmin of complex values: (value, index) pairs in NumPy's order, so a
+    // NaN or a tie gives NumPy's element. Built as the ready reductions build them.
+    using kiln::detail::ReduceOp;
+    const std::pair<ReduceOp, DType> cases[] = {{ReduceOp::max, DType::complex64},
+                                                {ReduceOp::min, DType::complex128},
+                                                {ReduceOp::argmax, DType::complex128},
+                                                {ReduceOp::argmin, DType::complex64}};
+    for (const auto& [op, dtype] : cases) {
+        SCOPED_TRACE(std::string(kiln::detail::reduce_op_name(op)) + " of " + kiln::name(dtype));
+        const auto recipe = kiln::detail::reduction_recipe(op, dtype, std::nullopt, Axes(0));
+        const bool value = op == ReduceOp::max || op == ReduceOp::min;
+        EXPECT_EQ(recipe.result, value ? dtype : DType::int64);
+        EXPECT_TRUE(recipe.empty_is_error);
+        EXPECT_TRUE(has(recipe.reduce, "_merge(a, b)")) << recipe.reduce;
+        kiln::ReductionOptions options;
+        options.preamble = recipe.preamble;
+        options.reduce_type = recipe.reduce_type;
+        options.empty_is_error = recipe.empty_is_error;
+        const ReductionKernel k(recipe.in, std::string(kiln::name(recipe.result)) + " y",
+                                recipe.map, recipe.reduce, std::string("y = ") + recipe.value,
+                                recipe.identity, "complex_extreme", options);
+        compiles(k, {fake({1 << 20}, dtype)});                 // one output split by blocks
+        compiles(k, {fake({512, 700}, dtype)}, ReduceCall{0}); // columns
+    }
+}
+
+TEST(ReductionCodegen, ComplexOrderHelpersServeUserKernelsOverAnyDtype) {
+    // The same expressions over complex and real values.
+    const ReductionKernel largest("T x", "T y", "x", "kiln::maximum(a, b)", "y = a", "",
+                                  "any_maximum");
+    const ReductionKernel counted("T x, T t", "int64 n",
+                                  "(kiln::greater(x, t) || kiln::less_equal(x, -t) || "
+                                  "kiln::has_nan(x)) ? 1 : 0",
+                                  "a + b", "n = a", "0", "any_order");
+    for (DType dtype : {DType::complex64, DType::float32}) {
+        SCOPED_TRACE(kiln::name(dtype));
+        compiles(largest, {fake({256, 300}, dtype)}, ReduceCall{1});
+        const kiln::Scalar t = dtype == DType::complex64
+                                   ? kiln::Scalar(std::complex<float>(0.5f, 0.0f))
+                                   : kiln::Scalar(0.5f);
+        compiles(counted, {fake({256, 300}, dtype), t}, ReduceCall{0});
+    }
+}
+
+TEST(ReductionCodegen, ACompileErrorsFirstLineIsNvrtcsFirstErrorWithItsLine) {
+    const ReductionKernel k("T x", "T y", "x", "a + nosuch", "y = a", "0", "first_line");
+    const std::initializer_list<kiln::Arg> args{fake({1000})};
+    try {
+        k.compile_for(args.begin(), args.size(), {}, "sm_90");
+        FAIL() << "compiled";
+    } catch (const kiln::CompileError& e) {
+        const std::string what = e.what();
+        const std::string first = what.substr(0, what.find('\n'));
+        EXPECT_TRUE(has(first, "ReductionKernel 'first_line' does not compile: the reduce "
+                               "expression 'a + nosuch' is at fault: "))
+            << first;
+        EXPECT_TRUE(has(first, "): error: identifier \"nosuch\" is undefined")) << first;
+        EXPECT_EQ(first.substr(first.size() - e.first_error().size()), e.first_error());
+        // The line NVRTC names is the reduce expression's line of the generated source.
+        const std::size_t close = first.rfind("): error");
+        const int line = std::atoi(first.c_str() + first.rfind('(', close) + 1);
+        const std::string numbered = e.numbered_source();
+        const std::string marker = std::to_string(line) + " | ";
+        const std::size_t at = numbered.find(marker);
+        ASSERT_NE(at, std::string::npos) << numbered;
+        EXPECT_TRUE(has(numbered.substr(at, numbered.find('\n', at) - at), "a + nosuch"))
+            << "line " << line << " of\n"
+            << numbered;
+        EXPECT_TRUE(has(what, "--- NVRTC log ---")) << "the log, options and source follow";
+    }
 }

@@ -655,3 +655,77 @@ TEST(ReductionKernelGpu, AReduceExpressionThatDoesNotCompileIsNamedInTheError) {
             << e.what();
     }
 }
+
+TEST(ReductionKernelGpu, UserKernelsOrderComplexValuesAsNumPyDoes) {
+    KILN_REQUIRE_GPU();
+    // kiln::maximum without an identity: on values without NaN any grouping gives NumPy's max.
+    const ReductionKernel largest("T x", "T y", "x", "kiln::maximum(a, b)", "y = a", "",
+                                  "complex_maximum");
+    // kiln::greater against a scalar: false where either value has a NaN part.
+    const ReductionKernel above("T x, T t", "int64 n", "kiln::greater(x, t) ? 1 : 0", "a + b",
+                                "n = a", "0", "complex_above");
+    // argmin_merge on (value, index) pairs: the first element with a NaN part, else the first
+    // smallest.
+    kiln::ReductionOptions pairs;
+    pairs.reduce_type = "kiln::pair<T, long long>";
+    const ReductionKernel first_min("T x", "int64 y", "kiln::make_pair(x, _J)",
+                                    "kiln::argmin_merge(a, b)", "y = a.second",
+                                    "_type_reduce(T(), -1)", "complex_argmin", pairs);
+    const auto has_nan = [](Complex v) { return std::isnan(v.real()) || std::isnan(v.imag()); };
+    const auto lex_less = [](Complex a, Complex b) {
+        return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+    };
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double inf = std::numeric_limits<double>::infinity();
+    const Shape shape{300, 257};
+    unsigned seed = 1400;
+    for (DType dtype : {DType::complex64, DType::complex128}) {
+        // Real parts tie everywhere; the imaginary parts decide.
+        std::mt19937 engine(++seed);
+        const double steps[] = {-1, -0.5, 0.5, 1};
+        std::uniform_real_distribution<double> unit(-1, 1);
+        std::vector<Complex> v(to_size(elements(shape)));
+        for (Complex& e : v)
+            e = Complex(steps[engine() % 4], unit(engine));
+        const Data plain = device_data(v, shape, dtype);
+        for (std::int64_t at : {std::int64_t{5 * 257 + 100}, std::int64_t{5 * 257 + 7},
+                                std::int64_t{200 * 257 + 256}, std::int64_t{299 * 257}})
+            v[to_size(at)] = at % 2 ? Complex(nan, 0.25) : Complex(-0.75, nan);
+        const Data with_nan = device_data(v, shape, dtype);
+        const kiln::Scalar threshold = dtype == DType::complex64
+                                           ? kiln::Scalar(std::complex<float>(0.5f, 0.0f))
+                                           : kiln::Scalar(std::complex<double>(0.5, 0.0));
+        for (const Axes& axes : {Axes::all(), Axes(0), Axes(1)}) {
+            SCOPED_TRACE(std::string(kiln::name(dtype)) + ", axis=" + axes.to_string());
+            const auto max_want = reference(
+                plain.values, shape, axes, Complex(-inf, -inf),
+                [&](Complex a, Complex e, std::int64_t) { return lex_less(a, e) ? e : a; });
+            const auto max_got = values_of(largest(ReduceCall{axes}, plain.array)[0]);
+            ASSERT_EQ(max_got.size(), max_want.size());
+            for (std::size_t o = 0; o < max_got.size(); ++o)
+                ASSERT_EQ(max_got[o], max_want[o]) << "maximum, output " << o;
+
+            const auto count_want = reference(
+                with_nan.values, shape, axes, 0.0, [&](double n, Complex e, std::int64_t) {
+                    return n + (!has_nan(e) && lex_less(Complex(0.5, 0), e) ? 1 : 0);
+                });
+            const Array counts = poisoned(result_shape(shape, axes), DType::int64);
+            above(ReduceCall{axes}, with_nan.array, threshold, counts);
+            EXPECT_EQ(doubles(counts.to_host<std::int64_t>()), count_want) << "greater";
+
+            using Best = std::pair<Complex, std::int64_t>;
+            const auto min_want = reference(
+                with_nan.values, shape, axes, Best{0, -1}, [&](Best b, Complex e, std::int64_t j) {
+                    const bool better =
+                        b.second < 0 || (!has_nan(b.first) && (has_nan(e) || lex_less(e, b.first)));
+                    return better ? Best{e, j} : b;
+                });
+            const Array index = poisoned(result_shape(shape, axes), DType::int64);
+            first_min(ReduceCall{axes}, with_nan.array, index);
+            const auto got = index.to_host<std::int64_t>();
+            ASSERT_EQ(got.size(), min_want.size());
+            for (std::size_t o = 0; o < got.size(); ++o)
+                ASSERT_EQ(got[o], min_want[o].second) << "argmin, output " << o;
+        }
+    }
+}

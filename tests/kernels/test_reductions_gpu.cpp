@@ -16,6 +16,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using kiln::Array;
@@ -673,4 +674,179 @@ TEST(ReductionsGpu, ViewsReduceAsTheirElements) {
     EXPECT_TRUE(exactly(reals(kiln::max(half, 1)), extreme_of(expected, 1, true)));
     EXPECT_TRUE(near(reals(kiln::mean(half)), {sum_of(expected, {})[0] / 30000},
                      {sum_of(expected, {}, true)[0] / 30000}, 1e-12));
+}
+
+namespace {
+
+bool has_nan(Complex v) {
+    return std::isnan(v.real()) || std::isnan(v.imag());
+}
+
+// NumPy's order of complex values without NaN: real parts first, then imaginary parts.
+bool lex_less(Complex a, Complex b) {
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+}
+
+// NumPy's max / min and argmax / argmin of complex values, as its loops run: the first element
+// with a NaN in either part, else the first extreme in lexicographic order.
+std::vector<std::pair<Complex, std::int64_t>> complex_extremes_of(const Data& x, const Axes& axes,
+                                                                  bool largest) {
+    using Best = std::pair<Complex, std::int64_t>;
+    return reference(x.values, x.shape, axes, Best{0, -1}, [&](Best a, Complex v, std::int64_t j) {
+        if (a.second < 0) return Best{v, j};
+        if (has_nan(a.first)) return a;
+        if (has_nan(v)) return Best{v, j};
+        return (largest ? lex_less(a.first, v) : lex_less(v, a.first)) ? Best{v, j} : a;
+    });
+}
+std::vector<Complex> complex_extreme_of(const Data& x, const Axes& axes, bool largest) {
+    std::vector<Complex> out;
+    for (const auto& best : complex_extremes_of(x, axes, largest))
+        out.push_back(best.first);
+    return out;
+}
+std::vector<double> complex_arg_extreme_of(const Data& x, const Axes& axes, bool largest) {
+    std::vector<double> out;
+    for (const auto& best : complex_extremes_of(x, axes, largest))
+        out.push_back(static_cast<double>(best.second));
+    return out;
+}
+
+// The same elements: each part NaN in both, or equal with the same sign (so that 0 and -0, which
+// compare equal, still tell two elements apart).
+bool same_part(double got, double want) {
+    if (std::isnan(want)) return std::isnan(got);
+    return got == want && std::signbit(got) == std::signbit(want);
+}
+::testing::AssertionResult same_elements(const std::vector<Complex>& got,
+                                         const std::vector<Complex>& want) {
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << got.size() << " outputs, expected " << want.size();
+    for (std::size_t i = 0; i < got.size(); ++i)
+        if (!same_part(got[i].real(), want[i].real()) || !same_part(got[i].imag(), want[i].imag()))
+            return ::testing::AssertionFailure()
+                   << "output " << i << " is " << got[i] << ", expected " << want[i];
+    return ::testing::AssertionSuccess();
+}
+
+// Complex elements whose real parts tie often: both parts from {-1, -0.5, -0, 0, 0.5, 1} when
+// @p coarse (whole elements tie too), else real parts from that set and uniform imaginary parts.
+// NaN goes in the real part, the imaginary part or both, at @p nans.
+Data complex_array(const Shape& shape, DType dtype, unsigned seed, bool coarse,
+                   const std::vector<std::int64_t>& nans) {
+    std::mt19937 engine(seed);
+    const double steps[] = {-1, -0.5, -0.0, 0.0, 0.5, 1};
+    std::uniform_real_distribution<double> real(-1, 1);
+    std::vector<Complex> v(to_size(elements(shape)));
+    for (Complex& e : v) {
+        const double re = steps[engine() % 6];
+        e = Complex(re, coarse ? steps[engine() % 6] : real(engine));
+    }
+    for (std::size_t k = 0; k < nans.size(); ++k) {
+        Complex& e = v[to_size(nans[k])];
+        e = k % 3 == 0   ? Complex(kNaN, e.imag())
+            : k % 3 == 1 ? Complex(e.real(), kNaN)
+                         : Complex(kNaN, kNaN);
+    }
+    return device_data(v, shape, dtype);
+}
+
+} // namespace
+
+TEST(ReductionsGpu, ComplexMaxMinArgmaxArgminFollowNumPysOrder) {
+    KILN_REQUIRE_GPU();
+    const Shape shape{23, 40, 30};
+    unsigned seed = 140;
+    for (DType dtype : {DType::complex64, DType::complex128})
+        for (bool coarse : {false, true})
+            for (bool with_nan : {false, true}) {
+                // NaN parts in a few rows, columns and planes: some outputs see none, some one,
+                // some several of different kinds.
+                const std::vector<std::int64_t> nans =
+                    with_nan
+                        ? std::vector<std::int64_t>{5 * 1200 + 7 * 30 + 3,    5 * 1200 + 30 + 3,
+                                                    9 * 1200 + 7 * 30 + 29,   9 * 1200 + 7,
+                                                    22 * 1200 + 39 * 30 + 29, 3 * 1200 + 3}
+                        : std::vector<std::int64_t>{};
+                const Data x = complex_array(shape, dtype, ++seed, coarse, nans);
+                for (const Axes& axes : {Axes::all(), Axes(0), Axes(1), Axes(-1), Axes{0, 2}}) {
+                    SCOPED_TRACE(std::string(kiln::name(dtype)) + (coarse ? ", coarse" : "") +
+                                 (with_nan ? ", NaN" : "") + ", axis=" + axes.to_string());
+                    const Array largest = kiln::max(x.array, axes);
+                    const Array smallest = kiln::min(x.array, axes);
+                    EXPECT_EQ(largest.dtype(), dtype);
+                    EXPECT_EQ(largest.shape().to_string(), text(result_shape(shape, axes)));
+                    EXPECT_TRUE(
+                        same_elements(values_of(largest), complex_extreme_of(x, axes, true)))
+                        << "max";
+                    EXPECT_TRUE(
+                        same_elements(values_of(smallest), complex_extreme_of(x, axes, false)))
+                        << "min";
+                    if (axes.size() > 1) continue; // argmax takes one axis or all of them
+                    const Array first_max = kiln::argmax(x.array, axes);
+                    EXPECT_EQ(first_max.dtype(), DType::int64);
+                    EXPECT_TRUE(exactly(reals(first_max), complex_arg_extreme_of(x, axes, true)))
+                        << "argmax";
+                    EXPECT_TRUE(exactly(reals(kiln::argmin(x.array, axes)),
+                                        complex_arg_extreme_of(x, axes, false)))
+                        << "argmin";
+                }
+            }
+}
+
+TEST(ReductionsGpu, ComplexExtremesKeepdimsGivenOutputsAndEmptyReductions) {
+    KILN_REQUIRE_GPU();
+    const Shape shape{6, 40, 30};
+    const Data x = complex_array(shape, DType::complex64, 150, true, {2 * 1200 + 5 * 30 + 4});
+    const Array out = poisoned({6, 1, 30}, DType::complex64);
+    ReduceOptions into{true};
+    into.out = &out;
+    EXPECT_EQ(kiln::max(x.array, 1, into).data(), out.data());
+    EXPECT_TRUE(same_elements(values_of(out), complex_extreme_of(x, 1, true)));
+    const Array index = poisoned({6, 1, 30}, DType::int64);
+    into.out = &index;
+    kiln::argmin(x.array, 1, into);
+    EXPECT_TRUE(exactly(reals(index), complex_arg_extreme_of(x, 1, false)));
+
+    const Array none = kiln::empty({0, 4}, DType::complex128);
+    for (Reduction r :
+         std::initializer_list<Reduction>{&kiln::max, &kiln::min, &kiln::argmax, &kiln::argmin})
+        EXPECT_THROW(r(none, 0, {}), kiln::ArgumentError);
+}
+
+TEST(ReductionsGpu, ComplexExtremesOfALongReductionSplitAcrossBlocks) {
+    KILN_REQUIRE_GPU();
+    std::vector<std::complex<float>> big(1 << 20);
+    std::mt19937 engine(160);
+    std::uniform_real_distribution<float> unit(-1, 1);
+    for (auto& e : big)
+        e = {unit(engine), unit(engine)};
+    // Ties on the real part far apart: the larger imaginary part wins, then the first index.
+    big[900000] = {5, 1};
+    big[300001] = {5, 0.5f};
+    big[600000] = {5, 1};
+    big[100000] = {-5, -1};
+    big[999999] = {-5, -1};
+    big[400000] = {-5, -0.5f};
+    Array xa = kiln::from_host(big);
+    EXPECT_EQ(kiln::max(xa).to_host<std::complex<float>>()[0], std::complex<float>(5, 1));
+    EXPECT_EQ(kiln::argmax(xa).to_host<std::int64_t>()[0], 600000);
+    EXPECT_EQ(kiln::min(xa).to_host<std::complex<float>>()[0], std::complex<float>(-5, -1));
+    EXPECT_EQ(kiln::argmin(xa).to_host<std::int64_t>()[0], 100000);
+    // The first element with a NaN part wins, whichever part it is in.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    big[800000] = {nan, 0.25f};
+    big[700001] = {0.75f, nan};
+    xa = kiln::from_host(big);
+    for (const Array& extreme : {kiln::max(xa), kiln::min(xa)}) {
+        const std::complex<float> got = extreme.to_host<std::complex<float>>()[0];
+        EXPECT_EQ(got.real(), 0.75f);
+        EXPECT_TRUE(std::isnan(got.imag()));
+    }
+    EXPECT_EQ(kiln::argmax(xa).to_host<std::int64_t>()[0], 700001);
+    EXPECT_EQ(kiln::argmin(xa).to_host<std::int64_t>()[0], 700001);
+    const Array rows = kiln::from_host(big, {4, 1 << 18});
+    const auto row_max = kiln::argmax(rows, 1).to_host<std::int64_t>();
+    EXPECT_EQ(row_max[2], 700001 - 2 * (1 << 18));
+    EXPECT_EQ(row_max[3], 800000 - 3 * (1 << 18));
 }

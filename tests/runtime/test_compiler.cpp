@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,6 +16,9 @@ bool is_elf(const std::string& bytes) {
     return bytes.rfind("\x7f"
                        "ELF",
                        0) == 0;
+}
+bool has(const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
 }
 } // namespace
 
@@ -104,6 +108,37 @@ TEST_F(CompilerTest, ACompileErrorCarriesTheLogOptionsAndNumberedSource) {
     }
 }
 
+TEST_F(CompilerTest, ACompileErrorsFirstLineIsNvrtcsFirstErrorWithItsFileAndLine) {
+    const std::string source = "extern \"C\" __global__ void k(int* p) {\n    *p = 1;\n"
+                               "    *p = first_undeclared;\n    *p = second_undeclared;\n}\n";
+    try {
+        m_compiler->compile(source, for_arch());
+        FAIL() << "compiled a program with undeclared identifiers";
+    } catch (const kiln::CompileError& e) {
+        const std::string what = e.what();
+        const std::string first = what.substr(0, what.find('\n'));
+        EXPECT_TRUE(has(first, "NVRTC could not compile the program: ")) << first;
+        EXPECT_TRUE(has(first, "(3): error: identifier \"first_undeclared\" is undefined"))
+            << first;
+        EXPECT_FALSE(has(first, "second_undeclared")) << "only the first error: " << first;
+        EXPECT_EQ(e.first_error().substr(e.first_error().find('(')),
+                  "(3): error: identifier \"first_undeclared\" is undefined");
+        // The rest is as before: the whole log, the options and the numbered source.
+        EXPECT_TRUE(has(what, "second_undeclared")) << what;
+        EXPECT_TRUE(has(what, "-arch=sm_90")) << what;
+        EXPECT_TRUE(has(what, "4 |     *p = second_undeclared;")) << what;
+    }
+    // A catastrophic error (a missing header, an #error) is an error too.
+    try {
+        m_compiler->compile("#include \"kiln_no_such_header.h\"\n", for_arch());
+        FAIL() << "compiled a program that includes a missing header";
+    } catch (const kiln::CompileError& e) {
+        const std::string what = e.what();
+        const std::string first = what.substr(0, what.find('\n'));
+        EXPECT_TRUE(has(first, "(1): catastrophic error: cannot open source file")) << first;
+    }
+}
+
 TEST_F(CompilerTest, AFailedCompileIsRetriedNotRemembered) {
     EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
     EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
@@ -118,6 +153,8 @@ TEST_F(CompilerTest, AnOptionNvrtcRejectsIsACompileErrorNamingIt) {
         FAIL() << "NVRTC accepted --no-such-option";
     } catch (const kiln::CompileError& e) {
         EXPECT_NE(std::string(e.what()).find("rejected an option"), std::string::npos);
+        const std::string what = e.what();
+        EXPECT_TRUE(has(what.substr(0, what.find('\n')), "--no-such-option")) << what;
         EXPECT_NE(e.log().find("no-such-option"), std::string::npos) << e.log();
     }
 }

@@ -28,6 +28,27 @@ TEST(CompileError, CarriesLogOptionsAndNumberedSource) {
     EXPECT_NE(what.find("-arch=sm_90"), std::string::npos);
 }
 
+TEST(CompileError, FindsNvrtcsFirstErrorInTheLog) {
+    const std::string log = "k.cu(2): warning #177-D: variable \"v\" was declared but never "
+                            "referenced\n"
+                            "    puts(\"k.cu(1): error: a quoted line, not an error\");\n"
+                            "k.cu(7): error: expected a \";\"\n"
+                            "    x = 1\n"
+                            "         ^\n\n"
+                            "k.cu(9): error: identifier \"y\" is undefined\n\n"
+                            "2 errors detected in the compilation of \"k.cu\".\n";
+    EXPECT_EQ(kiln::first_compile_error(log), "k.cu(7): error: expected a \";\"");
+    EXPECT_EQ(kiln::CompileError("summary", log, {}, "").first_error(),
+              "k.cu(7): error: expected a \";\"");
+    EXPECT_EQ(kiln::first_compile_error("a.cu(1): catastrophic error: cannot open source file "
+                                        "\"x.h\"\n  #include \"x.h\"\n"),
+              "a.cu(1): catastrophic error: cannot open source file \"x.h\"");
+    EXPECT_EQ(kiln::first_compile_error("nvrtc: error: unrecognized option --bogus found\n"),
+              "nvrtc: error: unrecognized option --bogus found");
+    EXPECT_EQ(kiln::first_compile_error("k.cu(2): warning #177-D: unused\n"), "");
+    EXPECT_EQ(kiln::first_compile_error(""), "");
+}
+
 TEST(CudaError, NamesTheCallTheCodeAndTheLocation) {
     kiln::CudaError e("cuLaunchKernel(f, ...)", 701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
                       "too many resources requested for launch", "launch.cpp", 42);

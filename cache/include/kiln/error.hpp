@@ -55,6 +55,13 @@ class NoDeviceError : public Error {
     using Error::Error;
 };
 
+/// The first error in an NVRTC log, as NVRTC writes it: `file(line): error: message`,
+/// `file(line): catastrophic error: message` (a missing header, an `#error`), or
+/// `nvrtc: error: message` (an option). Warnings are skipped.
+/// @param log NVRTC's log.
+/// @return that line, or an empty string when the log holds no error.
+std::string first_compile_error(const std::string& log);
+
 /// NVRTC rejected a program. Carries the log, the options and the numbered source.
 class CompileError : public Error {
   public:
@@ -77,6 +84,10 @@ class CompileError : public Error {
     /// The source with 1-based line numbers, as printed in what().
     /// @return the numbered source.
     std::string numbered_source() const;
+    /// NVRTC's first error, as first_compile_error() finds it in the log.
+    /// @return a line such as `kiln_1f2e.cu(12): error: identifier "nosuch" is undefined`, or
+    /// an empty string when the log holds no error.
+    std::string first_error() const { return first_compile_error(m_log); }
 
   private:
     std::string m_log;

@@ -15,7 +15,11 @@
 /// (the output's index, C order) in both; `_in_ind.size()` and `_out_ind.size()` (elements of
 /// the broadcast input and of the output) everywhere but the reduce expression. `_type_reduce` is
 /// the reduce type. `kiln::pair<A, B>` and `kiln::make_pair` (kiln/reduction.cuh) serve
-/// value-and-index reductions.
+/// value-and-index reductions: `kiln::argmax_merge(a, b)` and `kiln::argmin_merge(a, b)` on them
+/// are NumPy's argmax and argmin (the first NaN, else the first extreme). For complex values they
+/// use NumPy's order (real parts first, then imaginary parts; a NaN in either part wins), as do
+/// `kiln::maximum`, `kiln::minimum`, `kiln::less`, `kiln::greater`, `kiln::less_equal`,
+/// `kiln::greater_equal` and `kiln::has_nan`, which take real values too.
 ///
 /// Results are deterministic: the same input, shape and device give bitwise the same result on
 /// every run (no floating-point atomics; partial results combine in a fixed order).

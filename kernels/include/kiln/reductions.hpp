@@ -49,14 +49,17 @@ Array sum(const Array& a, const Axes& axis = {}, const ReduceOptions& options = 
 /// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
 /// @throws AxisError for a bad or repeated axis; CudaError.
 Array prod(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// The maximum; NaN propagates (NumPy's max / min).
+/// The maximum; NaN propagates (NumPy's max / min). Complex values are ordered as NumPy orders
+/// them: real parts first, then imaginary parts; the first element with a NaN in either part is
+/// the result.
 /// @param a the array.
 /// @param axis the axes to reduce; every axis by default.
 /// @param options keepdims, dtype, output array, stream and ddof.
 /// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
-/// @throws ArgumentError for an empty reduction, or complex; AxisError; CudaError.
+/// @throws ArgumentError for an empty reduction; AxisError; CudaError.
 Array max(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
-/// The minimum; NaN propagates. Empty reductions and complex input are an ArgumentError.
+/// The minimum; NaN propagates; complex values as max() orders them. An empty reduction is an
+/// ArgumentError.
 /// @param a the array.
 /// @param axis the axes to reduce; every axis by default.
 /// @param options keepdims, dtype, output array, stream and ddof.
@@ -64,19 +67,20 @@ Array max(const Array& a, const Axes& axis = {}, const ReduceOptions& options = 
 /// @throws AxisError for a bad or repeated axis; CudaError.
 Array min(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 /// The index of the first maximum along one axis, or in the flattened array for Axes::all();
-/// the first NaN wins.
+/// the first NaN wins (for complex values, a NaN in either part; otherwise NumPy's order, real
+/// parts first).
 /// @param a the array.
 /// @param axis one axis, or every axis (the default).
 /// @param options keepdims, output array and stream.
 /// @return the indices, as int64: @p a's shape without the reduced axis.
-/// @throws AxisError for several axes, ArgumentError for an empty reduction or complex input.
+/// @throws AxisError for several axes, ArgumentError for an empty reduction.
 Array argmax(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 /// The index of the first minimum, as argmax(); the first NaN wins.
 /// @param a the array.
 /// @param axis one axis, or every axis (the default).
 /// @param options keepdims, output array and stream.
 /// @return the indices, as int64: @p a's shape without the reduced axis.
-/// @throws AxisError for several axes, ArgumentError for an empty reduction or complex input.
+/// @throws AxisError for several axes, ArgumentError for an empty reduction.
 Array argmin(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 /// The arithmetic mean. Empty reductions give NaN.
 /// @param a the array.
