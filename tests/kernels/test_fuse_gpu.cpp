@@ -292,7 +292,8 @@ TEST(FuseGpu, ComplexMaxAndArgminInNumPysOrder) {
         return std::isnan(a.real()) || std::isnan(a.imag());
     };
     poison(std::size_t{8} * rows);
-    const auto peaks = peak(za).to_host<std::complex<float>>();
+    const Array peak_array = peak(za);
+    const auto peaks = peak_array.to_host<std::complex<float>>();
     ASSERT_EQ(peaks.size(), static_cast<std::size_t>(rows));
     for (int i = 0; i < rows; ++i) {
         std::complex<float> want = z[static_cast<std::size_t>(i) * cols] * 2.0f;
@@ -304,7 +305,8 @@ TEST(FuseGpu, ComplexMaxAndArgminInNumPysOrder) {
         ASSERT_TRUE(nan_in(want) ? nan_in(got) : got == want) << "row " << i << ": " << got;
     }
     poison(std::size_t{8} * cols);
-    const auto firsts = first(za).to_host<std::int64_t>();
+    const Array first_array = first(za);
+    const auto firsts = first_array.to_host<std::int64_t>();
     for (int j = 0; j < cols; ++j) {
         int want = 0;
         for (int i = 1; i < rows && !nan_in(z[static_cast<std::size_t>(want) * cols + j]); ++i) {

@@ -342,9 +342,15 @@ TEST(ReductionCodegen, ComplexOrderHelpersServeUserKernelsOverAnyDtype) {
                                   "(kiln::greater(x, t) || kiln::less_equal(x, -t) || "
                                   "kiln::has_nan(x)) ? 1 : 0",
                                   "a + b", "n = a", "0", "any_order");
+    kiln::ReductionOptions pairs;
+    pairs.reduce_type = "kiln::pair<T, long long>";
+    const ReductionKernel first_min("T x", "int64 y", "kiln::make_pair(x, _J)",
+                                    "kiln::argmin_merge(a, b)", "y = a.second",
+                                    "_type_reduce(T(), -1)", "any_argmin", pairs);
     for (DType dtype : {DType::complex64, DType::float32}) {
         SCOPED_TRACE(kiln::name(dtype));
         compiles(largest, {fake({256, 300}, dtype)}, ReduceCall{1});
+        compiles(first_min, {fake({256, 300}, dtype)}, ReduceCall{0});
         const kiln::Scalar t = dtype == DType::complex64
                                    ? kiln::Scalar(std::complex<float>(0.5f, 0.0f))
                                    : kiln::Scalar(0.5f);

@@ -107,6 +107,3 @@ using kiln::arg;
 using kiln::conj;
 using kiln::imag;
 using kiln::real;
-
-// NumPy's order of complex numbers (maximum, minimum, argmax and argmin of complex values).
-#include "kiln/complex_order.cuh"

@@ -1,7 +1,9 @@
-// NumPy's order of complex numbers for generated kernels, included by complex.cuh: lexicographic
-// (real parts first, imaginary parts on a tie), with a NaN in either part propagating through
-// maximum / minimum and winning argmax / argmin, as numpy.max, min, argmax and argmin do. Every
-// helper also takes real values, so one expression serves a kernel over any dtype.
+// NumPy's order for generated kernels (every one: elementwise.cuh includes it). Complex numbers
+// are ordered lexicographically (real parts first, imaginary parts on a tie), with a NaN in
+// either part propagating through maximum / minimum and winning argmax / argmin, as numpy.max,
+// min, argmax and argmin do. Every helper also takes real values, so one expression serves a
+// kernel over any dtype. Self-contained: complex.cuh and reduction.cuh, which define complex and
+// pair, are included only by kernels that use them.
 #pragma once
 
 namespace kiln {

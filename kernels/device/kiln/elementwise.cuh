@@ -31,3 +31,6 @@ template <class T, class I, int ND, bool Contiguous> struct Raw {
 };
 
 } // namespace kiln
+
+// NumPy's order (maximum, minimum, comparisons), for real and complex values alike.
+#include "kiln/complex_order.cuh"
