@@ -688,8 +688,8 @@ TEST(ReductionKernelGpu, UserKernelsOrderComplexValuesAsNumPyDoes) {
         for (Complex& e : v)
             e = Complex(steps[engine() % 4], unit(engine));
         const Data plain = device_data(v, shape, dtype);
-        for (std::int64_t at : {std::int64_t{5 * 257 + 100}, std::int64_t{5 * 257 + 7},
-                                std::int64_t{200 * 257 + 256}, std::int64_t{299 * 257}})
+        const std::int64_t cols = shape[1];
+        for (std::int64_t at : {5 * cols + 100, 5 * cols + 7, 200 * cols + 256, 299 * cols})
             v[to_size(at)] = at % 2 ? Complex(nan, 0.25) : Complex(-0.75, nan);
         const Data with_nan = device_data(v, shape, dtype);
         const kiln::Scalar threshold = dtype == DType::complex64
