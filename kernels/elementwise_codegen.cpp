@@ -2,6 +2,7 @@
 
 #include "source_writer.hpp"
 
+#include <cctype>
 #include <utility>
 
 namespace kiln::detail {
@@ -10,6 +11,42 @@ namespace {
 
 constexpr int kTile = 32;    // tiled layout: 32 x 32 elements per tile
 constexpr int kTileRows = 8; // threads per tile column (block is 32 x 8)
+
+bool mentions(const std::string& code, const char* text) {
+    return code.find(text) != std::string::npos;
+}
+
+bool identifier_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+// Whether @p word appears in @p code as a whole identifier.
+bool mentions_word(const std::string& code, const std::string& word) {
+    for (std::size_t at = code.find(word); at != std::string::npos; at = code.find(word, at + 1)) {
+        const std::size_t end = at + word.size();
+        if ((at == 0 || !identifier_char(code[at - 1])) &&
+            (end == code.size() || !identifier_char(code[end])))
+            return true;
+    }
+    return false;
+}
+
+// Whether a macro of @p preamble returns (its #define line, with continuations, says `return`).
+bool defines_return(const std::string& preamble) {
+    for (std::size_t at = preamble.find("#"); at != std::string::npos;
+         at = preamble.find('#', at + 1)) {
+        std::size_t p = at + 1;
+        while (p < preamble.size() && (preamble[p] == ' ' || preamble[p] == '\t'))
+            ++p;
+        if (preamble.compare(p, 6, "define") != 0) continue;
+        std::size_t end = p;
+        while (end < preamble.size() &&
+               (preamble[end] != '\n' || (end > 0 && preamble[end - 1] == '\\')))
+            ++end;
+        if (mentions_word(preamble.substr(at, end - at), "return")) return true;
+    }
+    return false;
+}
 
 std::string vec_type(DType d, int vec) {
     return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
@@ -27,7 +64,9 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
         emit_params();
         m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
               << m_def.params.name << "(const kiln_params _p) {\n";
-        m_out << "    const kiln::Indexer<kiln_index_t> _ind{_p._n};\n";
+        // CuPy's index object: _ind.size(), _ind.ndim, and _ind.get() where the code asks.
+        m_out << "    kiln::Indexer<kiln_index_t, " << m_plan.ndim << "> _ind(_p._n"
+              << (m_plan.layout == Layout::flat ? "" : ", _p._shape") << ");\n";
         m_out << "    const kiln_index_t _n = _p._n;\n";
         for (int k = 0; k < m_plan.count; ++k) {
             const auto& op = m_plan.operands[k];
@@ -35,7 +74,8 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
             if (op.kind == OperandKind::scalar)
                 m_out << "    " << type(k) << ' ' << name << " = _p." << name << ";\n";
             else if (op.kind == OperandKind::raw)
-                m_out << "    const " << raw_type(k) << "& " << name << " = _p." << name << ";\n";
+                // A value, not a reference, so that decltype(x)::index_t names its index type.
+                m_out << "    const " << raw_type(k) << ' ' << name << " = _p." << name << ";\n";
         }
         if (!m_def.loop_prep.empty())
             m_out.piece("    ", m_def.loop_prep, "", "the loop_prep code", m_def.loop_prep);
@@ -104,9 +144,24 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
                   << ";\n";
     }
 
+    // The operation for element `i`. An operation that returns (itself or through a macro of the
+    // preamble, as CuPy's searchsorted does) runs in a lambda, so that `return` ends only this
+    // element, as in CuPy, not the thread's other elements; the lambda inlines away.
     void operation(const char* indent) {
-        m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+        if (m_index_get) m_out << indent << "_ind.set(i);\n";
+        if (!m_returns) {
+            m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+            return;
+        }
+        m_out << indent << "[&]() {\n";
+        m_out.piece(std::string(indent) + "    ", m_def.operation, ";", "the operation",
+                    m_def.operation);
+        m_out << indent << "}();\n";
     }
+
+    const bool m_index_get = mentions(m_def.operation, "_ind.get");
+    const bool m_returns =
+        mentions_word(m_def.operation, "return") || defines_return(m_def.preamble);
 
     // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
     void emit_vector_body(const std::string& first_index, const char* indent) {

@@ -9,9 +9,33 @@ namespace kiln {
 
 namespace {
 
-// Names the generated code uses itself (it prefixes its own with '_'); parameters may not
-// shadow them.
-const std::set<std::string> kReserved = {"i", "raw", "kiln", "kiln_index_t", "kiln_params"};
+// Names the generated code declares itself, which parameters may not shadow: CuPy's (`i`, the
+// index objects `_ind`, `_in_ind`, `_out_ind`, the reduction's `_i`, `_j`, `_J`, `_type_reduce`)
+// and Kiln's internals. Every other name CuPy accepts is a legal parameter name, `_count` included.
+const std::set<std::string> kReserved = {
+    "i",        "raw",      "kiln",         "kiln_index_t", "kiln_params",  "_ind",     "_in_ind",
+    "_out_ind", "_i",       "_j",           "_J",           "_type_reduce", "_p",       "_n",
+    "_shape",   "_k",       "_nv",          "_r",           "_c",           "_R",       "_C",
+    "_tiles",   "_by",      "_r0",          "_c0",          "_q",           "_row",     "_rows",
+    "_inner",   "_S",       "_s",           "_g",           "_b",           "_B",       "_t",
+    "_y",       "_m",       "_u",           "_v",           "_acc",         "_jv",      "_lane",
+    "_last",    "_scratch", "_scratch_raw", "_partials",    "_counters",    "_counter", "_slot",
+    "_chunk",   "_j0",      "_j1",          "_active",      "_split",       "_kshape",  "_rshape",
+    "_n_in",    "_n_out",   "_n_red"};
+// Prefixes of the names generated per operand (`_raw_x`, `_v0_x`, ...) and of Kiln's functions.
+const char* const kReservedPrefixes[] = {"kiln_", "_kiln", "_raw_", "_st_", "_o_", "_oc_",
+                                         "_k_",   "_e_",   "_t_",   "_s_",  "_v_", "_acc_"};
+
+bool reserved(const std::string& name) {
+    if (kReserved.count(name)) return true;
+    for (const char* prefix : kReservedPrefixes)
+        if (name.rfind(prefix, 0) == 0) return true;
+    // _v0_x, _v1_x, ...: the unrolled loads of the reduction code generator.
+    std::size_t digits = 2;
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits])))
+        ++digits;
+    return name.rfind("_v", 0) == 0 && digits > 2 && digits < name.size() && name[digits] == '_';
+}
 
 [[noreturn]] void fail(const std::string& spec, std::size_t at, const std::string& what) {
     std::string caret(at, ' ');
@@ -95,7 +119,7 @@ std::vector<ParamSpec> parse_param_specs(const std::string& spec) {
                          "placeholder such as T)");
             }
         }
-        if (kReserved.count(name.text) || name.text[0] == '_')
+        if (reserved(name.text))
             fail(spec, name.at, "'" + name.text + "' is reserved by the generated code");
         if (!names.insert(name.text).second)
             fail(spec, name.at, "'" + name.text + "' is declared twice");

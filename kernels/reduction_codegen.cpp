@@ -3,6 +3,7 @@
 #include "kiln/error.hpp"
 #include "source_writer.hpp"
 
+#include <cctype>
 #include <utility>
 
 namespace kiln::detail {
@@ -38,7 +39,13 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     bool is_scalar(int k) const { return m_plan.operands[k].kind == OperandKind::scalar; }
     int kept() const { return m_plan.kept_ndim; }
     int reduced() const { return m_plan.red_ndim; }
-    bool has_identity() const { return !m_def.identity.empty(); }
+    // A constant identity starts every accumulator; one that names a parameter does not.
+    bool has_identity() const {
+        return !m_def.identity.empty() && !identity_names_a_parameter(m_def);
+    }
+    bool parameter_identity() const {
+        return !m_def.identity.empty() && identity_names_a_parameter(m_def);
+    }
     // Group layout: vectors run along the (contiguous) innermost reduced axis. Outer layout:
     // along the kept innermost axis, one vector per reduction index.
     bool vector_along_reduction() const {
@@ -54,11 +61,6 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_reduce(const _type_reduce& a, "
                     "const _type_reduce& b) { return (",
                     m_def.reduce_expr, "); }", "the reduce expression", m_def.reduce_expr);
-        if (has_identity())
-            m_out.piece(
-                "__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
-                m_def.identity, "); }", "the identity", m_def.identity,
-                "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         std::string scalars, scalar_names;
         for (int k = 0; k < input_count(); ++k)
             if (is_scalar(k)) {
@@ -66,13 +68,20 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 scalar_names += ", " + param(k).name;
             }
         m_scalar_args = scalar_names;
+        if (!m_def.identity.empty())
+            m_out.piece(
+                "__device__ __forceinline__ _type_reduce kiln_identity(" +
+                    (parameter_identity() && !scalars.empty() ? scalars.substr(2) : std::string()) +
+                    ") { return _type_reduce(",
+                m_def.identity, "); }", "the identity", m_def.identity,
+                "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         std::string map_params;
         for (int k = 0; k < input_count(); ++k)
             if (!is_scalar(k)) map_params += "const " + type(k) + ' ' + param(k).name + ", ";
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
-                        "kiln_index_t _J, " + indexers + scalars +
+                        "kiln_index_t _J, kiln_index_t _j, " + indexers + scalars +
                         ") { return static_cast<_type_reduce>(",
                     m_def.map_expr, "); }", "the map expression", m_def.map_expr);
         std::string outs;
@@ -222,13 +231,18 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
             call += ", ";
         }
-        return call + j + ", " + i + ", _in_ind, _out_ind" + m_scalar_args + ")";
+        // _j: CuPy's linear index of the element over (reduced axes, kept axes), C order.
+        return call + j + ", (" + j + ") * _p._n_out + " + i + ", " + i + ", _in_ind, _out_ind" +
+               m_scalar_args + ")";
     }
 
     // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
     std::string post_map_call(const std::string& acc, const std::string& i,
                               bool column = false) const {
         std::string call = "kiln_post_map(" + acc + ".v, ";
+        if (parameter_identity())
+            call = "kiln_post_map(" + acc + ".has ? " + acc + ".v : kiln_identity(" +
+                   (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + "), ";
         for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             call += ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "], ";
         return call + i + ", _in_ind, _out_ind" + m_scalar_args + ");";
@@ -445,7 +459,24 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     std::string m_scalar_args;
 };
 
+bool identifier_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
 } // namespace
+
+bool identity_names_a_parameter(const ReductionDefinition& def) {
+    const std::string& code = def.identity;
+    for (const ParamSpec& param : def.params.inputs)
+        for (std::size_t at = code.find(param.name); at != std::string::npos;
+             at = code.find(param.name, at + 1)) {
+            const std::size_t end = at + param.name.size();
+            if ((at == 0 || !identifier_char(code[at - 1])) &&
+                (end == code.size() || !identifier_char(code[end])))
+                return true;
+        }
+    return false;
+}
 
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan) {
     if (def.reduce_type.empty()) return cuda_type(plan.operands[def.params.inputs.size()].dtype);

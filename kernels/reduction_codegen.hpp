@@ -29,6 +29,12 @@ struct ReductionDefinition {
 /// C++ type), or the first output's type.
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan);
 
+/// Whether the identity names an input parameter (CuPy allows `identity='x_init'` for a scalar
+/// input). Such an identity cannot start every accumulator, which knows no parameters: the
+/// accumulator then tracks whether it holds a value, as without an identity, and the identity
+/// stands in only for an empty reduction.
+bool identity_names_a_parameter(const ReductionDefinition& def);
+
 GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
                                    const Bindings& bindings);
 

@@ -42,6 +42,12 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const D
     }
     if (complex) line("#include \"kiln/complex.cuh\"");
     line("#include \"kiln/cast.cuh\"");
+    // <cuda/std/bit> costs hundreds of milliseconds of compile: only for code that uses it.
+    if (mentions(user_code, {"cuda/std/bit", "bit_cast", "popcount", "countl_", "countr_",
+                             "bit_width", "bit_floor", "bit_ceil", "has_single_bit", "rotl", "rotr",
+                             "byteswap", "std::endian"}) &&
+        mentions(user_code, {"cuda::std::", "cuda/std/bit"}))
+        line("#include <cuda/std/bit>");
     *this << "typedef " << (index64 ? "long long" : "int") << " kiln_index_t;\n";
     for (std::size_t c = 0; c < bindings.size(); ++c)
         if (bindings[c])

@@ -41,7 +41,8 @@ class SourceWriter {
     /// The head: `kiln/elementwise.cuh`, then @p kiln_headers (device/kiln/), cuda_fp16.h and
     /// cuda_bf16.h when an operand of @p plan is a 16-bit float or @p user_code names one,
     /// kiln/complex.cuh when an operand is complex or @p user_code mentions complex numbers,
-    /// kiln/cast.cuh; `kiln_index_t` (int, or long long for plan.index64); a typedef per bound
+    /// kiln/cast.cuh, <cuda/std/bit> when @p user_code uses a cuda::std bit function;
+    /// `kiln_index_t` (int, or long long for plan.index64); a typedef per bound
     /// placeholder of @p bindings.
     template <class Plan>
     void head(std::initializer_list<const char*> kiln_headers, const Plan& plan,

@@ -1,6 +1,9 @@
 // Kiln's complex type for generated kernels (complex64 and complex128). Layout-compatible with
-// std::complex and C99 complex: two T, real first.
+// std::complex and C99 complex: two T, real first. CuPy's spellings are aliases of it:
+// `complex<T>` in the global namespace and `thrust::complex<T>`.
 #pragma once
+
+#include "kiln/prelude.cuh"
 
 namespace kiln {
 
@@ -15,6 +18,8 @@ template <class T> struct alignas(2 * sizeof(T)) complex {
         , im(T(o.im)) {}
     __host__ __device__ constexpr T real() const { return re; }
     __host__ __device__ constexpr T imag() const { return im; }
+    __host__ __device__ void real(T r) { re = r; }
+    __host__ __device__ void imag(T i) { im = i; }
     __host__ __device__ complex& operator+=(const complex& o) {
         re += o.re;
         im += o.im;
@@ -99,7 +104,24 @@ template <class T> __host__ __device__ complex<T> pow(const complex<T>& a, const
     return exp(b * log(a));
 }
 
+namespace traits {
+template <class T> struct is_complex<complex<T>> : true_type {};
+template <class T> struct is_complex<const complex<T>> : true_type {};
+} // namespace traits
+
 } // namespace kiln
+
+template <class T> using complex = kiln::complex<T>;
+namespace thrust {
+template <class T> using complex = kiln::complex<T>;
+using kiln::abs;
+using kiln::arg;
+using kiln::conj;
+using kiln::exp;
+using kiln::log;
+using kiln::pow;
+using kiln::sqrt;
+} // namespace thrust
 
 // Make the math functions found unqualified in user operations, as CuPy's thrust::complex does.
 using kiln::abs;
