@@ -39,13 +39,8 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     bool is_scalar(int k) const { return m_plan.operands[k].kind == OperandKind::scalar; }
     int kept() const { return m_plan.kept_ndim; }
     int reduced() const { return m_plan.red_ndim; }
-    // A constant identity starts every accumulator; one that names a parameter does not.
-    bool has_identity() const {
-        return !m_def.identity.empty() && !identity_names_a_parameter(m_def);
-    }
-    bool parameter_identity() const {
-        return !m_def.identity.empty() && identity_names_a_parameter(m_def);
-    }
+    bool has_identity() const { return !m_def.identity.empty(); }
+    bool parameter_identity() const { return has_identity() && identity_names_a_parameter(m_def); }
     // Group layout: vectors run along the (contiguous) innermost reduced axis. Outer layout:
     // along the kept innermost axis, one vector per reduction index.
     bool vector_along_reduction() const {
@@ -68,13 +63,24 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 scalar_names += ", " + param(k).name;
             }
         m_scalar_args = scalar_names;
-        if (!m_def.identity.empty())
+        if (parameter_identity()) {
+            // Evaluated once per block from the scalars (kiln_seed_identity), then read by every
+            // accumulator's init() from shared memory.
+            m_out.piece("__device__ __forceinline__ _type_reduce kiln_identity_of(" +
+                            (scalars.empty() ? std::string() : scalars.substr(2)) +
+                            ") { return _type_reduce(",
+                        m_def.identity, "); }", "the identity", m_def.identity,
+                        "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
+            line("__shared__ __align__(16) unsigned char "
+                 "kiln_identity_storage[sizeof(_type_reduce)];");
+            line("__device__ __forceinline__ _type_reduce kiln_identity() { return "
+                 "*reinterpret_cast<const _type_reduce*>(kiln_identity_storage); }");
+        } else if (has_identity()) {
             m_out.piece(
-                "__device__ __forceinline__ _type_reduce kiln_identity(" +
-                    (parameter_identity() && !scalars.empty() ? scalars.substr(2) : std::string()) +
-                    ") { return _type_reduce(",
+                "__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
                 m_def.identity, "); }", "the identity", m_def.identity,
                 "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
+        }
         std::string map_params;
         for (int k = 0; k < input_count(); ++k)
             if (!is_scalar(k)) map_params += "const " + type(k) + ' ' + param(k).name + ", ";
@@ -144,6 +150,12 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         for (int k = 0; k < input_count(); ++k)
             if (is_scalar(k))
                 line("    const " + type(k) + ' ' + param(k).name + " = _p." + param(k).name + ';');
+        if (parameter_identity()) {
+            line("    if (threadIdx.x == 0 && threadIdx.y == 0) "
+                 "*reinterpret_cast<_type_reduce*>(kiln_identity_storage) = kiln_identity_of(" +
+                 (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + ");");
+            line("    __syncthreads();");
+        }
         line("    const kiln_index_t _S = _p._split;");
         line("    kiln_acc* const _partials = reinterpret_cast<kiln_acc*>(_p._partials);");
     }
@@ -240,9 +252,6 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     std::string post_map_call(const std::string& acc, const std::string& i,
                               bool column = false) const {
         std::string call = "kiln_post_map(" + acc + ".v, ";
-        if (parameter_identity())
-            call = "kiln_post_map(" + acc + ".has ? " + acc + ".v : kiln_identity(" +
-                   (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + "), ";
         for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             call += ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "], ";
         return call + i + ", _in_ind, _out_ind" + m_scalar_args + ");";

@@ -29,10 +29,9 @@ struct ReductionDefinition {
 /// C++ type), or the first output's type.
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan);
 
-/// Whether the identity names an input parameter (CuPy allows `identity='x_init'` for a scalar
-/// input). Such an identity cannot start every accumulator, which knows no parameters: the
-/// accumulator then tracks whether it holds a value, as without an identity, and the identity
-/// stands in only for an empty reduction.
+/// Whether the identity names an input parameter (CuPy allows an identity such as `init` for a
+/// scalar input `init`). Such an identity is evaluated once per block into shared memory, where
+/// every accumulator's init() reads it.
 bool identity_names_a_parameter(const ReductionDefinition& def);
 
 GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,

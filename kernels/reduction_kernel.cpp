@@ -232,8 +232,7 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     const auto& bindings = ops.bindings;
     if (reduce_dtype.size() == 1 && bindings[static_cast<unsigned char>(reduce_dtype[0])])
         reduce_dtype = kiln::name(*bindings[static_cast<unsigned char>(reduce_dtype[0])]);
-    plan.slot_bytes = static_cast<std::uint8_t>(slot_bytes(
-        reduce_dtype, !def.identity.empty() && !detail::identity_names_a_parameter(def)));
+    plan.slot_bytes = static_cast<std::uint8_t>(slot_bytes(reduce_dtype, !def.identity.empty()));
     if (p.n_out == 0) return; // nothing to launch
 
     // Whether every array input can be read @p vec elements at a time along axis @p axis (an

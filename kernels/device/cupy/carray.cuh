@@ -8,8 +8,10 @@
 #include "kiln/elementwise.cuh"
 
 template <class T, int ndim, bool c_contiguous = false, bool use_32bit_indexing = false>
-using CArray = kiln::Raw<T, typename kiln::traits::conditional<use_32bit_indexing, int, long long>::type,
-                         ndim, c_contiguous>;
+using CArray =
+    kiln::Raw<T, typename kiln::traits::conditional<use_32bit_indexing, int, long long>::type, ndim,
+              c_contiguous>;
 template <int ndim, bool use_32bit_indexing = false>
-using CIndexer = kiln::Indexer<
-    typename kiln::traits::conditional<use_32bit_indexing, int, long long>::type, ndim>;
+using CIndexer =
+    kiln::Indexer<typename kiln::traits::conditional<use_32bit_indexing, int, long long>::type,
+                  ndim>;

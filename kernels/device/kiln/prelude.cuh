@@ -26,9 +26,8 @@ constexpr double inv_sqrt2 = 0.707106781186547524400844362104849039;
 /// Atomic addition on 64-bit integers of either signedness (two's complement makes the unsigned
 /// sum the signed one); returns the old value, as atomicAdd does.
 __device__ __forceinline__ long long atomic_add(long long* address, long long value) {
-    return static_cast<long long>(
-        ::atomicAdd(reinterpret_cast<unsigned long long*>(address),
-                    static_cast<unsigned long long>(value)));
+    return static_cast<long long>(::atomicAdd(reinterpret_cast<unsigned long long*>(address),
+                                              static_cast<unsigned long long>(value)));
 }
 __device__ __forceinline__ unsigned long long atomic_add(unsigned long long* address,
                                                          unsigned long long value) {
@@ -57,7 +56,8 @@ template <class T> struct remove_cv<const volatile T> { typedef T type; };
 template <class T> struct is_floating_point_base : false_type {};
 template <> struct is_floating_point_base<float> : true_type {};
 template <> struct is_floating_point_base<double> : true_type {};
-template <class T> struct is_floating_point : is_floating_point_base<typename remove_cv<T>::type> {};
+template <class T>
+struct is_floating_point : is_floating_point_base<typename remove_cv<T>::type> {};
 template <class T> struct is_integral_base : false_type {};
 #define KILN_INTEGRAL(T)                                                                           \
     template <> struct is_integral_base<T> : true_type {};
@@ -76,8 +76,8 @@ KILN_INTEGRAL(unsigned long long)
 #undef KILN_INTEGRAL
 template <class T> struct is_integral : is_integral_base<typename remove_cv<T>::type> {};
 template <class T>
-struct is_arithmetic : integral_constant<bool, is_integral<T>::value || is_floating_point<T>::value> {
-};
+struct is_arithmetic
+    : integral_constant<bool, is_integral<T>::value || is_floating_point<T>::value> {};
 template <class T>
 struct is_signed : integral_constant<bool, is_arithmetic<T>::value && T(-1) < T(0)> {};
 template <class T>
