@@ -307,7 +307,7 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
     const bool raw_output = std::any_of(def.params.outputs.begin(), def.params.outputs.end(),
                                         [](const ParamSpec& s) { return s.raw; });
     def.outputs_write_only =
-        !raw_output && detail::outputs_are_write_only(def.operation, out_names);
+        !raw_output && detail::outputs_are_write_only(def.operation, out_names, def.preamble);
     m_impl->nvrtc_options = std::move(options.options);
     m_impl->no_return = options.no_return;
     m_impl->reduce_dims = options.reduce_dims;

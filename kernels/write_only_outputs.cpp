@@ -47,12 +47,32 @@ std::vector<std::string> tokenize(const std::string& code) {
     return tokens;
 }
 
+// Whether a #define of @p preamble (its continuation lines included) has a statement that
+// leaves the code it expands in: a macro that does can skip an assignment the operation makes.
+bool macro_has_control_flow(const std::string& preamble) {
+    std::size_t line = 0;
+    while (line < preamble.size()) {
+        std::size_t end = line;
+        while (end < preamble.size() &&
+               (preamble[end] != '\n' || (end > 0 && preamble[end - 1] == '\\')))
+            ++end;
+        const auto tokens = tokenize(preamble.substr(line, end - line));
+        if (tokens.size() > 1 && tokens[0] == "#" && tokens[1] == "define")
+            for (const char* control : {"return", "goto", "break", "continue"})
+                if (std::find(tokens.begin(), tokens.end(), control) != tokens.end()) return true;
+        line = end + 1;
+    }
+    return false;
+}
+
 } // namespace
 
-bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
+bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs,
+                            const std::string& preamble) {
     static const char* control_words[] = {"if",     "else", "for",    "while", "do",
                                           "switch", "goto", "return", "break", "continue",
                                           "{",      "}",    "case"};
+    if (macro_has_control_flow(preamble)) return false;
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {

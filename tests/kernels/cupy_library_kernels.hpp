@@ -37,6 +37,15 @@ inline kiln::ElementwiseKernel clip_negative_early() {
                                    "clip_negative_early");
 }
 
+/// A macro of the preamble that returns before the output is assigned: the element keeps the
+/// value the output had, as in CuPy, so the generated code must read the output first.
+inline kiln::ElementwiseKernel skip_negative() {
+    kiln::ElementwiseOptions options;
+    options.preamble = "#define SKIP_NEGATIVE(v) \\\n    if ((v) < 0) return;\n";
+    return kiln::ElementwiseKernel("T x", "T y", "SKIP_NEGATIVE(x); y = x * 2", "skip_negative",
+                                   options);
+}
+
 /// CuPy's mat_ptrs pattern: (n, 1) inputs broadcast to the given (n, m) output, and the index
 /// object's per-dimension index.
 inline kiln::ElementwiseKernel mat_ptrs() {

@@ -67,6 +67,15 @@ TEST(CupyLibraryKernels, AReturnInTheOperationEndsOnlyItsElement) {
     compiles(k, {x});
 }
 
+TEST(CupyLibraryKernels, AnOutputAMacroMaySkipIsReadBeforeTheVectorStore) {
+    const auto k = cupy_library::skip_negative();
+    Array x = fake({4096}, DType::float32);
+    const std::string src = source(k, {x});
+    EXPECT_TRUE(has(src, "= *reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_y")) << src;
+    EXPECT_TRUE(has(src, "[&]() {")) << src;
+    compiles(k, {x});
+}
+
 TEST(CupyLibraryKernels, AnOperationWithoutReturnIsNotWrapped) {
     kiln::ElementwiseKernel k("T x", "T y", "y = x; // returns nothing special", "plain");
     Array x = fake({4096}, DType::float32);

@@ -72,6 +72,20 @@ TEST(CupyLibraryKernelsGpu, AnEarlyReturnLeavesTheThreadsOtherElementsWritten) {
         ASSERT_EQ(got[k], x[k] < 0 ? 0.f : x[k] * 2) << k;
 }
 
+TEST(CupyLibraryKernelsGpu, AnElementAMacroSkipsKeepsItsOutputValue) {
+    KILN_REQUIRE_GPU();
+    const int n = 4096 + 3;
+    std::vector<float> x(n);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (auto& v : x)
+        v = dist(rng());
+    Array y = kiln::full({n}, -99.0, DType::float32);
+    cupy_library::skip_negative()(kiln::from_host(x, {n}), y);
+    const auto got = y.to_host<float>();
+    for (int k = 0; k < n; ++k)
+        ASSERT_EQ(got[k], x[k] < 0 ? -99.f : x[k] * 2) << k;
+}
+
 TEST(CupyLibraryKernelsGpu, MatPtrsFillsTheGivenOutputFromBroadcastInputs) {
     KILN_REQUIRE_GPU();
     const std::vector<std::uint64_t> base = {1000, 2000000, 3000000000000ull};

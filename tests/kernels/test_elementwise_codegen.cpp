@@ -285,6 +285,9 @@ TEST(ElementwiseSpec, ABadKernelNameOrSpecIsASpecError) {
 TEST(WriteOnlyOutputs, RecognizesPlainAssignmentsOnly) {
     using kiln::detail::outputs_are_write_only;
     EXPECT_TRUE(outputs_are_write_only("z = x * y + b", {"z"}));
+    EXPECT_TRUE(outputs_are_write_only("z = SQ(x)", {"z"}, "#define SQ(v) ((v) * (v))\n"));
+    EXPECT_FALSE(
+        outputs_are_write_only("DONE(x); z = x", {"z"}, "#define DONE(v) \\\n  if (v) return;\n"));
     EXPECT_TRUE(outputs_are_write_only("float t = x; z = t == 1 ? x : y; w = t;", {"z", "w"}));
     EXPECT_FALSE(outputs_are_write_only("z += x", {"z"}));
     EXPECT_FALSE(outputs_are_write_only("z = z * 2", {"z"}));
