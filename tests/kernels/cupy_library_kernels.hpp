@@ -118,6 +118,12 @@ inline kiln::ElementwiseKernel raw_scalar_and_underscore_name() {
                                    "cupy_raw_scalar");
 }
 
+/// CuPy's `float16` type name in an operation.
+inline kiln::ElementwiseKernel half_round_trip() {
+    return kiln::ElementwiseKernel("float32 x", "float32 y", "y = (float)float16(x)",
+                                   "cupy_half_round_trip");
+}
+
 /// A cuda::std bit function: the generated head includes <cuda/std/bit> for it.
 inline kiln::ElementwiseKernel popcount() {
     return kiln::ElementwiseKernel("uint32 x", "int32 y", "y = cuda::std::popcount(x)",

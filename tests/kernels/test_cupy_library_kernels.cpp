@@ -151,6 +151,10 @@ TEST(CupyLibraryKernels, RawOnAScalarAndUnderscoreNamesAreAccepted) {
     EXPECT_THROW(kiln::ElementwiseKernel("T _raw_x", "T y", "y = _raw_x", "bad"), kiln::SpecError);
 }
 
+TEST(CupyLibraryKernels, Float16NamesHalfPrecision) {
+    compiles(cupy_library::half_round_trip(), {fake({100}, DType::float32)});
+}
+
 TEST(CupyLibraryKernels, CudaStdBitIsIncludedOnlyByKernelsThatUseIt) {
     const auto k = cupy_library::popcount();
     Array x = fake({100}, DType::uint32);

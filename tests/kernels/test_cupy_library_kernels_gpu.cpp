@@ -106,7 +106,7 @@ TEST(CupyLibraryKernelsGpu, MathConstantsHaveTheirValues) {
     const auto gy = y.to_host<double>(), gc = c.to_host<double>();
     for (int k = 0; k < 4; ++k) {
         EXPECT_EQ(gy[k], x[k] * kPi);
-        EXPECT_EQ(gc[k], 1.0 / kPi);
+        EXPECT_EQ(gc[k], 0.318309886183790671537767526745028724); // 1/pi, correctly rounded
     }
 }
 
@@ -206,6 +206,15 @@ TEST(CupyLibraryKernelsGpu, RawScalarAndUnderscoreName) {
     cupy_library::raw_scalar_and_underscore_name()(
         kiln::from_host(std::vector<float>{1, 2, 3}, {3}), 2.0f, 10, y);
     EXPECT_EQ(y.to_host<float>(), (std::vector<float>{12, 14, 16}));
+}
+
+TEST(CupyLibraryKernelsGpu, Float16RoundsToHalfPrecision) {
+    KILN_REQUIRE_GPU();
+    const std::vector<float> x = {1.0f, 0.1f, 65504.0f, 1.0f + 1.0f / 4096, -3.5f};
+    const std::vector<float> want = {1.0f, 0.0999755859375f, 65504.0f, 1.0f, -3.5f};
+    Array y = kiln::full({5}, -1.0, DType::float32);
+    cupy_library::half_round_trip()(kiln::from_host(x, {5}), y);
+    EXPECT_EQ(y.to_host<float>(), want);
 }
 
 TEST(CupyLibraryKernelsGpu, PopcountThroughCudaStdBit) {
