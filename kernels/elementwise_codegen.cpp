@@ -1,8 +1,8 @@
 #include "elementwise_codegen.hpp"
 
 #include "source_writer.hpp"
+#include "user_code.hpp"
 
-#include <cctype>
 #include <utility>
 
 namespace kiln::detail {
@@ -11,42 +11,6 @@ namespace {
 
 constexpr int kTile = 32;    // tiled layout: 32 x 32 elements per tile
 constexpr int kTileRows = 8; // threads per tile column (block is 32 x 8)
-
-bool mentions(const std::string& code, const char* text) {
-    return code.find(text) != std::string::npos;
-}
-
-bool identifier_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
-// Whether @p word appears in @p code as a whole identifier.
-bool mentions_word(const std::string& code, const std::string& word) {
-    for (std::size_t at = code.find(word); at != std::string::npos; at = code.find(word, at + 1)) {
-        const std::size_t end = at + word.size();
-        if ((at == 0 || !identifier_char(code[at - 1])) &&
-            (end == code.size() || !identifier_char(code[end])))
-            return true;
-    }
-    return false;
-}
-
-// Whether a macro of @p preamble returns (its #define line, with continuations, says `return`).
-bool defines_return(const std::string& preamble) {
-    for (std::size_t at = preamble.find("#"); at != std::string::npos;
-         at = preamble.find('#', at + 1)) {
-        std::size_t p = at + 1;
-        while (p < preamble.size() && (preamble[p] == ' ' || preamble[p] == '\t'))
-            ++p;
-        if (preamble.compare(p, 6, "define") != 0) continue;
-        std::size_t end = p;
-        while (end < preamble.size() &&
-               (preamble[end] != '\n' || (end > 0 && preamble[end - 1] == '\\')))
-            ++end;
-        if (mentions_word(preamble.substr(at, end - at), "return")) return true;
-    }
-    return false;
-}
 
 std::string vec_type(DType d, int vec) {
     return "kiln::Vec<" + std::string(cuda_type(d)) + ", " + std::to_string(vec) + ">";
@@ -159,9 +123,9 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
         m_out << indent << "}();\n";
     }
 
-    const bool m_index_get = mentions(m_def.operation, "_ind.get");
+    const bool m_index_get = m_def.operation.find("_ind.get") != std::string::npos;
     const bool m_returns =
-        mentions_word(m_def.operation, "return") || defines_return(m_def.preamble);
+        mentions_word(m_def.operation, "return") || macros_use(m_def.preamble, {"return"});
 
     // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
     void emit_vector_body(const std::string& first_index, const char* indent) {

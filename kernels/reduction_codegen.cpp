@@ -2,8 +2,8 @@
 
 #include "kiln/error.hpp"
 #include "source_writer.hpp"
+#include "user_code.hpp"
 
-#include <cctype>
 #include <utility>
 
 namespace kiln::detail {
@@ -468,22 +468,11 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     std::string m_scalar_args;
 };
 
-bool identifier_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
 } // namespace
 
 bool identity_names_a_parameter(const ReductionDefinition& def) {
-    const std::string& code = def.identity;
     for (const ParamSpec& param : def.params.inputs)
-        for (std::size_t at = code.find(param.name); at != std::string::npos;
-             at = code.find(param.name, at + 1)) {
-            const std::size_t end = at + param.name.size();
-            if ((at == 0 || !identifier_char(code[at - 1])) &&
-                (end == code.size() || !identifier_char(code[end])))
-                return true;
-        }
+        if (mentions_word(def.identity, param.name)) return true;
     return false;
 }
 

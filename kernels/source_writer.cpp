@@ -1,7 +1,8 @@
 #include "source_writer.hpp"
 
+#include "user_code.hpp"
+
 #include <algorithm>
-#include <cctype>
 #include <utility>
 
 namespace kiln::detail {
@@ -13,22 +14,6 @@ bool mentions(std::initializer_list<const std::string*> code,
     for (const std::string* text : code)
         for (const char* word : words)
             if (text->find(word) != std::string::npos) return true;
-    return false;
-}
-
-// Whether @p word appears in @p code as a whole identifier (`float16`, not `bfloat16`).
-bool mentions_word(std::initializer_list<const std::string*> code, const std::string& word) {
-    const auto identifier_char = [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-    };
-    for (const std::string* text : code)
-        for (std::size_t at = text->find(word); at != std::string::npos;
-             at = text->find(word, at + 1)) {
-            const std::size_t end = at + word.size();
-            if ((at == 0 || !identifier_char((*text)[at - 1])) &&
-                (end == text->size() || !identifier_char((*text)[end])))
-                return true;
-        }
     return false;
 }
 
@@ -57,7 +42,9 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const D
         line("#include <cuda_fp16.h>");
         line("#include <cuda_bf16.h>");
         // CuPy's name for half precision in kernel bodies.
-        if (mentions_word(user_code, "float16")) line("typedef __half float16;");
+        if (std::any_of(user_code.begin(), user_code.end(),
+                        [](const std::string* code) { return mentions_word(*code, "float16"); }))
+            line("typedef __half float16;");
     }
     if (complex) line("#include \"kiln/complex.cuh\"");
     line("#include \"kiln/cast.cuh\"");
