@@ -111,9 +111,9 @@ TEST(CupyLibraryKernels, AtomicAddTakesSignedAndUnsigned64BitIntegers) {
 TEST(CupyLibraryKernels, RawArraysHaveCupysMethodsWithStridesInBytes) {
     const auto k = cupy_library::raw_methods();
     Array x = fake({6, 5}, DType::float32).transpose(); // (5, 6), not contiguous
-    std::vector<Array> outs = {fake({30}, DType::float32), fake({30}, DType::float32)};
-    for (int j = 0; j < 4; ++j)
-        outs.push_back(fake({30}, DType::int64));
+    const Array outs[] = {fake({30}, DType::float32), fake({30}, DType::float32),
+                          fake({30}, DType::int64),   fake({30}, DType::int64),
+                          fake({30}, DType::int64),   fake({30}, DType::int64)};
     compiles(k, {x, outs[0], outs[1], outs[2], outs[3], outs[4], outs[5]});
     const auto linear = cupy_library::raw_linear();
     Array cube = fake({4, 3, 2}, DType::float64).transpose({2, 0, 1});

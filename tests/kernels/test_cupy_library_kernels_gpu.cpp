@@ -40,7 +40,8 @@ TEST(CupyLibraryKernelsGpu, SearchsortedFindsEveryElementWhateverOthersReturn) {
     std::vector<float> x(n);
     std::uniform_int_distribution<int> pick(-4, 60);
     for (int k = 0; k < n; ++k)
-        x[k] = k % 7 == 3 ? std::numeric_limits<float>::quiet_NaN() : pick(rng()) * 0.25f;
+        x[k] = k % 7 == 3 ? std::numeric_limits<float>::quiet_NaN()
+                          : static_cast<float>(pick(rng())) * 0.25f;
     Array dx = kiln::from_host(x, {n}), dbins = kiln::from_host(bins, {50});
     for (bool right : {false, true}) {
         SCOPED_TRACE(right ? "right" : "left");
@@ -144,9 +145,8 @@ TEST(CupyLibraryKernelsGpu, RawArrayMethodsFollowCupy) {
     Array stored = kiln::from_host(host, {6, 5});
     Array x = stored.transpose(); // (5, 6) with strides (4, 20) bytes
     Array a = kiln::full({30}, -1.0, DType::float32), b = kiln::full({30}, -1.0, DType::float32);
-    std::vector<Array> ints;
-    for (int j = 0; j < 4; ++j)
-        ints.push_back(kiln::full({30}, -1, DType::int64));
+    const Array ints[] = {kiln::full({30}, -1, DType::int64), kiln::full({30}, -1, DType::int64),
+                          kiln::full({30}, -1, DType::int64), kiln::full({30}, -1, DType::int64)};
     cupy_library::raw_methods()(x, a, b, ints[0], ints[1], ints[2], ints[3]);
     const auto ga = a.to_host<float>(), gb = b.to_host<float>();
     for (int i = 0; i < 30; ++i) {
