@@ -9,22 +9,16 @@ namespace kiln {
 
 namespace {
 
-// Names the generated code declares itself, which parameters may not shadow: CuPy's (`i`, the
-// index objects `_ind`, `_in_ind`, `_out_ind`, the reduction's `_i`, `_j`, `_J`, `_type_reduce`)
-// and Kiln's internals. Every other name CuPy accepts is a legal parameter name, `_count` included.
-const std::set<std::string> kReserved = {
-    "i",        "raw",      "kiln",         "kiln_index_t", "kiln_params",  "_ind",     "_in_ind",
-    "_out_ind", "_i",       "_j",           "_J",           "_type_reduce", "_p",       "_n",
-    "_shape",   "_k",       "_nv",          "_r",           "_c",           "_R",       "_C",
-    "_tiles",   "_by",      "_r0",          "_c0",          "_q",           "_row",     "_rows",
-    "_inner",   "_S",       "_s",           "_g",           "_b",           "_B",       "_t",
-    "_y",       "_m",       "_u",           "_v",           "_acc",         "_jv",      "_lane",
-    "_last",    "_scratch", "_scratch_raw", "_partials",    "_counters",    "_counter", "_slot",
-    "_chunk",   "_j0",      "_j1",          "_active",      "_split",       "_kshape",  "_rshape",
-    "_n_in",    "_n_out",   "_n_red"};
-// Prefixes of the names generated per operand (`_raw_x`, `_v0_x`, ...) and of Kiln's functions.
+// Names the generated code declares in the scope of the user's code, which parameters may not
+// shadow: CuPy's (`i`, the index objects `_ind`, `_in_ind`, `_out_ind`, the reduction's `_i`, `_j`,
+// `_J`, `_type_reduce`) and Kiln's own, which all start with `_kiln` or `kiln_` or are formed from
+// an operand's name (`_raw_x`, `_v0_x`, ...). Every other name CuPy accepts is a legal parameter
+// name, `_count` and `_n` included.
+const std::set<std::string> kReserved = {"i",           "raw",  "kiln",    "kiln_index_t",
+                                         "kiln_params", "_ind", "_in_ind", "_out_ind",
+                                         "_i",          "_j",   "_J",      "_type_reduce"};
 const char* const kReservedPrefixes[] = {"kiln_", "_kiln", "_raw_", "_st_", "_o_", "_oc_",
-                                         "_k_",   "_e_",   "_t_",   "_s_",  "_v_", "_acc_"};
+                                         "_k_",   "_e_",   "_t_",   "_s_",  "_v_"};
 
 bool reserved(const std::string& name) {
     if (kReserved.count(name)) return true;

@@ -104,9 +104,9 @@ template <class Definition, class Plan> class KernelEmitter {
     const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
     bool is_output(int k) const { return m_def.params.is_output(static_cast<std::size_t>(k)); }
     std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
-    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
+    std::string ptr(int k) const { return "_kiln_p._raw_" + param(k).name; }
     std::string stride(int k, int d) const {
-        return "_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
+        return "_kiln_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
     }
 
     const Definition& m_def;

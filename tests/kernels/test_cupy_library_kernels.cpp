@@ -71,7 +71,7 @@ TEST(CupyLibraryKernels, AnOutputAMacroMaySkipIsReadBeforeTheVectorStore) {
     const auto k = cupy_library::skip_negative();
     Array x = fake({4096}, DType::float32);
     const std::string src = source(k, {x});
-    EXPECT_TRUE(has(src, "= *reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_y")) << src;
+    EXPECT_TRUE(has(src, "= *reinterpret_cast<const kiln::Vec<float, 4>*>(_kiln_p._raw_y")) << src;
     EXPECT_TRUE(has(src, "[&]() {")) << src;
     compiles(k, {x});
 }
