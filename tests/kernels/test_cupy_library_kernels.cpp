@@ -155,6 +155,23 @@ TEST(CupyLibraryKernels, Float16NamesHalfPrecision) {
     compiles(cupy_library::half_round_trip(), {fake({100}, DType::float32)});
 }
 
+TEST(CupyLibraryKernels, ShortUnderscoreNamesDoNotMeetKilnsInternals) {
+    // Every layout declares its own loop state; none of it may clash with these names.
+    kiln::ElementwiseKernel k("T _p, T _n, T _r, int32 _c", "T _s", "_s = _p * _n + _r + _c",
+                              "underscores");
+    for (const kiln::Dims& shape : {kiln::Dims{4096}, kiln::Dims{64, 100}, kiln::Dims{5, 7, 3}}) {
+        Array a = fake(shape, DType::float32);
+        compiles(k, {a, a, a, 1});
+    }
+    Array wide = fake({256, 256}, DType::float32);
+    compiles(k, {wide.transpose(), wide, wide, 1}); // the tiled layout
+    kiln::ReductionKernel r("T _x, T _S", "T _acc", "_x * _S", "a + b", "_acc = a", "0",
+                            "underscores_sum");
+    Array m = fake({64, 1000}, DType::float32);
+    compiles(r, {m, 2.0f});
+    compiles(r, {m, 2.0f}, kiln::ReduceCall{0});
+}
+
 TEST(CupyLibraryKernels, CudaStdBitIsIncludedOnlyByKernelsThatUseIt) {
     const auto k = cupy_library::popcount();
     Array x = fake({100}, DType::uint32);
