@@ -54,6 +54,19 @@ inline kiln::ElementwiseKernel mat_ptrs() {
                                    "cupy_mat_ptrs");
 }
 
+/// cupyx.scipy.ndimage's pattern: dimensions kept (reduce_dims off), each element's index per
+/// dimension from `_ind.get()`, `_ind.ndim` as a compile-time constant.
+inline kiln::ElementwiseKernel index_digits() {
+    kiln::ElementwiseOptions options;
+    options.reduce_dims = false;
+    return kiln::ElementwiseKernel("T x", "int64 y", R"(
+        long long digits = 0;
+        for (int d = 0; d < _ind.ndim; ++d) digits = digits * 1000 + _ind.get()[d];
+        y = digits * 10 + _ind.ndim;
+    )",
+                                   "cupy_index_digits", options);
+}
+
 /// M_PI and friends in an operation, with no include.
 inline kiln::ElementwiseKernel math_constants() {
     return kiln::ElementwiseKernel("float64 x", "float64 y, float64 c",

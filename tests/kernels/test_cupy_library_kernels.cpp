@@ -94,6 +94,17 @@ TEST(CupyLibraryKernels, MatPtrsBroadcastsInputsToTheGivenOutputAndReadsTheIndex
     EXPECT_THROW(source(k, {wide, wide, small}), kiln::ShapeError);
 }
 
+TEST(CupyLibraryKernels, TheIndexObjectGivesPerDimensionIndicesInEveryLayout) {
+    const auto k = cupy_library::index_digits();
+    for (const kiln::Dims& shape : {kiln::Dims{1000}, kiln::Dims{4, 5, 6}, kiln::Dims{3, 128}}) {
+        Array x = fake(shape, DType::float32);
+        EXPECT_TRUE(has(source(k, {x}), "_ind.set(i);"));
+        compiles(k, {x});
+    }
+    Array wide = fake({64, 64}, DType::float32);
+    compiles(k, {wide.transpose()}); // tiled
+}
+
 TEST(CupyLibraryKernels, MathConstantsNeedNoInclude) {
     const auto k = cupy_library::math_constants();
     Array x = fake({100}, DType::float64);

@@ -99,6 +99,30 @@ TEST(CupyLibraryKernelsGpu, MatPtrsFillsTheGivenOutputFromBroadcastInputs) {
             EXPECT_EQ(got[r * 4 + c], base[r] + c * stride[r]) << r << ", " << c;
 }
 
+TEST(CupyLibraryKernelsGpu, TheIndexObjectGivesEachElementsIndexPerDimension) {
+    KILN_REQUIRE_GPU();
+    const auto k = cupy_library::index_digits();
+    for (const kiln::Dims& shape :
+         {kiln::Dims{1000}, kiln::Dims{4, 5, 6}, kiln::Dims{3, 128}, kiln::Dims{40, 40}}) {
+        SCOPED_TRACE(shape.to_string());
+        const bool transposed = shape == kiln::Dims{40, 40}; // the tiled layout
+        Array x = kiln::zeros(shape, DType::float32);
+        Array y = kiln::full(shape, -1, DType::int64);
+        k(transposed ? x.transpose() : x, y);
+        const auto got = y.to_host<std::int64_t>();
+        const int nd = shape.size();
+        for (std::int64_t i = 0; i < shape.product(); ++i) {
+            std::int64_t rest = i, digits = 0, scale = 1;
+            for (int d = nd - 1; d >= 0; --d) {
+                digits += (rest % shape[d]) * scale;
+                rest /= shape[d];
+                scale *= 1000;
+            }
+            ASSERT_EQ(got[static_cast<std::size_t>(i)], digits * 10 + nd) << i;
+        }
+    }
+}
+
 TEST(CupyLibraryKernelsGpu, MathConstantsHaveTheirValues) {
     KILN_REQUIRE_GPU();
     const std::vector<double> x = {0.0, 1.0, -2.5, 1e10};
