@@ -1,6 +1,6 @@
-# kiln_embed_headers(OUTPUT BASE_DIR FILES...): write a .cpp defining
-# kiln::detail::device_headers() with each file's path (relative to BASE_DIR) and content.
-function(kiln_embed_headers output base_dir)
+# kiln_embed_headers(OUTPUT BASE_DIR FUNCTION FILES...): write a .cpp defining
+# kiln::detail::FUNCTION() with each file's path (relative to BASE_DIR) and content.
+function(kiln_embed_headers output base_dir function)
     set(body "")
     foreach(file IN LISTS ARGN)
         set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
@@ -14,7 +14,7 @@ function(kiln_embed_headers output base_dir)
 
 namespace kiln::detail {
 
-const std::vector<Header>& device_headers() {
+const std::vector<Header>& ${function}() {
     static const std::vector<Header> headers = {
 ${body}    };
     return headers;

@@ -10,7 +10,7 @@
 namespace kiln::fuzz {
 
 bool defines_kernel(const std::string& source, const std::string& name) {
-    return source.find(" " + name + "(const kiln_params _p)") != std::string::npos;
+    return source.find(" " + name + "(const kiln_params _kiln_p)") != std::string::npos;
 }
 
 void run_elementwise(const SpecInput& input) {

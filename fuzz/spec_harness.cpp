@@ -34,7 +34,9 @@ void check_parsed(const std::vector<ParamSpec>& specs, const std::string& text) 
     check(specs.size() == (blank ? 0 : commas + 1), "a parameter per comma-separated part");
     for (std::size_t k = 0; k < specs.size(); ++k) {
         const ParamSpec& p = specs[k];
-        check(is_identifier(p.name) && p.name[0] != '_', "parameter name '" + p.name + "'");
+        // Leading underscores are legal (CuPy's rule), but not the generated code's own names.
+        check(is_identifier(p.name) && p.name.rfind("_kiln", 0) != 0 && p.name != "_ind",
+              "parameter name '" + p.name + "'");
         check(p.dtype.has_value() == p.placeholder.empty(), "a dtype or a placeholder, not both");
         check(p.dtype || (p.placeholder.size() == 1 &&
                           std::isalpha(static_cast<unsigned char>(p.placeholder[0]))),

@@ -10,4 +10,9 @@ namespace kiln::detail {
 
 const std::vector<Header>& device_headers();
 
+/// CuPy's header names (`cupy/carray.cuh`, `cupy/complex.cuh`, `cupy/float16.cuh`,
+/// `cupy/math_constants.h`), written as Kiln's own over device_headers(); handed to NVRTC with
+/// them for RawKernel / RawModule source that includes one.
+const std::vector<Header>& cupy_headers();
+
 } // namespace kiln::detail

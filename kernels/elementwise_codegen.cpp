@@ -1,6 +1,7 @@
 #include "elementwise_codegen.hpp"
 
 #include "source_writer.hpp"
+#include "user_code.hpp"
 
 #include <utility>
 
@@ -26,16 +27,20 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
         if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
         emit_params();
         m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
-              << m_def.params.name << "(const kiln_params _p) {\n";
-        m_out << "    const kiln::Indexer<kiln_index_t> _ind{_p._n};\n";
-        m_out << "    const kiln_index_t _n = _p._n;\n";
+              << m_def.params.name << "(const kiln_params _kiln_p) {\n";
+        // CuPy's index object: _ind.size(), _ind.ndim, and _ind.get() where the code asks.
+        m_out << "    kiln::Indexer<kiln_index_t, " << m_plan.ndim << "> _ind(_kiln_p._kiln_n"
+              << (m_plan.layout == Layout::flat ? "" : ", _kiln_p._kiln_shape") << ");\n";
+        m_out << "    const kiln_index_t _kiln_n = _kiln_p._kiln_n;\n";
         for (int k = 0; k < m_plan.count; ++k) {
             const auto& op = m_plan.operands[k];
             const auto& name = param(k).name;
             if (op.kind == OperandKind::scalar)
-                m_out << "    " << type(k) << ' ' << name << " = _p." << name << ";\n";
+                m_out << "    " << type(k) << ' ' << name << " = _kiln_p." << name << ";\n";
             else if (op.kind == OperandKind::raw)
-                m_out << "    const " << raw_type(k) << "& " << name << " = _p." << name << ";\n";
+                // A value, not a reference, so that decltype(x)::index_t names its index type.
+                m_out << "    const " << raw_type(k) << ' ' << name << " = _kiln_p." << name
+                      << ";\n";
         }
         if (!m_def.loop_prep.empty())
             m_out.piece("    ", m_def.loop_prep, "", "the loop_prep code", m_def.loop_prep);
@@ -90,8 +95,8 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
                 break;
             }
         }
-        m_out << "    kiln_index_t _n;\n";
-        if (m_plan.layout != Layout::flat) m_out << "    kiln_index_t _shape[" << nd << "];\n";
+        m_out << "    kiln_index_t _kiln_n;\n";
+        if (m_plan.layout != Layout::flat) m_out << "    kiln_index_t _kiln_shape[" << nd << "];\n";
         m_out << "};\n";
     }
 
@@ -104,23 +109,38 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
                   << ";\n";
     }
 
+    // The operation for element `i`. An operation that returns (itself or through a macro of the
+    // preamble, as CuPy's searchsorted does) runs in a lambda, so that `return` ends only this
+    // element, as in CuPy, not the thread's other elements; the lambda inlines away.
     void operation(const char* indent) {
-        m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+        if (m_index_get) m_out << indent << "_ind.set(i);\n";
+        if (!m_returns) {
+            m_out.piece(indent, m_def.operation, ";", "the operation", m_def.operation);
+            return;
+        }
+        m_out << indent << "[&]() {\n";
+        m_out.piece(std::string(indent) + "    ", m_def.operation, ";", "the operation",
+                    m_def.operation);
+        m_out << indent << "}();\n";
     }
+
+    const bool m_index_get = m_def.operation.find("_ind.get") != std::string::npos;
+    const bool m_returns =
+        mentions_word(m_def.operation, "return") || macros_use(m_def.preamble, {"return"});
 
     // Element k of a per-array vector, or the broadcast scalar, or a direct reference.
     void emit_vector_body(const std::string& first_index, const char* indent) {
         const int vec = m_plan.vec;
         m_out << indent << "#pragma unroll\n";
-        m_out << indent << "for (int _k = 0; _k < " << vec << "; ++_k) {\n";
+        m_out << indent << "for (int _kiln_k = 0; _kiln_k < " << vec << "; ++_kiln_k) {\n";
         const std::string inner = std::string(indent) + "    ";
-        m_out << inner << "const kiln_index_t i = " << first_index << " + _k;\n";
+        m_out << inner << "const kiln_index_t i = " << first_index << " + _kiln_k;\n";
         for (int k = 0; k < m_plan.count; ++k) {
             if (!is_array(k)) continue;
             if (m_plan.operands[k].inner_broadcast)
                 bind(k, "_s_" + param(k).name, inner.c_str());
             else
-                bind(k, "_v_" + param(k).name + ".v[_k]", inner.c_str());
+                bind(k, "_v_" + param(k).name + ".v[_kiln_k]", inner.c_str());
         }
         operation(inner.c_str());
         m_out << indent << "}\n";
@@ -154,17 +174,17 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
         std::string tail_start = "0";
         if (m_plan.vec > 1) {
             const std::string v = std::to_string(m_plan.vec);
-            m_out << "    const kiln_index_t _nv = _n / " << v << ";\n";
-            m_out << "    for (kiln_index_t _j = " << start << "; _j < _nv; _j += " << step
-                  << ") {\n";
-            emit_vector_loads("_j * " + v, "        ");
-            emit_vector_body("_j * " + v, "        ");
-            emit_vector_stores("_j * " + v, "        ");
+            m_out << "    const kiln_index_t _kiln_nv = _kiln_n / " << v << ";\n";
+            m_out << "    for (kiln_index_t _kiln_j = " << start
+                  << "; _kiln_j < _kiln_nv; _kiln_j += " << step << ") {\n";
+            emit_vector_loads("_kiln_j * " + v, "        ");
+            emit_vector_body("_kiln_j * " + v, "        ");
+            emit_vector_stores("_kiln_j * " + v, "        ");
             m_out << "    }\n";
-            tail_start = "_nv * " + v;
+            tail_start = "_kiln_nv * " + v;
         }
         m_out << "    for (kiln_index_t i = " << tail_start << " + " << start
-              << "; i < _n; i += " << step << ") {\n";
+              << "; i < _kiln_n; i += " << step << ") {\n";
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k)) bind(k, ptr(k) + "[i]", "        ");
         operation("        ");
@@ -173,26 +193,27 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
 
     // Offsets of every array operand for the linear index in `index` over dims [0, last].
     void emit_unravel(const std::string& index, int last, const char* indent) {
-        m_out << indent << "kiln_index_t _r = " << index << ";\n";
+        m_out << indent << "kiln_index_t _kiln_r = " << index << ";\n";
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k)) m_out << indent << "kiln_index_t _o_" << param(k).name << " = 0;\n";
         for (int d = last; d >= 1; --d) {
-            m_out << indent << "{ const kiln_index_t _c = _r % _p._shape[" << d
-                  << "]; _r /= _p._shape[" << d << "];";
+            m_out << indent << "{ const kiln_index_t _kiln_c = _kiln_r % _kiln_p._kiln_shape[" << d
+                  << "]; _kiln_r /= _kiln_p._kiln_shape[" << d << "];";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array(k))
-                    m_out << " _o_" << param(k).name << " += _c * " << stride(k, d) << ';';
+                    m_out << " _o_" << param(k).name << " += _kiln_c * " << stride(k, d) << ';';
             m_out << " }\n";
         }
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k))
-                m_out << indent << "_o_" << param(k).name << " += _r * " << stride(k, 0) << ";\n";
+                m_out << indent << "_o_" << param(k).name << " += _kiln_r * " << stride(k, 0)
+                      << ";\n";
     }
 
     void emit_strided() {
         m_out
             << "    for (kiln_index_t i = (kiln_index_t)blockIdx.x * blockDim.x + threadIdx.x; i < "
-               "_n; i += (kiln_index_t)gridDim.x * blockDim.x) {\n";
+               "_kiln_n; i += (kiln_index_t)gridDim.x * blockDim.x) {\n";
         emit_unravel("i", m_plan.ndim - 1, "        ");
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k)) bind(k, ptr(k) + "[_o_" + param(k).name + "]", "        ");
@@ -203,17 +224,18 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
     void emit_rows() {
         const int nd = m_plan.ndim;
         const std::string v = std::to_string(m_plan.vec);
-        m_out << "    const kiln_index_t _inner = _p._shape[" << nd - 1 << "];\n";
-        m_out << "    const kiln_index_t _rows = _n / _inner;\n";
-        m_out << "    for (kiln_index_t _row = blockIdx.y; _row < _rows; _row += gridDim.y) {\n";
-        emit_unravel("_row", nd - 2, "        ");
+        m_out << "    const kiln_index_t _kiln_inner = _kiln_p._kiln_shape[" << nd - 1 << "];\n";
+        m_out << "    const kiln_index_t _kiln_rows = _kiln_n / _kiln_inner;\n";
+        m_out << "    for (kiln_index_t _kiln_row = blockIdx.y; _kiln_row < _kiln_rows; _kiln_row "
+                 "+= gridDim.y) {\n";
+        emit_unravel("_kiln_row", nd - 2, "        ");
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k) && m_plan.operands[k].inner_broadcast)
                 m_out << "        const " << type(k) << " _s_" << param(k).name << " = " << ptr(k)
                       << "[_o_" << param(k).name << "];\n";
-        m_out << "        for (kiln_index_t _j = (kiln_index_t)blockIdx.x * blockDim.x + "
-                 "threadIdx.x; _j < _inner / "
-              << v << "; _j += (kiln_index_t)gridDim.x * blockDim.x) {\n";
+        m_out << "        for (kiln_index_t _kiln_j = (kiln_index_t)blockIdx.x * blockDim.x + "
+                 "threadIdx.x; _kiln_j < _kiln_inner / "
+              << v << "; _kiln_j += (kiln_index_t)gridDim.x * blockDim.x) {\n";
         if (m_plan.vec > 1) {
             // Inner strides are 1 (or 0, broadcast): element j of the row is at _o_x + j.
             for (int k = 0; k < m_plan.count; ++k)
@@ -222,26 +244,26 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
                     m_out << "            " << vt << " _v_" << param(k).name;
                     if (loads(k))
                         m_out << " = *reinterpret_cast<const " << vt << "*>(" << ptr(k) << " + _o_"
-                              << param(k).name << " + _j * " << v << ")";
+                              << param(k).name << " + _kiln_j * " << v << ")";
                     m_out << ";\n";
                 }
-            emit_vector_body("_row * _inner + _j * " + v, "            ");
+            emit_vector_body("_kiln_row * _kiln_inner + _kiln_j * " + v, "            ");
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array(k) && is_output(k)) {
                     const std::string vt = vec_type(m_plan.operands[k].dtype, m_plan.vec);
                     m_out << "            *reinterpret_cast<" << vt << "*>(" << ptr(k) << " + _o_"
-                          << param(k).name << " + _j * " << v << ") = _v_" << param(k).name
+                          << param(k).name << " + _kiln_j * " << v << ") = _v_" << param(k).name
                           << ";\n";
                 }
         } else {
-            m_out << "            const kiln_index_t i = _row * _inner + _j;\n";
+            m_out << "            const kiln_index_t i = _kiln_row * _kiln_inner + _kiln_j;\n";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array(k))
                     bind(k,
                          m_plan.operands[k].inner_broadcast
                              ? "_s_" + param(k).name
-                             : ptr(k) + "[_o_" + param(k).name + " + _j * " + stride(k, nd - 1) +
-                                   "]",
+                             : ptr(k) + "[_o_" + param(k).name + " + _kiln_j * " +
+                                   stride(k, nd - 1) + "]",
                          "            ");
             operation("            ");
         }
@@ -257,37 +279,43 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
                       << kTile + 1 << "];\n";
                 staged_output = staged_output || is_output(k);
             }
-        m_out << "    const kiln_index_t _R = _p._shape[0], _C = _p._shape[1];\n";
-        m_out << "    const kiln_index_t _tiles = (_R + " << kTile - 1 << ") / " << t << ";\n";
-        m_out << "    for (kiln_index_t _by = blockIdx.y; _by < _tiles; _by += gridDim.y) {\n";
-        m_out << "        const kiln_index_t _r0 = _by * " << t
-              << ", _c0 = (kiln_index_t)blockIdx.x * " << t << ";\n";
+        m_out << "    const kiln_index_t _kiln_R = _kiln_p._kiln_shape[0], _kiln_C = "
+                 "_kiln_p._kiln_shape[1];\n";
+        m_out << "    const kiln_index_t _kiln_tiles = (_kiln_R + " << kTile - 1 << ") / " << t
+              << ";\n";
+        m_out << "    for (kiln_index_t _kiln_by = blockIdx.y; _kiln_by < _kiln_tiles; _kiln_by += "
+                 "gridDim.y) {\n";
+        m_out << "        const kiln_index_t _kiln_r0 = _kiln_by * " << t
+              << ", _kiln_c0 = (kiln_index_t)blockIdx.x * " << t << ";\n";
         // Stage operands that are contiguous along axis 0: read them down the columns, where
         // consecutive threads touch consecutive addresses.
         bool staged_input = false;
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k) && m_plan.operands[k].transposed && loads(k)) {
                 staged_input = true;
-                m_out << "        for (int _q = threadIdx.y; _q < " << t << "; _q += " << kTileRows
-                      << ") {\n";
-                m_out << "            const kiln_index_t _r = _r0 + threadIdx.x, _c = _c0 + _q;\n";
-                m_out << "            if (_r < _R && _c < _C) _t_" << param(k).name
-                      << "[_q][threadIdx.x] = " << ptr(k) << "[_r * " << stride(k, 0) << " + _c * "
-                      << stride(k, 1) << "];\n";
+                m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
+                      << "; _kiln_q += " << kTileRows << ") {\n";
+                m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + threadIdx.x, _kiln_c "
+                         "= _kiln_c0 + _kiln_q;\n";
+                m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) _t_"
+                      << param(k).name << "[_kiln_q][threadIdx.x] = " << ptr(k) << "[_kiln_r * "
+                      << stride(k, 0) << " + _kiln_c * " << stride(k, 1) << "];\n";
                 m_out << "        }\n";
             }
         if (staged_input) m_out << "        __syncthreads();\n";
-        m_out << "        for (int _q = threadIdx.y; _q < " << t << "; _q += " << kTileRows
-              << ") {\n";
-        m_out << "            const kiln_index_t _r = _r0 + _q, _c = _c0 + threadIdx.x;\n";
-        m_out << "            if (_r < _R && _c < _C) {\n";
-        m_out << "                const kiln_index_t i = _r * _C + _c;\n";
+        m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
+              << "; _kiln_q += " << kTileRows << ") {\n";
+        m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + _kiln_q, _kiln_c = _kiln_c0 "
+                 "+ threadIdx.x;\n";
+        m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) {\n";
+        m_out << "                const kiln_index_t i = _kiln_r * _kiln_C + _kiln_c;\n";
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k))
                 bind(k,
                      m_plan.operands[k].transposed
-                         ? "_t_" + param(k).name + "[threadIdx.x][_q]"
-                         : ptr(k) + "[_r * " + stride(k, 0) + " + _c * " + stride(k, 1) + "]",
+                         ? "_t_" + param(k).name + "[threadIdx.x][_kiln_q]"
+                         : ptr(k) + "[_kiln_r * " + stride(k, 0) + " + _kiln_c * " + stride(k, 1) +
+                               "]",
                      "                ");
         operation("                ");
         m_out << "            }\n        }\n";
@@ -295,13 +323,14 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
             m_out << "        __syncthreads();\n";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array(k) && is_output(k) && m_plan.operands[k].transposed) {
-                    m_out << "        for (int _q = threadIdx.y; _q < " << t
-                          << "; _q += " << kTileRows << ") {\n";
-                    m_out << "            const kiln_index_t _r = _r0 + threadIdx.x, _c = _c0 + "
-                             "_q;\n";
-                    m_out << "            if (_r < _R && _c < _C) " << ptr(k) << "[_r * "
-                          << stride(k, 0) << " + _c * " << stride(k, 1) << "] = _t_"
-                          << param(k).name << "[_q][threadIdx.x];\n";
+                    m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
+                          << "; _kiln_q += " << kTileRows << ") {\n";
+                    m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + threadIdx.x, "
+                             "_kiln_c = _kiln_c0 + "
+                             "_kiln_q;\n";
+                    m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) " << ptr(k)
+                          << "[_kiln_r * " << stride(k, 0) << " + _kiln_c * " << stride(k, 1)
+                          << "] = _t_" << param(k).name << "[_kiln_q][threadIdx.x];\n";
                     m_out << "        }\n";
                 }
         }

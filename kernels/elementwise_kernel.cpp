@@ -102,9 +102,8 @@ Dims ElementwiseKernel::Impl::loop_shape(const CallOptions& options,
         if (*options.size < 0) params().bad_call("size= must not be negative");
         return Dims{*options.size};
     }
-    std::optional<Dims> shape = detail::broadcast_inputs(ops);
-    for (std::size_t k = ops.inputs; !shape && k < ops.given; ++k)
-        if (ops.is(k, OperandKind::array)) shape = ops.arrays[k].shape();
+    const std::optional<Dims> shape =
+        detail::broadcast_to_given_output(ops, detail::broadcast_inputs(ops));
     if (!shape)
         params().bad_call("cannot tell the loop size: no non-raw array is given; pass "
                           "CallOptions::size with raw arrays");
@@ -146,9 +145,9 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     for (int k = 0; k < plan.count; ++k) {
         if (plan.operands[k].kind != OperandKind::raw) continue;
         const Array& a = ops.arrays[k];
+        // Its strides are in bytes on the device.
         index64 = index64 || a.size() >= kIndex32Limit ||
-                  max_offset(a.shape(), a.strides()) / static_cast<std::int64_t>(a.itemsize()) >=
-                      kIndex32Limit;
+                  max_offset(a.shape(), a.strides()) >= kIndex32Limit;
     }
     plan.index64 = index64;
     plan.load_outputs = !def.outputs_write_only;
@@ -275,7 +274,7 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
             for (int d = 0; d < rnd; ++d)
                 w.index(a.ndim() ? a.shape()[d] : 1, index64);
             for (int d = 0; d < rnd; ++d)
-                w.index(a.ndim() ? a.strides()[d] / item : 1, index64);
+                w.index(a.ndim() ? a.strides()[d] : item, index64);
             w.index(a.size(), index64);
             w.pad_to(8);
             break;
@@ -308,7 +307,7 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
     const bool raw_output = std::any_of(def.params.outputs.begin(), def.params.outputs.end(),
                                         [](const ParamSpec& s) { return s.raw; });
     def.outputs_write_only =
-        !raw_output && detail::outputs_are_write_only(def.operation, out_names);
+        !raw_output && detail::outputs_are_write_only(def.operation, out_names, def.preamble);
     m_impl->nvrtc_options = std::move(options.options);
     m_impl->no_return = options.no_return;
     m_impl->reduce_dims = options.reduce_dims;

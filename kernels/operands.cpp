@@ -36,9 +36,10 @@ void bind_operands(const KernelParams& params, const Arg* args, std::size_t coun
     for (std::size_t k = 0; k < ops.count; ++k) {
         const bool given_array = k < count && args[k].is_array();
         ops.types[k].dtype = dtypes[k];
-        ops.types[k].kind = params[k].raw               ? OperandKind::raw
-                            : k < count && !given_array ? OperandKind::scalar
-                                                        : OperandKind::array;
+        // `raw` on a scalar means nothing (CuPy ignores it too).
+        ops.types[k].kind = k < count && !given_array ? OperandKind::scalar
+                            : params[k].raw           ? OperandKind::raw
+                                                      : OperandKind::array;
         if (given_array) ops.arrays[k] = args[k].array();
         if (ops.is(k, OperandKind::scalar)) ops.scalars[k] = &args[k].scalar();
     }
@@ -52,6 +53,21 @@ std::optional<Dims> broadcast_inputs(const Operands& ops) {
         shape = shape ? broadcast_shapes({*shape, s}) : s;
     }
     return shape;
+}
+
+std::optional<Dims> broadcast_to_given_output(const Operands& ops, std::optional<Dims> inputs) {
+    for (std::size_t k = ops.inputs; k < ops.given; ++k) {
+        if (!ops.is(k, OperandKind::array)) continue;
+        const Dims& out = ops.arrays[k].shape();
+        if (!inputs) return out;
+        try {
+            if (broadcast_shapes({*inputs, out}) == out) return out;
+        } catch (const ShapeError&) {
+            // check_given_outputs says which output does not fit
+        }
+        return inputs;
+    }
+    return inputs;
 }
 
 void check_given_outputs(const KernelParams& params, const Operands& ops, const Dims& shape,

@@ -54,6 +54,11 @@ void bind_operands(const KernelParams& params, const Arg* args, std::size_t coun
 /// @throws ShapeError for shapes that do not broadcast.
 std::optional<Dims> broadcast_inputs(const Operands& ops);
 
+/// The loop shape of an elementwise call: the shape of the first output array given when the
+/// broadcast of the inputs, @p inputs, broadcasts to it (as CuPy's (3, 1) inputs with a (3, 4)
+/// output), else @p inputs; nullopt when there is neither.
+std::optional<Dims> broadcast_to_given_output(const Operands& ops, std::optional<Dims> inputs);
+
 /// Checks that each output given has @p shape; @p origin says where that shape comes from, as in
 /// "output 'z' has shape (3) but <origin> (4)". @throws ShapeError.
 void check_given_outputs(const KernelParams& params, const Operands& ops, const Dims& shape,

@@ -9,9 +9,27 @@ namespace kiln {
 
 namespace {
 
-// Names the generated code uses itself (it prefixes its own with '_'); parameters may not
-// shadow them.
-const std::set<std::string> kReserved = {"i", "raw", "kiln", "kiln_index_t", "kiln_params"};
+// Names the generated code declares in the scope of the user's code, which parameters may not
+// shadow: CuPy's (`i`, the index objects `_ind`, `_in_ind`, `_out_ind`, the reduction's `_i`, `_j`,
+// `_J`, `_type_reduce`) and Kiln's own, which all start with `_kiln` or `kiln_` or are formed from
+// an operand's name (`_raw_x`, `_v0_x`, ...). Every other name CuPy accepts is a legal parameter
+// name, `_count` and `_n` included.
+const std::set<std::string> kReserved = {"i",           "raw",  "kiln",    "kiln_index_t",
+                                         "kiln_params", "_ind", "_in_ind", "_out_ind",
+                                         "_i",          "_j",   "_J",      "_type_reduce"};
+const char* const kReservedPrefixes[] = {"kiln_", "_kiln", "_raw_", "_st_", "_o_", "_oc_",
+                                         "_k_",   "_e_",   "_t_",   "_s_",  "_v_"};
+
+bool reserved(const std::string& name) {
+    if (kReserved.count(name)) return true;
+    for (const char* prefix : kReservedPrefixes)
+        if (name.rfind(prefix, 0) == 0) return true;
+    // _v0_x, _v1_x, ...: the unrolled loads of the reduction code generator.
+    std::size_t digits = 2;
+    while (digits < name.size() && std::isdigit(static_cast<unsigned char>(name[digits])))
+        ++digits;
+    return name.rfind("_v", 0) == 0 && digits > 2 && digits < name.size() && name[digits] == '_';
+}
 
 [[noreturn]] void fail(const std::string& spec, std::size_t at, const std::string& what) {
     std::string caret(at, ' ');
@@ -95,7 +113,7 @@ std::vector<ParamSpec> parse_param_specs(const std::string& spec) {
                          "placeholder such as T)");
             }
         }
-        if (kReserved.count(name.text) || name.text[0] == '_')
+        if (reserved(name.text))
             fail(spec, name.at, "'" + name.text + "' is reserved by the generated code");
         if (!names.insert(name.text).second)
             fail(spec, name.at, "'" + name.text + "' is declared twice");

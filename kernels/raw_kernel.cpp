@@ -1,5 +1,6 @@
 #include "kiln/raw_kernel.hpp"
 
+#include "device_headers.hpp"
 #include "kiln/device.hpp"
 #include "per_context_cache.hpp"
 #include "shared_registry.hpp"
@@ -8,6 +9,24 @@
 #include <utility>
 
 namespace kiln {
+
+namespace {
+
+// Source that includes one of CuPy's headers (`#include <cupy/complex.cuh>`) gets Kiln's versions
+// of them, and Kiln's device headers they build on; a header of the user's own by the same name
+// wins. Only then, so other programs' keys do not change with these headers.
+void add_cupy_headers(const std::string& source, CompileOptions& options) {
+    if (source.find("cupy/") == std::string::npos) return;
+    for (const auto* set : {&detail::cupy_headers(), &detail::device_headers()})
+        for (const Header& header : *set) {
+            bool taken = false;
+            for (const Header& own : options.headers)
+                taken = taken || own.name == header.name;
+            if (!taken) options.headers.push_back(header);
+        }
+}
+
+} // namespace
 
 struct RawModule::State {
     std::string source;
@@ -56,6 +75,7 @@ RawModule::RawModule(std::string source, CompileOptions options,
     : m_state(std::make_shared<State>()) {
     m_state->source = std::move(source);
     m_state->options = std::move(options);
+    add_cupy_headers(m_state->source, m_state->options);
     auto& names = m_state->options.name_expressions;
     names.insert(names.end(), name_expressions.begin(), name_expressions.end());
     m_state->description = "a RawModule";

@@ -2,6 +2,7 @@
 
 #include "kiln/error.hpp"
 #include "source_writer.hpp"
+#include "user_code.hpp"
 
 #include <utility>
 
@@ -39,6 +40,7 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     int kept() const { return m_plan.kept_ndim; }
     int reduced() const { return m_plan.red_ndim; }
     bool has_identity() const { return !m_def.identity.empty(); }
+    bool parameter_identity() const { return has_identity() && identity_names_a_parameter(m_def); }
     // Group layout: vectors run along the (contiguous) innermost reduced axis. Outer layout:
     // along the kept innermost axis, one vector per reduction index.
     bool vector_along_reduction() const {
@@ -54,11 +56,6 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_reduce(const _type_reduce& a, "
                     "const _type_reduce& b) { return (",
                     m_def.reduce_expr, "); }", "the reduce expression", m_def.reduce_expr);
-        if (has_identity())
-            m_out.piece(
-                "__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
-                m_def.identity, "); }", "the identity", m_def.identity,
-                "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         std::string scalars, scalar_names;
         for (int k = 0; k < input_count(); ++k)
             if (is_scalar(k)) {
@@ -66,13 +63,31 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 scalar_names += ", " + param(k).name;
             }
         m_scalar_args = scalar_names;
+        if (parameter_identity()) {
+            // Evaluated once per block from the scalars (kiln_seed_identity), then read by every
+            // accumulator's init() from shared memory.
+            m_out.piece("__device__ __forceinline__ _type_reduce kiln_identity_of(" +
+                            (scalars.empty() ? std::string() : scalars.substr(2)) +
+                            ") { return _type_reduce(",
+                        m_def.identity, "); }", "the identity", m_def.identity,
+                        "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
+            line("__shared__ __align__(16) unsigned char "
+                 "kiln_identity_storage[sizeof(_type_reduce)];");
+            line("__device__ __forceinline__ _type_reduce kiln_identity() { return "
+                 "*reinterpret_cast<const _type_reduce*>(kiln_identity_storage); }");
+        } else if (has_identity()) {
+            m_out.piece(
+                "__device__ __forceinline__ _type_reduce kiln_identity() { return _type_reduce(",
+                m_def.identity, "); }", "the identity", m_def.identity,
+                "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
+        }
         std::string map_params;
         for (int k = 0; k < input_count(); ++k)
             if (!is_scalar(k)) map_params += "const " + type(k) + ' ' + param(k).name + ", ";
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
-                        "kiln_index_t _J, " + indexers + scalars +
+                        "kiln_index_t _J, kiln_index_t _j, " + indexers + scalars +
                         ") { return static_cast<_type_reduce>(",
                     m_def.map_expr, "); }", "the map expression", m_def.map_expr);
         std::string outs;
@@ -117,26 +132,35 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                      "];");
             }
         }
-        line("    kiln_index_t _n_in, _n_out, _n_red;");
-        line("    kiln_index_t _kshape[" + std::to_string(kept()) + "];");
-        line("    kiln_index_t _rshape[" + std::to_string(reduced()) + "];");
-        line("    kiln_index_t _split;");
-        line("    void* _partials;");
-        line("    unsigned* _counters;");
+        line("    kiln_index_t _kiln_n_in, _kiln_n_out, _kiln_n_red;");
+        line("    kiln_index_t _kiln_kshape[" + std::to_string(kept()) + "];");
+        line("    kiln_index_t _kiln_rshape[" + std::to_string(reduced()) + "];");
+        line("    kiln_index_t _kiln_split;");
+        line("    void* _kiln_partials;");
+        line("    unsigned* _kiln_counters;");
         line("};");
     }
 
     void emit_prologue(const std::string& scratch_elements) {
-        line("    const kiln::Indexer<kiln_index_t> _in_ind{_p._n_in}, _out_ind{_p._n_out};");
-        line("    __shared__ __align__(16) unsigned char _scratch_raw[" + scratch_elements +
+        line("    const kiln::Indexer<kiln_index_t> _in_ind{_kiln_p._kiln_n_in}, "
+             "_out_ind{_kiln_p._kiln_n_out};");
+        line("    __shared__ __align__(16) unsigned char _kiln_scratch_raw[" + scratch_elements +
              " * sizeof(kiln_acc)];");
-        line("    kiln_acc* const _scratch = reinterpret_cast<kiln_acc*>(_scratch_raw);");
-        line("    __shared__ bool _last;");
+        line("    kiln_acc* const _kiln_scratch = reinterpret_cast<kiln_acc*>(_kiln_scratch_raw);");
+        line("    __shared__ bool _kiln_last;");
         for (int k = 0; k < input_count(); ++k)
             if (is_scalar(k))
-                line("    const " + type(k) + ' ' + param(k).name + " = _p." + param(k).name + ';');
-        line("    const kiln_index_t _S = _p._split;");
-        line("    kiln_acc* const _partials = reinterpret_cast<kiln_acc*>(_p._partials);");
+                line("    const " + type(k) + ' ' + param(k).name + " = _kiln_p." + param(k).name +
+                     ';');
+        if (parameter_identity()) {
+            line("    if (threadIdx.x == 0 && threadIdx.y == 0) "
+                 "*reinterpret_cast<_type_reduce*>(kiln_identity_storage) = kiln_identity_of(" +
+                 (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + ");");
+            line("    __syncthreads();");
+        }
+        line("    const kiln_index_t _kiln_S = _kiln_p._kiln_split;");
+        line("    kiln_acc* const _kiln_partials = "
+             "reinterpret_cast<kiln_acc*>(_kiln_p._kiln_partials);");
     }
 
     // Offsets over the kept axes [0, last] of the index in `index`: _k_<x> for inputs, _o_<y>
@@ -147,15 +171,15 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 line(indent + "kiln_index_t " + offset_name(k) + " = 0;");
         if (last < 0) return;
         line(indent + "{");
-        line(indent + "    kiln_index_t _r = " + index + ";");
+        line(indent + "    kiln_index_t _kiln_r = " + index + ";");
         for (int d = last; d >= 0; --d) {
-            std::string s = indent + "    { const kiln_index_t _c = ";
-            s += d > 0 ? "_r % _p._kshape[" + std::to_string(d) + "]; _r /= _p._kshape[" +
-                             std::to_string(d) + "];"
-                       : "_r;";
+            std::string s = indent + "    { const kiln_index_t _kiln_c = ";
+            s += d > 0 ? "_kiln_r % _kiln_p._kiln_kshape[" + std::to_string(d) +
+                             "]; _kiln_r /= _kiln_p._kiln_kshape[" + std::to_string(d) + "];"
+                       : "_kiln_r;";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_output(k) || is_array_input(k))
-                    s += ' ' + offset_name(k) + " += _c * " + stride(k, d) + ';';
+                    s += ' ' + offset_name(k) + " += _kiln_c * " + stride(k, d) + ';';
             line(s + " }");
         }
         line(indent + "}");
@@ -177,16 +201,16 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             if (is_array_input(k))
                 line(indent + "kiln_index_t _e_" + param(k).name + suffix + " = 0;");
         line(indent + "{");
-        line(indent + "    kiln_index_t _r = " + j + ";");
+        line(indent + "    kiln_index_t _kiln_r = " + j + ";");
         for (int d = reduced() - 1; d >= 0; --d) {
-            std::string s = indent + "    { const kiln_index_t _c = ";
-            s += d > 0 ? "_r % _p._rshape[" + std::to_string(d) + "]; _r /= _p._rshape[" +
-                             std::to_string(d) + "];"
-                       : "_r;";
+            std::string s = indent + "    { const kiln_index_t _kiln_c = ";
+            s += d > 0 ? "_kiln_r % _kiln_p._kiln_rshape[" + std::to_string(d) +
+                             "]; _kiln_r /= _kiln_p._kiln_rshape[" + std::to_string(d) + "];"
+                       : "_kiln_r;";
             for (int k = 0; k < m_plan.count; ++k)
                 if (is_array_input(k))
-                    s +=
-                        " _e_" + param(k).name + suffix + " += _c * " + stride(k, kept() + d) + ';';
+                    s += " _e_" + param(k).name + suffix + " += _kiln_c * " +
+                         stride(k, kept() + d) + ';';
             line(s + " }");
         }
         line(indent + "}");
@@ -222,7 +246,9 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
             call += ", ";
         }
-        return call + j + ", " + i + ", _in_ind, _out_ind" + m_scalar_args + ")";
+        // _j: CuPy's linear index of the element over (reduced axes, kept axes), C order.
+        return call + j + ", (" + j + ") * _kiln_p._kiln_n_out + " + i + ", " + i +
+               ", _in_ind, _out_ind" + m_scalar_args + ")";
     }
 
     // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
@@ -243,7 +269,7 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         const int unroll = m_plan.unroll;
         const int vec = m_plan.vec;
         const std::string v = std::to_string(vec);
-        line(indent + "kiln_index_t _jv = " + start + ";");
+        line(indent + "kiln_index_t _kiln_jv = " + start + ";");
         if (!per_lane_acc)
             for (int u = 1; u < unroll; ++u) {
                 line(indent + "kiln_acc " + acc + "_u" + std::to_string(u) + ";");
@@ -251,12 +277,12 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             }
         auto body = [&](int copies, const std::string& in) {
             for (int u = 0; u < copies; ++u) {
-                const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
+                const std::string jv = "_kiln_jv + " + std::to_string(u) + " * (" + step + ")";
                 const std::string j = vector_along_reduction() ? "(" + jv + ") * " + v : jv;
                 emit_loads(j, std::to_string(u), in, extra);
             }
             for (int u = 0; u < copies; ++u) {
-                const std::string jv = "_jv + " + std::to_string(u) + " * (" + step + ")";
+                const std::string jv = "_kiln_jv + " + std::to_string(u) + " * (" + step + ")";
                 for (int lane = 0; lane < vec; ++lane) {
                     const std::string j = vector_along_reduction()
                                               ? "(" + jv + ") * " + v + " + " + std::to_string(lane)
@@ -274,12 +300,12 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             }
         };
         if (unroll > 1) {
-            line(indent + "for (; _jv + " + std::to_string(unroll - 1) + " * (" + step + ") < " +
-                 end + "; _jv += " + std::to_string(unroll) + " * (" + step + ")) {");
+            line(indent + "for (; _kiln_jv + " + std::to_string(unroll - 1) + " * (" + step +
+                 ") < " + end + "; _kiln_jv += " + std::to_string(unroll) + " * (" + step + ")) {");
             body(unroll, indent + "    ");
             line(indent + "}");
         }
-        line(indent + "for (; _jv < " + end + "; _jv += " + step + ") {");
+        line(indent + "for (; _kiln_jv < " + end + "; _kiln_jv += " + step + ") {");
         body(1, indent + "    ");
         line(indent + "}");
         if (!per_lane_acc)
@@ -292,56 +318,61 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         const std::string b = std::to_string(block);
         const std::string v = std::to_string(m_plan.vec);
         line("extern \"C\" __global__ void __launch_bounds__(" + b + ") " + m_def.params.name +
-             "(const kiln_params _p) {");
+             "(const kiln_params _kiln_p) {");
         emit_prologue("32");
-        const std::string nv = m_plan.vec > 1 ? "_p._n_red / " + v : "_p._n_red";
+        const std::string nv =
+            m_plan.vec > 1 ? "_kiln_p._kiln_n_red / " + v : "_kiln_p._kiln_n_red";
         if (m_plan.warp_group) {
             // A warp per output: short reductions, many outputs.
-            line("    const int _lane = threadIdx.x & 31;");
+            line("    const int _kiln_lane = threadIdx.x & 31;");
             line("    for (kiln_index_t _i = (kiln_index_t)blockIdx.x * " +
                  std::to_string(block / 32) +
-                 " + (threadIdx.x >> 5); _i < _p._n_out; _i += (kiln_index_t)gridDim.x * " +
+                 " + (threadIdx.x >> 5); _i < _kiln_p._kiln_n_out; _i += (kiln_index_t)gridDim.x "
+                 "* " +
                  std::to_string(block / 32) + ") {");
             emit_kept_offsets("_i", kept() - 1, "        ");
-            line("        kiln_acc _acc;");
-            line("        _acc.init();");
-            emit_accumulate("_lane", "32", nv, "_acc", "_i", "", "        ", false);
-            line("        kiln::warp_reduce(_acc);");
-            line("        if (_lane == 0) " + post_map_call("_acc", "_i"));
+            line("        kiln_acc _kiln_acc;");
+            line("        _kiln_acc.init();");
+            emit_accumulate("_kiln_lane", "32", nv, "_kiln_acc", "_i", "", "        ", false);
+            line("        kiln::warp_reduce(_kiln_acc);");
+            line("        if (_kiln_lane == 0) " + post_map_call("_kiln_acc", "_i"));
             line("    }");
             line("}");
             return;
         }
         // A block per output, or _S blocks per output whose partial results the last of them
         // combines in a fixed order.
-        line("    for (kiln_index_t _g = blockIdx.x; _g < _p._n_out * _S; _g += gridDim.x) {");
-        line("        const kiln_index_t _i = _g / _S, _s = _g - _i * _S;");
+        line("    for (kiln_index_t _kiln_g = blockIdx.x; _kiln_g < _kiln_p._kiln_n_out * _kiln_S; "
+             "_kiln_g += gridDim.x) {");
+        line(
+            "        const kiln_index_t _i = _kiln_g / _kiln_S, _kiln_s = _kiln_g - _i * _kiln_S;");
         emit_kept_offsets("_i", kept() - 1, "        ");
-        line("        kiln_acc _acc;");
-        line("        _acc.init();");
-        emit_accumulate("_s * " + b + " + threadIdx.x", "_S * " + b, nv, "_acc", "_i", "",
-                        "        ", false);
-        line("        _acc = kiln::block_reduce<" + b + ">(_acc, _scratch);");
-        line("        if (_S == 1) {");
-        line("            if (threadIdx.x == 0) " + post_map_call("_acc", "_i"));
+        line("        kiln_acc _kiln_acc;");
+        line("        _kiln_acc.init();");
+        emit_accumulate("_kiln_s * " + b + " + threadIdx.x", "_kiln_S * " + b, nv, "_kiln_acc",
+                        "_i", "", "        ", false);
+        line("        _kiln_acc = kiln::block_reduce<" + b + ">(_kiln_acc, _kiln_scratch);");
+        line("        if (_kiln_S == 1) {");
+        line("            if (threadIdx.x == 0) " + post_map_call("_kiln_acc", "_i"));
         line("            continue;");
         line("        }");
         line("        if (threadIdx.x == 0) {");
-        line("            _partials[_g] = _acc;");
+        line("            _kiln_partials[_kiln_g] = _kiln_acc;");
         line("            __threadfence();");
-        line("            _last = atomicAdd(_p._counters + _i, 1u) == (unsigned)(_S - 1);");
+        line("            _kiln_last = atomicAdd(_kiln_p._kiln_counters + _i, 1u) == "
+             "(unsigned)(_kiln_S - 1);");
         line("        }");
         line("        __syncthreads();");
-        line("        if (_last) {");
+        line("        if (_kiln_last) {");
         line("            __threadfence();");
-        line("            kiln_acc _c;");
-        line("            _c.init();");
-        line("            for (kiln_index_t _t = threadIdx.x; _t < _S; _t += " + b +
-             ") _c.merge(kiln::load_cg(_partials + _i * _S + _t));");
-        line("            _c = kiln::block_reduce<" + b + ">(_c, _scratch);");
+        line("            kiln_acc _kiln_c;");
+        line("            _kiln_c.init();");
+        line("            for (kiln_index_t _kiln_t = threadIdx.x; _kiln_t < _kiln_S; _kiln_t += " +
+             b + ") _kiln_c.merge(kiln::load_cg(_kiln_partials + _i * _kiln_S + _kiln_t));");
+        line("            _kiln_c = kiln::block_reduce<" + b + ">(_kiln_c, _kiln_scratch);");
         line("            if (threadIdx.x == 0) {");
-        line("                " + post_map_call("_c", "_i"));
-        line("                _p._counters[_i] = 0u;");
+        line("                " + post_map_call("_kiln_c", "_i"));
+        line("                _kiln_p._kiln_counters[_i] = 0u;");
         line("            }");
         line("        }");
         line("        __syncthreads();");
@@ -356,78 +387,87 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         const std::string ys = std::to_string(by);
         const int last_kept = kept() - 1;
         line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * by) + ") " +
-             m_def.params.name + "(const kiln_params _p) {");
+             m_def.params.name + "(const kiln_params _kiln_p) {");
         emit_prologue(std::to_string(32 * by * vec));
-        line("    const kiln_index_t _C = _p._kshape[" + std::to_string(last_kept) + "];");
-        line("    const kiln_index_t _B = _p._n_out / _C;");
-        line("    const kiln_index_t _chunk = (_p._n_red + _S - 1) / _S;");
-        line("    const kiln_index_t _j0 = (kiln_index_t)blockIdx.y * _chunk;");
-        line("    const kiln_index_t _j1 = min(_p._n_red, _j0 + _chunk);");
-        line("    const kiln_index_t _c = ((kiln_index_t)blockIdx.x * 32 + threadIdx.x) * " + v +
-             ";");
-        line("    const bool _active = _c < _C;");
-        line("    for (kiln_index_t _b = blockIdx.z; _b < _B; _b += gridDim.z) {");
-        emit_kept_offsets("_b", last_kept - 1, "        ");
+        line("    const kiln_index_t _kiln_C = _kiln_p._kiln_kshape[" + std::to_string(last_kept) +
+             "];");
+        line("    const kiln_index_t _kiln_B = _kiln_p._kiln_n_out / _kiln_C;");
+        line("    const kiln_index_t _kiln_chunk = (_kiln_p._kiln_n_red + _kiln_S - 1) / _kiln_S;");
+        line("    const kiln_index_t _kiln_j0 = (kiln_index_t)blockIdx.y * _kiln_chunk;");
+        line("    const kiln_index_t _kiln_j1 = min(_kiln_p._kiln_n_red, _kiln_j0 + _kiln_chunk);");
+        line("    const kiln_index_t _kiln_c = ((kiln_index_t)blockIdx.x * 32 + threadIdx.x) * " +
+             v + ";");
+        line("    const bool _kiln_active = _kiln_c < _kiln_C;");
+        line("    for (kiln_index_t _kiln_b = blockIdx.z; _kiln_b < _kiln_B; _kiln_b += gridDim.z) "
+             "{");
+        emit_kept_offsets("_kiln_b", last_kept - 1, "        ");
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array_input(k))
-                line("        _k_" + param(k).name + " += _c * " + stride(k, last_kept) + ";");
-        line("        kiln_acc _acc[" + v + "];");
+                line("        _k_" + param(k).name + " += _kiln_c * " + stride(k, last_kept) + ";");
+        line("        kiln_acc _kiln_acc[" + v + "];");
         line("        #pragma unroll");
-        line("        for (int _q = 0; _q < " + v + "; ++_q) _acc[_q].init();");
-        line("        if (_active) {");
-        emit_accumulate("_j0 + threadIdx.y", ys, "_j1", "_acc", "_b * _C + _c", "", "            ",
-                        true);
+        line("        for (int _kiln_q = 0; _kiln_q < " + v +
+             "; ++_kiln_q) _kiln_acc[_kiln_q].init();");
+        line("        if (_kiln_active) {");
+        emit_accumulate("_kiln_j0 + threadIdx.y", ys, "_kiln_j1", "_kiln_acc",
+                        "_kiln_b * _kiln_C + _kiln_c", "", "            ", true);
         line("        }");
         // The block's rows meet in shared memory; row 0 merges them in order.
-        line("        const int _t = threadIdx.y * 32 + threadIdx.x;");
+        line("        const int _kiln_t = threadIdx.y * 32 + threadIdx.x;");
         line("        #pragma unroll");
-        line("        for (int _q = 0; _q < " + v + "; ++_q) _scratch[_t * " + v +
-             " + _q] = _acc[_q];");
+        line("        for (int _kiln_q = 0; _kiln_q < " + v +
+             "; ++_kiln_q) _kiln_scratch[_kiln_t * " + v + " + _kiln_q] = _kiln_acc[_kiln_q];");
         line("        __syncthreads();");
         line("        if (threadIdx.y == 0) {");
-        line("            for (int _y = 1; _y < " + ys + "; ++_y)");
+        line("            for (int _kiln_y = 1; _kiln_y < " + ys + "; ++_kiln_y)");
         line("                #pragma unroll");
-        line("                for (int _q = 0; _q < " + v +
-             "; ++_q) _acc[_q].merge(_scratch[(_y * "
+        line("                for (int _kiln_q = 0; _kiln_q < " + v +
+             "; ++_kiln_q) _kiln_acc[_kiln_q].merge(_kiln_scratch[(_kiln_y * "
              "32 + threadIdx.x) * " +
-             v + " + _q]);");
+             v + " + _kiln_q]);");
         line("        }");
-        line("        if (_S == 1) {");
-        line("            if (threadIdx.y == 0 && _active) {");
+        line("        if (_kiln_S == 1) {");
+        line("            if (threadIdx.y == 0 && _kiln_active) {");
         line("                #pragma unroll");
-        line("                for (int _q = 0; _q < " + v + "; ++_q) {");
-        line("                    if (_c + _q >= _C) break;");
+        line("                for (int _kiln_q = 0; _kiln_q < " + v + "; ++_kiln_q) {");
+        line("                    if (_kiln_c + _kiln_q >= _kiln_C) break;");
         emit_output_column_offsets("                    ");
-        line("                    " + post_map_call("_acc[_q]", "_b * _C + _c + _q", true));
+        line("                    " +
+             post_map_call("_kiln_acc[_kiln_q]", "_kiln_b * _kiln_C + _kiln_c + _kiln_q", true));
         line("                }");
         line("            }");
         line("        } else {");
-        line("            const kiln_index_t _slot = (_b * _S + blockIdx.y) * _C + _c;");
-        line("            if (threadIdx.y == 0 && _active) {");
+        line("            const kiln_index_t _kiln_slot = (_kiln_b * _kiln_S + blockIdx.y) * "
+             "_kiln_C + _kiln_c;");
+        line("            if (threadIdx.y == 0 && _kiln_active) {");
         line("                #pragma unroll");
-        line("                for (int _q = 0; _q < " + v +
-             "; ++_q) if (_c + _q < _C) "
-             "_partials[_slot + _q] = _acc[_q];");
+        line("                for (int _kiln_q = 0; _kiln_q < " + v +
+             "; ++_kiln_q) if (_kiln_c + _kiln_q < _kiln_C) "
+             "_kiln_partials[_kiln_slot + _kiln_q] = _kiln_acc[_kiln_q];");
         line("                __threadfence();");
         line("            }");
         line("            __syncthreads();");
-        line("            const kiln_index_t _counter = _b * gridDim.x + blockIdx.x;");
-        line("            if (_t == 0) _last = atomicAdd(_p._counters + _counter, 1u) == "
-             "(unsigned)(_S - 1);");
+        line("            const kiln_index_t _kiln_counter = _kiln_b * gridDim.x + blockIdx.x;");
+        line("            if (_kiln_t == 0) _kiln_last = atomicAdd(_kiln_p._kiln_counters + "
+             "_kiln_counter, 1u) == "
+             "(unsigned)(_kiln_S - 1);");
         line("            __syncthreads();");
-        line("            if (_last && threadIdx.y == 0 && _active) {");
+        line("            if (_kiln_last && threadIdx.y == 0 && _kiln_active) {");
         line("                __threadfence();");
-        line("                for (int _q = 0; _q < " + v + "; ++_q) {");
-        line("                    if (_c + _q >= _C) break;");
-        line("                    kiln_acc _m;");
-        line("                    _m.init();");
-        line("                    for (kiln_index_t _s = 0; _s < _S; ++_s) "
-             "_m.merge(kiln::load_cg(_partials + (_b * _S + _s) * _C + _c + _q));");
+        line("                for (int _kiln_q = 0; _kiln_q < " + v + "; ++_kiln_q) {");
+        line("                    if (_kiln_c + _kiln_q >= _kiln_C) break;");
+        line("                    kiln_acc _kiln_m;");
+        line("                    _kiln_m.init();");
+        line("                    for (kiln_index_t _kiln_s = 0; _kiln_s < _kiln_S; ++_kiln_s) "
+             "_kiln_m.merge(kiln::load_cg(_kiln_partials + (_kiln_b * _kiln_S + _kiln_s) * _kiln_C "
+             "+ _kiln_c + _kiln_q));");
         emit_output_column_offsets("                    ");
-        line("                    " + post_map_call("_m", "_b * _C + _c + _q", true));
+        line("                    " +
+             post_map_call("_kiln_m", "_kiln_b * _kiln_C + _kiln_c + _kiln_q", true));
         line("                }");
         line("            }");
-        line("            if (_last && _t == 0) _p._counters[_counter] = 0u;");
+        line("            if (_kiln_last && _kiln_t == 0) _kiln_p._kiln_counters[_kiln_counter] = "
+             "0u;");
         line("        }");
         line("        __syncthreads();");
         line("    }");
@@ -439,13 +479,19 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         const int last_kept = kept() - 1;
         for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
             line(indent + "const kiln_index_t _oc_" + param(k).name + " = _o_" + param(k).name +
-                 " + (_c + _q) * " + stride(k, last_kept) + ";");
+                 " + (_kiln_c + _kiln_q) * " + stride(k, last_kept) + ";");
     }
 
     std::string m_scalar_args;
 };
 
 } // namespace
+
+bool identity_names_a_parameter(const ReductionDefinition& def) {
+    for (const ParamSpec& param : def.params.inputs)
+        if (mentions_word(def.identity, param.name)) return true;
+    return false;
+}
 
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan) {
     if (def.reduce_type.empty()) return cuda_type(plan.operands[def.params.inputs.size()].dtype);

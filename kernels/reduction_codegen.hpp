@@ -6,8 +6,8 @@
 //   per input:  array   -> T* pointer, index strides[kept_ndim + red_ndim] (kept axes first)
 //               scalar  -> T value
 //   per output: T* pointer, index strides[kept_ndim]
-//   index _n_in, _n_out, _n_red, _kshape[kept_ndim], _rshape[red_ndim], _split
-//   void* _partials, unsigned* _counters
+//   index _kiln_n_in, _kiln_n_out, _kiln_n_red, _kiln_kshape[kept_ndim], _kiln_rshape[red_ndim],
+//   _kiln_split; void* _kiln_partials, unsigned* _kiln_counters
 
 #include "kernel_params.hpp"
 #include "reduction_plan.hpp"
@@ -28,6 +28,11 @@ struct ReductionDefinition {
 /// The C++ type `_type_reduce` stands for: the reduce type as given (a dtype name becomes its
 /// C++ type), or the first output's type.
 std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionPlan& plan);
+
+/// Whether the identity names an input parameter (CuPy allows an identity such as `init` for a
+/// scalar input `init`). Such an identity is evaluated once per block into shared memory, where
+/// every accumulator's init() reads it.
+bool identity_names_a_parameter(const ReductionDefinition& def);
 
 GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
                                    const Bindings& bindings);

@@ -1,5 +1,7 @@
 #include "source_writer.hpp"
 
+#include "user_code.hpp"
+
 #include <algorithm>
 #include <utility>
 
@@ -39,9 +41,19 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const D
     if (sixteen_bit) {
         line("#include <cuda_fp16.h>");
         line("#include <cuda_bf16.h>");
+        // CuPy's name for half precision in kernel bodies.
+        if (std::any_of(user_code.begin(), user_code.end(),
+                        [](const std::string* code) { return mentions_word(*code, "float16"); }))
+            line("typedef __half float16;");
     }
     if (complex) line("#include \"kiln/complex.cuh\"");
     line("#include \"kiln/cast.cuh\"");
+    // <cuda/std/bit> costs hundreds of milliseconds of compile: only for code that uses it.
+    if (mentions(user_code, {"cuda/std/bit", "bit_cast", "popcount", "countl_", "countr_",
+                             "bit_width", "bit_floor", "bit_ceil", "has_single_bit", "rotl", "rotr",
+                             "byteswap", "std::endian"}) &&
+        mentions(user_code, {"cuda::std::", "cuda/std/bit"}))
+        line("#include <cuda/std/bit>");
     *this << "typedef " << (index64 ? "long long" : "int") << " kiln_index_t;\n";
     for (std::size_t c = 0; c < bindings.size(); ++c)
         if (bindings[c])

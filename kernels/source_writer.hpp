@@ -41,7 +41,8 @@ class SourceWriter {
     /// The head: `kiln/elementwise.cuh`, then @p kiln_headers (device/kiln/), cuda_fp16.h and
     /// cuda_bf16.h when an operand of @p plan is a 16-bit float or @p user_code names one,
     /// kiln/complex.cuh when an operand is complex or @p user_code mentions complex numbers,
-    /// kiln/cast.cuh; `kiln_index_t` (int, or long long for plan.index64); a typedef per bound
+    /// kiln/cast.cuh, <cuda/std/bit> when @p user_code uses a cuda::std bit function;
+    /// `kiln_index_t` (int, or long long for plan.index64); a typedef per bound
     /// placeholder of @p bindings.
     template <class Plan>
     void head(std::initializer_list<const char*> kiln_headers, const Plan& plan,
@@ -103,9 +104,9 @@ template <class Definition, class Plan> class KernelEmitter {
     const ParamSpec& param(int k) const { return m_def.params[static_cast<std::size_t>(k)]; }
     bool is_output(int k) const { return m_def.params.is_output(static_cast<std::size_t>(k)); }
     std::string type(int k) const { return cuda_type(m_plan.operands[k].dtype); }
-    std::string ptr(int k) const { return "_p._raw_" + param(k).name; }
+    std::string ptr(int k) const { return "_kiln_p._raw_" + param(k).name; }
     std::string stride(int k, int d) const {
-        return "_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
+        return "_kiln_p._st_" + param(k).name + '[' + std::to_string(d) + ']';
     }
 
     const Definition& m_def;

@@ -35,8 +35,6 @@ void bind_types(const KernelParams& params, const Arg* args, std::size_t count, 
         if (args[k].is_array()) bind(param(k), args[k].array().dtype(), true);
     for (std::size_t k = 0; k < nin; ++k)
         if (!args[k].is_array()) {
-            if (param(k).raw)
-                fail("raw parameter '" + param(k).name + "' needs an array, not a scalar");
             bind(param(k), args[k].scalar().dtype(), false);
         }
     for (std::size_t k = 0; k < nin + nout; ++k) {

@@ -1,58 +1,18 @@
 #include "write_only_outputs.hpp"
 
+#include "user_code.hpp"
+
 #include <algorithm>
-#include <cctype>
 
 namespace kiln::detail {
 
-namespace {
-
-// C++ tokens, enough to tell identifiers, `=` from `==`, and statement structure apart.
-std::vector<std::string> tokenize(const std::string& code) {
-    std::vector<std::string> tokens;
-    std::size_t p = 0;
-    while (p < code.size()) {
-        const char c = code[p];
-        if (std::isspace(static_cast<unsigned char>(c))) {
-            ++p;
-        } else if (c == '/' && p + 1 < code.size() && (code[p + 1] == '/' || code[p + 1] == '*')) {
-            const bool line = code[p + 1] == '/';
-            const std::size_t end = code.find(line ? "\n" : "*/", p + 2);
-            p = end == std::string::npos ? code.size() : end + (line ? 1 : 2);
-        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-            std::size_t q = p;
-            while (q < code.size() &&
-                   (std::isalnum(static_cast<unsigned char>(code[q])) || code[q] == '_'))
-                ++q;
-            tokens.push_back(code.substr(p, q - p));
-            p = q;
-        } else if (c == '"' || c == '\'') {
-            std::size_t q = p + 1;
-            while (q < code.size() && code[q] != c)
-                q += code[q] == '\\' ? 2 : 1;
-            tokens.push_back(code.substr(p, q + 1 - p));
-            p = q + 1;
-        } else {
-            // Two-character operators that contain '=' must not read as an assignment.
-            static const char* pairs[] = {
-                "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-                "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
-            std::string token(1, c);
-            for (const char* pair : pairs)
-                if (code.compare(p, 2, pair) == 0) token = pair;
-            tokens.push_back(token);
-            p += token.size();
-        }
-    }
-    return tokens;
-}
-
-} // namespace
-
-bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs) {
+bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs,
+                            const std::string& preamble) {
     static const char* control_words[] = {"if",     "else", "for",    "while", "do",
                                           "switch", "goto", "return", "break", "continue",
                                           "{",      "}",    "case"};
+    // A macro that leaves the operation early may skip an assignment where the operation uses it.
+    if (macros_use(preamble, {"return", "goto", "break", "continue"})) return false;
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {

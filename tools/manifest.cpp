@@ -4,6 +4,7 @@
 
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/error.hpp"
+#include "kiln/raw_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
 
 #include <nlohmann/json.hpp>
@@ -367,7 +368,8 @@ ManifestKernel raw_kernel(const json& entry, const std::string& index,
                  options = std::move(options)](const std::string& arch) {
         CompileOptions for_arch = options;
         for_arch.arch = arch;
-        return Compiler::global().compile(source, for_arch);
+        // As a RawKernel compiles it (CuPy's headers for source that includes them): same key.
+        return RawModule(source, for_arch).compile();
     };
     return k;
 }

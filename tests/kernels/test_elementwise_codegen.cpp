@@ -64,7 +64,7 @@ TEST_F(ElementwiseCodegen, ContiguousOperandsGetAFlatVectorizedLoop) {
     EXPECT_NE(src.find("typedef float T;"), std::string::npos);
     EXPECT_EQ(src.find("_st_x"), std::string::npos) << "a flat loop needs no strides";
     // z is only assigned, so the vector store does not read it first.
-    EXPECT_EQ(src.find("= *reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
+    EXPECT_EQ(src.find("= *reinterpret_cast<const kiln::Vec<float, 4>*>(_kiln_p._raw_z"),
               std::string::npos)
         << src;
     compiles(k, {x, y, 2.0f});
@@ -74,7 +74,7 @@ TEST_F(ElementwiseCodegen, AnOutputThatIsReadIsLoaded) {
     ElementwiseKernel k("T x", "T z", "z += x", "accumulate");
     Array x = fake({4096}), z = fake({4096});
     const std::string src = source(k, {x, z});
-    EXPECT_NE(src.find("*reinterpret_cast<const kiln::Vec<float, 4>*>(_p._raw_z"),
+    EXPECT_NE(src.find("*reinterpret_cast<const kiln::Vec<float, 4>*>(_kiln_p._raw_z"),
               std::string::npos)
         << src;
     compiles(k, {x, z});
@@ -92,7 +92,7 @@ TEST_F(ElementwiseCodegen, ABroadcastRowUsesTheRowsLayout) {
     ElementwiseKernel k("T x, T b", "T z", "z = x + b", "add_row");
     Array x = fake({512, 1024}), b = fake({1024});
     const std::string src = source(k, {x, b});
-    EXPECT_NE(src.find("_row"), std::string::npos) << src;
+    EXPECT_NE(src.find("_kiln_row"), std::string::npos) << src;
     EXPECT_NE(src.find("kiln::Vec<float, 4>"), std::string::npos) << src;
     compiles(k, {x, b});
 }
@@ -285,6 +285,9 @@ TEST(ElementwiseSpec, ABadKernelNameOrSpecIsASpecError) {
 TEST(WriteOnlyOutputs, RecognizesPlainAssignmentsOnly) {
     using kiln::detail::outputs_are_write_only;
     EXPECT_TRUE(outputs_are_write_only("z = x * y + b", {"z"}));
+    EXPECT_TRUE(outputs_are_write_only("z = SQ(x)", {"z"}, "#define SQ(v) ((v) * (v))\n"));
+    EXPECT_FALSE(
+        outputs_are_write_only("DONE(x); z = x", {"z"}, "#define DONE(v) \\\n  if (v) return;\n"));
     EXPECT_TRUE(outputs_are_write_only("float t = x; z = t == 1 ? x : y; w = t;", {"z", "w"}));
     EXPECT_FALSE(outputs_are_write_only("z += x", {"z"}));
     EXPECT_FALSE(outputs_are_write_only("z = z * 2", {"z"}));

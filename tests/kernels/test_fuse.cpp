@@ -64,7 +64,7 @@ TEST(Fuse, SquaredDifferenceIsOneElementwiseKernelWithALinePerExpression) {
     Array x = fake({1 << 20}), y = fake({1 << 20});
     const std::string src = source(squared_diff, {x, y});
     EXPECT_EQ(count_of(src, "__global__"), 1) << src;
-    EXPECT_TRUE(has(src, "squared_diff(const kiln_params _p)")) << src;
+    EXPECT_TRUE(has(src, "squared_diff(const kiln_params _kiln_p)")) << src;
     EXPECT_TRUE(has(src, "const float t2 = (in0 - in1);  // traced: in0 - in1")) << src;
     // C++ leaves the order of the two differences open.
     EXPECT_TRUE(has(src, "const float t4 = (t2 * t3);  // traced: t2 * t3") ||

@@ -75,7 +75,10 @@ TEST(ParamSpec, StrayTokensAndCharactersAreFaults) {
 TEST(ParamSpec, DuplicateAndReservedNamesAreFaults) {
     EXPECT_NE(spec_error("T x, T x").find("declared twice"), std::string::npos);
     EXPECT_NE(spec_error("T i").find("reserved"), std::string::npos);
-    EXPECT_NE(spec_error("T _p").find("reserved"), std::string::npos);
+    EXPECT_NE(spec_error("T _kiln_p").find("reserved"), std::string::npos);
+    EXPECT_NE(spec_error("T _ind").find("reserved"), std::string::npos);
+    // Other leading underscores are legal, as in CuPy: Kiln's internals are all _kiln_ names.
+    EXPECT_EQ(kiln::parse_param_specs("T _count, T _p, T _n").size(), 3u);
     EXPECT_NE(spec_error("T _raw_x").find("reserved"), std::string::npos);
 }
 

@@ -19,3 +19,9 @@ void readme_describe_for();
 TEST(Readme, DescribeForSnippetRuns) {
     readme_describe_for();
 }
+
+void readme_porting_cupy();
+
+TEST(Readme, PortingCupySnippetRuns) {
+    readme_porting_cupy();
+}

@@ -69,7 +69,8 @@ TEST(ReductionCodegen, EverythingToAScalarSplitsOneOutputAcrossBlocksWithVectorL
     Array x = fake({1 << 20});
     const std::string src = source(k, {x});
     EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
-    EXPECT_TRUE(has(src, "atomicAdd(_p._counters")) << "split outputs combine in the last block";
+    EXPECT_TRUE(has(src, "atomicAdd(_kiln_p._kiln_counters"))
+        << "split outputs combine in the last block";
     EXPECT_TRUE(has(src, "kiln::block_reduce<512>")) << src;
     compiles(k, {x});
 }
@@ -83,7 +84,7 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     compiles(k, {long_rows}, ReduceCall{1});
     Array short_rows = fake({1 << 16, 64});
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
-    EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_acc)")) << warp_src;
+    EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "block_reduce"));
     compiles(k, {short_rows}, ReduceCall{-1});
 }
@@ -92,13 +93,13 @@ TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
     const auto k = l2norm();
     Array x = fake({4096, 4096});
     const std::string src = source(k, {x}, ReduceCall{0});
-    EXPECT_TRUE(has(src, "_acc[4]")) << "4 neighbouring columns per thread: " << src;
+    EXPECT_TRUE(has(src, "_kiln_acc[4]")) << "4 neighbouring columns per thread: " << src;
     EXPECT_TRUE(has(src, "__launch_bounds__(256)"));
-    EXPECT_TRUE(has(src, "_j0 + threadIdx.y"));
+    EXPECT_TRUE(has(src, "_kiln_j0 + threadIdx.y"));
     compiles(k, {x}, ReduceCall{0});
     // Batched: the middle axis of a 3-D array.
     Array y = fake({64, 128, 256});
-    EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_j0 + threadIdx.y"));
+    EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_kiln_j0 + threadIdx.y"));
     compiles(k, {y}, ReduceCall{1});
 }
 
@@ -106,7 +107,7 @@ TEST(ReductionCodegen, MixedAxesUnravelTheReductionIndexAndKeepVectors) {
     const auto k = l2norm();
     Array x = fake({32, 64, 256});
     const std::string src = source(k, {x}, ReduceCall{{0, 2}});
-    EXPECT_TRUE(has(src, "_p._rshape[1]")) << src;
+    EXPECT_TRUE(has(src, "_kiln_p._kiln_rshape[1]")) << src;
     EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
     compiles(k, {x}, ReduceCall{{0, 2}});
 }
@@ -134,9 +135,9 @@ TEST(ReductionCodegen, ContiguousAxesCollapseIntoOne) {
     const auto k = l2norm();
     Array x = fake({8, 16, 32, 64});
     const std::string src = source(k, {x}, ReduceCall{{2, 3}});
-    EXPECT_TRUE(has(src, "_kshape[1]")) << src;
-    EXPECT_TRUE(has(src, "_rshape[1]")) << "axes 2 and 3 merge into one reduced axis: " << src;
-    EXPECT_FALSE(has(src, "_rshape[2]"));
+    EXPECT_TRUE(has(src, "_kiln_kshape[1]")) << src;
+    EXPECT_TRUE(has(src, "_kiln_rshape[1]")) << "axes 2 and 3 merge into one reduced axis: " << src;
+    EXPECT_FALSE(has(src, "_kiln_rshape[2]"));
 }
 
 TEST(ReductionCodegen, StridedInputsReadElementByElementAndTransposesReadAsColumns) {
@@ -150,7 +151,7 @@ TEST(ReductionCodegen, StridedInputsReadElementByElementAndTransposesReadAsColum
     // A transposed array reduced along its strided axis is a column reduction of the original.
     Array transposed = fake({256, 512}).transpose(); // (512, 256), element strides (1, 512)
     const std::string columns = source(k, {transposed}, ReduceCall{1});
-    EXPECT_TRUE(has(columns, "_j0 + threadIdx.y")) << columns;
+    EXPECT_TRUE(has(columns, "_kiln_j0 + threadIdx.y")) << columns;
     compiles(k, {transposed}, ReduceCall{1});
 }
 

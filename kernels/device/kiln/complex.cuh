@@ -1,6 +1,9 @@
 // Kiln's complex type for generated kernels (complex64 and complex128). Layout-compatible with
-// std::complex and C99 complex: two T, real first.
+// std::complex and C99 complex: two T, real first. CuPy's spellings are aliases of it:
+// `complex<T>` in the global namespace and `thrust::complex<T>`.
 #pragma once
+
+#include "kiln/prelude.cuh"
 
 namespace kiln {
 
@@ -15,6 +18,8 @@ template <class T> struct alignas(2 * sizeof(T)) complex {
         , im(T(o.im)) {}
     __host__ __device__ constexpr T real() const { return re; }
     __host__ __device__ constexpr T imag() const { return im; }
+    __host__ __device__ void real(T r) { re = r; }
+    __host__ __device__ void imag(T i) { im = i; }
     __host__ __device__ complex& operator+=(const complex& o) {
         re += o.re;
         im += o.im;
@@ -66,6 +71,12 @@ template <class T> __host__ __device__ complex<T> conj(const complex<T>& z) {
 template <class T> __host__ __device__ T abs(const complex<T>& z) {
     return hypot(z.re, z.im);
 }
+template <class T> __host__ __device__ T norm(const complex<T>& z) {
+    return z.re * z.re + z.im * z.im;
+}
+template <class T> __host__ __device__ complex<T> polar(const T& m, const T& theta = T()) {
+    return {m * ::cos(theta), m * ::sin(theta)};
+}
 template <class T> __host__ __device__ T arg(const complex<T>& z) {
     return atan2(z.im, z.re);
 }
@@ -89,6 +100,20 @@ template <class T> __host__ __device__ complex<T> sin(const complex<T>& z) {
 template <class T> __host__ __device__ complex<T> cos(const complex<T>& z) {
     return {::cos(z.re) * ::cosh(z.im), -::sin(z.re) * ::sinh(z.im)};
 }
+template <class T> __host__ __device__ complex<T> log10(const complex<T>& z) {
+    const complex<T> l = log(z);
+    return {l.re / T(2.302585092994045684017991454684364208),
+            l.im / T(2.302585092994045684017991454684364208)};
+}
+template <class T> __host__ __device__ complex<T> sinh(const complex<T>& z) {
+    return {::sinh(z.re) * ::cos(z.im), ::cosh(z.re) * ::sin(z.im)};
+}
+template <class T> __host__ __device__ complex<T> cosh(const complex<T>& z) {
+    return {::cosh(z.re) * ::cos(z.im), ::sinh(z.re) * ::sin(z.im)};
+}
+template <class T> __host__ __device__ complex<T> tan(const complex<T>& z) {
+    return sin(z) / cos(z);
+}
 template <class T> __host__ __device__ complex<T> tanh(const complex<T>& z) {
     const complex<T> e2 = exp(complex<T>(2 * z.re, 2 * z.im));
     return (e2 - complex<T>(1)) / (e2 + complex<T>(1));
@@ -99,11 +124,39 @@ template <class T> __host__ __device__ complex<T> pow(const complex<T>& a, const
     return exp(b * log(a));
 }
 
+namespace traits {
+template <class T> struct is_complex<complex<T>> : true_type {};
+template <class T> struct is_complex<const complex<T>> : true_type {};
+} // namespace traits
+
 } // namespace kiln
+
+template <class T> using complex = kiln::complex<T>;
+namespace thrust {
+template <class T> using complex = kiln::complex<T>;
+using kiln::abs;
+using kiln::arg;
+using kiln::conj;
+using kiln::cos;
+using kiln::cosh;
+using kiln::exp;
+using kiln::log;
+using kiln::log10;
+using kiln::norm;
+using kiln::polar;
+using kiln::pow;
+using kiln::sin;
+using kiln::sinh;
+using kiln::sqrt;
+using kiln::tan;
+using kiln::tanh;
+} // namespace thrust
 
 // Make the math functions found unqualified in user operations, as CuPy's thrust::complex does.
 using kiln::abs;
 using kiln::arg;
 using kiln::conj;
 using kiln::imag;
+using kiln::norm;
+using kiln::polar;
 using kiln::real;

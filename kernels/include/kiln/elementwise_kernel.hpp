@@ -42,7 +42,9 @@ class ElementwiseKernel {
   public:
     /// @p in_params and @p out_params are CuPy parameter specs ("T x, raw T y, float32 a");
     /// @p operation is CUDA C++ run once per element, seeing each non-raw parameter by name, `i`
-    /// (the element's index) and `_ind.size()`.
+    /// (the element's index), `_ind.size()`, `_ind.ndim` and `_ind.get()`; each `raw` parameter
+    /// `x` has `x[i]`, `x[idx]`, `x.size()`, `x.shape()` and `x.strides()` (in bytes), as in CuPy.
+    /// A `return` in it ends only the current element.
     /// @param in_params the input parameters' spec.
     /// @param out_params the output parameters' spec.
     /// @param operation the code run for each element.

@@ -9,8 +9,9 @@
 /// kiln::Array total = l2norm(x);                        // over every axis: a 0-d array
 /// @endcode
 ///
-/// Names the expressions see: every input by name and `_J` (the element's index within its
-/// reduction, C order over the reduced axes) in the map expression; `a` and `b` in the reduce
+/// Names the expressions see: every input by name, `_J` (the element's index within its
+/// reduction, C order over the reduced axes) and `_j` (CuPy's `_J * _out_ind.size() + _i`) in
+/// the map expression; scalar inputs in the identity too; `a` and `b` in the reduce
 /// expression; `a` (the reduced value) and every output by name in the post-map expression; `_i`
 /// (the output's index, C order) in both; `_in_ind.size()` and `_out_ind.size()` (elements of
 /// the broadcast input and of the output) everywhere but the reduce expression. `_type_reduce` is

@@ -1,0 +1,23 @@
+#pragma once
+// What the user's code in a generated kernel mentions, read as C++ tokens: an identifier as a
+// whole word, what the macros of a preamble do. The code generators decide from it what the
+// generated code needs (a header, a lambda around an operation, loading outputs first).
+
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace kiln::detail {
+
+/// C++ tokens of @p code, comments dropped: identifiers, string and character literals,
+/// two-character operators that contain '=' (so `==` is not an assignment), other characters.
+std::vector<std::string> tokenize(const std::string& code);
+
+/// Whether @p word appears in @p code as a whole identifier (`float16`, not `bfloat16`).
+bool mentions_word(const std::string& code, const std::string& word);
+
+/// Whether a `#define` of @p preamble (its continuation lines included) has one of @p words as a
+/// token, e.g. a macro that returns.
+bool macros_use(const std::string& preamble, std::initializer_list<const char*> words);
+
+} // namespace kiln::detail
