@@ -156,15 +156,20 @@ DeviceRuntime find_device_runtime() {
 
 RelocatableMode relocatable_mode(const std::vector<std::string>& options) {
     RelocatableMode mode;
-    for (const auto& option : options) {
-        if (option == "-dc" || option == "--device-c")
+    for (std::size_t i = 0; i < options.size(); ++i) {
+        const std::string& option = options[i];
+        if (option == "-dc" || option == "--device-c") {
             mode.relocatable = true;
-        else if (option == "-rdc=true" || option == "--relocatable-device-code=true")
-            mode.relocatable = true;
-        else if (option == "-rdc=false" || option == "--relocatable-device-code=false")
-            mode.relocatable = false;
-        else if (option == "-dlto" || option == "--dlto")
+        } else if (option == "-dlto" || option == "--dlto") {
             mode.lto = true;
+        } else if (option == "-rdc" || option == "--relocatable-device-code") {
+            // NVRTC also takes the value as the next option: "-rdc", "true".
+            if (i + 1 < options.size()) mode.relocatable = options[++i] == "true";
+        } else {
+            for (std::string_view prefix : {"-rdc=", "--relocatable-device-code="})
+                if (starts_with(option, prefix))
+                    mode.relocatable = std::string_view(option).substr(prefix.size()) == "true";
+        }
     }
     // NVRTC writes LTO-IR for -dlto only in relocatable mode; whole-program -dlto is not linked.
     if (!mode.relocatable) mode.lto = false;
