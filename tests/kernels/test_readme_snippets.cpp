@@ -19,3 +19,9 @@ void readme_describe_for();
 TEST(Readme, DescribeForSnippetRuns) {
     readme_describe_for();
 }
+
+void readme_device_launch_offline();
+
+TEST(Readme, DeviceLaunchOfflineSnippetRuns) {
+    readme_device_launch_offline();
+}

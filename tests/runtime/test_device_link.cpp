@@ -79,6 +79,22 @@ std::string relocatable_object(const char* source, std::vector<std::string> opti
     return bytes;
 }
 
+// Portable PTX of a device library, which links for every architecture from compute_75 on.
+std::string library_ptx(const char* source) {
+    nvrtcProgram program = nullptr;
+    EXPECT_EQ(nvrtcCreateProgram(&program, source, "helper.cu", 0, nullptr, nullptr),
+              NVRTC_SUCCESS);
+    const char* options[] = {"-arch=compute_75", "-dc", "-DHELPER_OFFSET=5"};
+    EXPECT_EQ(nvrtcCompileProgram(program, 3, options), NVRTC_SUCCESS);
+    std::size_t size = 0;
+    nvrtcGetPTXSize(program, &size);
+    std::string ptx(size, '\0');
+    nvrtcGetPTX(program, ptx.data());
+    nvrtcDestroyProgram(&program);
+    if (!ptx.empty() && ptx.back() == '\0') ptx.pop_back();
+    return ptx;
+}
+
 // ELF e_type: 1 relocatable, 2 executable.
 int elf_type(const std::string& cubin) {
     return cubin.size() > 17 ? static_cast<unsigned char>(cubin[16]) : -1;
@@ -239,4 +255,16 @@ TEST_F(CompilerTest, ALinkInputFileIsReadWithItsKind) {
     EXPECT_EQ(input.name, "helper.cubin");
     EXPECT_EQ(input.bytes, helper);
     EXPECT_EQ(input.kind, kiln::cache::LinkInputKind::cubin);
+}
+
+TEST_F(CompilerTest, PtxLinkInputsLinkForEveryArchitecture) {
+    const LinkInput input = LinkInput::from_bytes("helper.ptx", library_ptx(kHelper));
+    EXPECT_EQ(input.kind, kiln::cache::LinkInputKind::ptx);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+        CompileOptions options = rdc({"-dc"}, arch);
+        options.link_inputs = {input};
+        EXPECT_TRUE(
+            has(kernels_of(m_compiler->compile(kUsesHelper, options)->cubin()), "use_helper"))
+            << arch;
+    }
 }

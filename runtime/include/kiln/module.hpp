@@ -48,8 +48,12 @@ struct KernelAttributes {
     int preferred_shared_memory_carveout = -1;
     /// Whether a cluster size must be given at launch (`__cluster_dims__` absent but required).
     bool cluster_size_must_be_set = false;
-    /// The compile-time cluster dimensions (`__cluster_dims__`); 0 when none.
-    int required_cluster_width = 0, required_cluster_height = 0, required_cluster_depth = 0;
+    /// The compile-time cluster width (`__cluster_dims__`); 0 when none.
+    int required_cluster_width = 0;
+    /// The compile-time cluster height; 0 when none.
+    int required_cluster_height = 0;
+    /// The compile-time cluster depth; 0 when none.
+    int required_cluster_depth = 0;
     /// Whether clusters larger than the portable limit (8 blocks) are allowed.
     bool non_portable_cluster_size_allowed = false;
     /// The cluster scheduling policy preference (a CUclusterSchedulingPolicy value).
