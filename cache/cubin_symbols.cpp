@@ -1,5 +1,6 @@
 #include "kiln/cache/cubin_symbols.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace kiln::cache {
@@ -12,6 +13,7 @@ constexpr std::size_t kSectionHeaderSize = 64;
 constexpr std::size_t kSymbolSize = 24;
 constexpr unsigned kClass64 = 2, kLittleEndian = 1;
 constexpr std::uint32_t kSymbolTable = 2; // SHT_SYMTAB
+constexpr unsigned kObject = 1;           // STT_OBJECT
 constexpr unsigned kFunction = 2;         // STT_FUNC
 constexpr unsigned kCudaEntry = 0x10;     // STO_CUDA_ENTRY
 
@@ -35,9 +37,10 @@ struct Section {
     std::uint32_t link = 0;
 };
 
-} // namespace
-
-std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf) {
+// The names of the symbols of @p elf's symbol table that @p keep(info, other, section index)
+// accepts, in table order.
+template <class Keep>
+std::optional<std::vector<std::string>> symbol_names(std::string_view elf, Keep keep) {
     if (elf.size() < kElfHeaderSize ||
         elf.substr(0, 4) != "\x7f"
                             "ELF" ||
@@ -77,7 +80,8 @@ std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf)
             const auto offset = static_cast<std::size_t>(symbols.offset + i * symbols.entry_size);
             const auto info = static_cast<unsigned>(read_le(elf, offset + 4, 1));
             const auto other = static_cast<unsigned>(read_le(elf, offset + 5, 1));
-            if ((info & 0xf) != kFunction || (other & kCudaEntry) == 0) continue;
+            const auto section_index = static_cast<unsigned>(read_le(elf, offset + 6, 2));
+            if (!keep(info, other, section_index)) continue;
             const std::uint64_t name = read_le(elf, offset, 4);
             if (name >= names.size()) return std::nullopt;
             const std::size_t end = names.find('\0', static_cast<std::size_t>(name));
@@ -87,6 +91,30 @@ std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf)
         return kernels;
     }
     return std::nullopt;
+}
+
+} // namespace
+
+std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf) {
+    return symbol_names(elf, [](unsigned info, unsigned other, unsigned) {
+        return (info & 0xf) == kFunction && (other & kCudaEntry) != 0;
+    });
+}
+
+std::optional<std::vector<std::string>> cubin_variable_names(std::string_view elf) {
+    constexpr unsigned kUndefined = 0, kReservedSections = 0xff00; // SHN_UNDEF, SHN_LORESERVE
+    auto names = symbol_names(elf, [](unsigned info, unsigned, unsigned section) {
+        return (info & 0xf) == kObject && section != kUndefined && section < kReservedSections;
+    });
+    // Names that start with '.' or "__" are the toolchain's own (reserved shared memory, say).
+    if (names)
+        names->erase(std::remove_if(names->begin(), names->end(),
+                                    [](const std::string& name) {
+                                        return name.empty() || name[0] == '.' ||
+                                               name.rfind("__", 0) == 0;
+                                    }),
+                     names->end());
+    return names;
 }
 
 } // namespace kiln::cache

@@ -49,8 +49,8 @@
 //   link_input     ::= link_kind string link_source  kind, name
 //   link_kind      ::= u32                        1 cubin, 2 ptx, 3 ltoir, 4 fatbin, 5 object,
 //                                                  6 library
-//   link_source    ::= 1 string | 2 16 bytes      (u32 tag) the input's bytes, or the key of the
-//                                                  entry that holds them
+//   link_source    ::= 1 string | 2 16 bytes      (u32 tag) the input's bytes, or a key that
+//                                                  identifies them (libcudadevrt.a: its content)
 //   count          ::= u32                        at most 2^20
 //   string         ::= u32 length, then length bytes
 //   payload        ::= payload_size bytes         the raw cubin: `tail -c payload_size FILE`

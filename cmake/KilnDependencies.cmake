@@ -10,6 +10,18 @@ if(NOT TARGET kiln::nvrtc)
     add_library(kiln::nvrtc UNKNOWN IMPORTED)
     set_target_properties(kiln::nvrtc PROPERTIES IMPORTED_LOCATION "${_kiln_nvrtc_location}")
 endif()
+# nvJitLink links relocatable device code (-dc) with the device runtime; like NVRTC it needs no
+# driver. CUDA::nvJitLink where FindCUDAToolkit has it (CMake 3.26+), else found beside NVRTC.
+# kilnConfig.cmake defines the same target for installed packages.
+if(NOT TARGET kiln::nvjitlink)
+    if(TARGET CUDA::nvJitLink)
+        get_target_property(_kiln_nvjitlink_location CUDA::nvJitLink IMPORTED_LOCATION)
+    else()
+        find_library(_kiln_nvjitlink_location nvJitLink HINTS ${CUDAToolkit_LIBRARY_DIR} REQUIRED)
+    endif()
+    add_library(kiln::nvjitlink UNKNOWN IMPORTED)
+    set_target_properties(kiln::nvjitlink PROPERTIES IMPORTED_LOCATION "${_kiln_nvjitlink_location}")
+endif()
 find_package(Threads REQUIRED)
 find_package(spdlog REQUIRED)
 

@@ -104,6 +104,10 @@ std::shared_ptr<const Module> RawModule::module() const {
     return m_state->module_in(detail::current_context());
 }
 
+DeviceGlobal RawModule::get_global(const std::string& name) const {
+    return module()->global(name);
+}
+
 RawKernel::RawKernel(std::shared_ptr<RawModule::State> module, std::string name)
     : m_state(std::make_shared<State>()) {
     m_state->module = std::move(module);

@@ -1,6 +1,7 @@
 #include "kiln/compiler.hpp"
 
 #include "compile_trace.hpp"
+#include "device_linker.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/detail/cuda_include.hpp"
@@ -25,6 +26,9 @@
 namespace kiln {
 
 namespace {
+
+// The name under which entries record the toolkit's device runtime.
+constexpr const char* kDeviceRuntimeName = "libcudadevrt.a";
 
 // Bumped whenever the meaning of a key's fields changes, so old entries simply miss.
 constexpr std::uint64_t kKeySchema = 1;
@@ -68,6 +72,9 @@ struct Request {
     std::size_t first_user_option = 0;
     bool lineinfo = true;
     std::string description;
+    // Relocatable device code: linked after NVRTC with these inputs and the device runtime.
+    detail::RelocatableMode mode;
+    std::vector<LinkInput> link_inputs;
 };
 
 Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
@@ -99,6 +106,15 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
         if (r.headers[i].name == r.headers[i - 1].name)
             throw ArgumentError("header '" + r.headers[i].name + "' was given twice");
     r.cuda_headers = in.cuda_headers;
+    r.mode = detail::relocatable_mode(r.options);
+    if (!in.link_inputs.empty() && !r.mode.relocatable)
+        throw ArgumentError("link inputs are linked into relocatable device code only: add \"-dc\" "
+                            "(or \"-rdc=true\") to the NVRTC options");
+    for (const auto& input : in.link_inputs)
+        if (input.bytes.empty())
+            throw ArgumentError("link input '" + input.name +
+                                "' is empty: make it with LinkInput::from_file() or from_bytes()");
+    r.link_inputs = in.link_inputs;
     r.name_expressions = in.name_expressions;
     std::sort(r.name_expressions.begin(), r.name_expressions.end());
     r.name_expressions.erase(std::unique(r.name_expressions.begin(), r.name_expressions.end()),
@@ -122,6 +138,16 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
     key.add("name-expressions", std::uint64_t{r.name_expressions.size()});
     for (const auto& name : r.name_expressions)
         key.add("name-expression", name);
+    // Only relocatable programs have these fields, so every other key stays as it was.
+    if (r.mode.relocatable) {
+        key.add("link", r.mode.lto ? "nvjitlink-lto" : "nvjitlink");
+        key.add("nvjitlink", detail::nvjitlink_full_version());
+        key.add("device-runtime", detail::device_runtime().content.hex());
+        key.add("link-inputs", std::uint64_t{r.link_inputs.size()});
+        for (const auto& input : r.link_inputs)
+            key.add("link-input-kind", std::uint64_t{static_cast<std::uint32_t>(input.kind)})
+                .add("link-input", input.bytes);
+    }
     r.key = key.finish();
     return r;
 }
@@ -148,6 +174,30 @@ struct NvrtcOutput {
     std::string cubin, log;
     std::vector<std::pair<std::string, std::string>> lowered_names;
 };
+
+// Relocatable device code: NVRTC's relocatable cubin (or LTO-IR) linked into an executable cubin.
+std::string link_program(const Request& r, const std::string& program_name, NvrtcOutput& out) {
+    detail::LinkRequest request;
+    request.arch = r.arch;
+    request.lto = r.mode.lto;
+    request.lineinfo = r.lineinfo;
+    request.inputs = &r.link_inputs;
+    request.nvrtc_options = r.options;
+    request.source = r.source;
+    return detail::link_device_code(out.cubin, program_name, request, out.log);
+}
+
+// What an entry records of a link: the caller's inputs with their bytes, then the device runtime
+// by its content hash (it is found again from the toolkit, not stored in every entry).
+std::vector<cache::LinkInput> recorded_link_inputs(const Request& r) {
+    std::vector<cache::LinkInput> recorded;
+    if (!r.mode.relocatable) return recorded;
+    for (const auto& input : r.link_inputs)
+        recorded.push_back({input.kind, input.name, input.bytes, std::nullopt});
+    recorded.push_back({cache::LinkInputKind::library, kDeviceRuntimeName, std::string(),
+                        detail::device_runtime().content});
+    return recorded;
+}
 
 NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
                       const std::string& time_trace_option = {}) {
@@ -199,15 +249,30 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
         throw CompileError(summary, out.log, r.options, r.source);
     }
     std::size_t cubin_size = 0;
-    KILN_NVRTC(nvrtcGetCUBINSize(raw, &cubin_size));
-    out.cubin.resize(cubin_size);
-    KILN_NVRTC(nvrtcGetCUBIN(raw, out.cubin.data()));
+    if (r.mode.lto) {
+        KILN_NVRTC(nvrtcGetLTOIRSize(raw, &cubin_size));
+        out.cubin.resize(cubin_size);
+        KILN_NVRTC(nvrtcGetLTOIR(raw, out.cubin.data()));
+    } else {
+        KILN_NVRTC(nvrtcGetCUBINSize(raw, &cubin_size));
+        out.cubin.resize(cubin_size);
+        KILN_NVRTC(nvrtcGetCUBIN(raw, out.cubin.data()));
+    }
     for (const auto& name : r.name_expressions) {
         const char* lowered = nullptr;
         KILN_NVRTC(nvrtcGetLoweredName(raw, name.c_str(), &lowered));
         out.lowered_names.emplace_back(name, lowered);
     }
+    if (r.mode.relocatable) out.cubin = link_program(r, program_name, out);
     return out;
+}
+
+// Bytes the link inputs take in an entry's metadata (the grammar in cache/entry.cpp).
+std::uint64_t encoded_size(const std::vector<cache::LinkInput>& inputs) {
+    std::uint64_t size = 4;
+    for (const auto& input : inputs)
+        size += 16 + input.name.size() + input.bytes.size() + 16;
+    return size;
 }
 
 // Bytes the recipe takes in an entry's metadata (the grammar in cache/entry.cpp).
@@ -312,13 +377,17 @@ struct Compiler::Impl {
             entry.kernel_names =
                 cache::cubin_kernel_names(program->m_cubin).value_or(std::vector<std::string>{});
             entry.recipe = recipe_of(r, name);
-            // A recipe too large for an entry (huge sources or headers) is left out, so that the
-            // cubin is still cached; the margin covers the log and the names.
+            entry.link_inputs = recorded_link_inputs(r);
+            // A recipe too large for an entry (huge sources, headers or link inputs) is left out,
+            // with the link inputs it needs, so that the cubin is still cached; the margin covers
+            // the log and the names.
             constexpr std::uint64_t kMargin = std::uint64_t{1} << 20;
-            if (encoded_size(*entry.recipe) + entry.log.size() + kMargin >
+            if (encoded_size(*entry.recipe) + encoded_size(entry.link_inputs) + entry.log.size() +
+                    kMargin >
                 cache::kMaxMetadataSize) {
                 logger().debug("{}: the recipe is too large to keep in the cache entry", name);
                 entry.recipe.reset();
+                entry.link_inputs.clear();
             }
             store->store(entry);
         }
@@ -404,11 +473,13 @@ std::shared_ptr<const Program> Compiler::recompile(const Program& program,
                        Impl::DiskUse::write_only);
 }
 
-std::shared_ptr<const Program> Compiler::reproduce(const cache::Recipe& recipe,
-                                                   std::string_view arch) {
+std::shared_ptr<const Program>
+Compiler::reproduce(const cache::Recipe& recipe, std::string_view arch,
+                    const std::vector<cache::LinkInput>& link_inputs) {
     const auto start = std::chrono::steady_clock::now();
-    const Request r =
-        resolve(recipe.source, options_from_recipe(recipe, std::string(arch)), m_impl->nvrtc());
+    CompileOptions options = options_from_recipe(recipe, std::string(arch));
+    options.link_inputs = link_inputs_from_entry(link_inputs);
+    const Request r = resolve(recipe.source, options, m_impl->nvrtc());
     const std::string name =
         recipe.program_name.empty() ? "kiln_" + r.key.hex() + ".cu" : recipe.program_name;
     m_impl->compiles.fetch_add(1, std::memory_order_relaxed);
@@ -435,6 +506,31 @@ CompileOptions options_from_recipe(const cache::Recipe& recipe, std::string arch
     options.cuda_headers = recipe.cuda_headers;
     options.lineinfo = recipe.lineinfo;
     options.description = recipe.description;
+    return options;
+}
+
+std::vector<LinkInput> link_inputs_from_entry(const std::vector<cache::LinkInput>& recorded) {
+    std::vector<LinkInput> inputs;
+    for (const auto& input : recorded) {
+        if (input.key) {
+            if (input.name == kDeviceRuntimeName) continue; // found again from the toolkit
+            throw ArgumentError("link input '" + input.name + "' is recorded by the key " +
+                                input.key->hex() +
+                                ", not by its bytes: Kiln links only inputs "
+                                "whose bytes the entry holds");
+        }
+        inputs.push_back({input.kind, input.name, input.bytes});
+    }
+    return inputs;
+}
+
+CompileOptions options_from_entry(const cache::Entry& entry, std::string arch) {
+    if (!entry.recipe)
+        throw ArgumentError("cache entry " + entry.key.hex() +
+                            " holds no recipe (written by an older Kiln): it cannot be compiled "
+                            "again");
+    CompileOptions options = options_from_recipe(*entry.recipe, std::move(arch));
+    options.link_inputs = link_inputs_from_entry(entry.link_inputs);
     return options;
 }
 

@@ -63,6 +63,68 @@ int Function::max_active_blocks_per_multiprocessor(int block_threads,
     return blocks;
 }
 
+KernelAttributes Function::attributes() const {
+    if (!m_state) throw ArgumentError("attributes of an empty kiln::Function");
+    const CUfunction f = m_state->function;
+    auto get = [f](CUfunction_attribute attribute) {
+        int value = 0;
+        KILN_CU(cuFuncGetAttribute(&value, attribute, f));
+        return value;
+    };
+    // The cluster attributes are newer than the others: a driver or device without them reports
+    // none rather than failing the whole read.
+    auto get_optional = [f](CUfunction_attribute attribute) {
+        int value = 0;
+        if (detail::driver().cuFuncGetAttribute(&value, attribute, f) != CUDA_SUCCESS) return 0;
+        return value;
+    };
+    auto bytes = [](int value) { return static_cast<std::size_t>(value < 0 ? 0 : value); };
+    KernelAttributes a;
+    a.max_threads_per_block = get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    a.shared_size_bytes = bytes(get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES));
+    a.const_size_bytes = bytes(get(CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES));
+    a.local_size_bytes = bytes(get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES));
+    a.num_regs = get(CU_FUNC_ATTRIBUTE_NUM_REGS);
+    a.ptx_version = get(CU_FUNC_ATTRIBUTE_PTX_VERSION);
+    a.binary_version = get(CU_FUNC_ATTRIBUTE_BINARY_VERSION);
+    a.cache_mode_ca = get(CU_FUNC_ATTRIBUTE_CACHE_MODE_CA) != 0;
+    a.max_dynamic_shared_size_bytes = bytes(get(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES));
+    a.preferred_shared_memory_carveout = get(CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+    a.cluster_size_must_be_set = get_optional(CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET) != 0;
+    a.required_cluster_width = get_optional(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
+    a.required_cluster_height = get_optional(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
+    a.required_cluster_depth = get_optional(CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
+    a.non_portable_cluster_size_allowed =
+        get_optional(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) != 0;
+    a.cluster_scheduling_policy_preference =
+        get_optional(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+    return a;
+}
+
+void Function::set_max_dynamic_shared_size_bytes(int bytes) const {
+    if (!m_state)
+        throw ArgumentError("set_max_dynamic_shared_size_bytes on an empty kiln::Function");
+    const State& s = *m_state;
+    if (bytes < 0 || bytes > s.max_shared_optin)
+        throw ArgumentError("kernel '" + s.name + "': max dynamic shared memory " +
+                            std::to_string(bytes) + " bytes is outside 0.." +
+                            std::to_string(s.max_shared_optin) + ", what the device allows");
+    KILN_CU(cuFuncSetAttribute(s.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+    // The caller's limit replaces the one launches raise on their own, lower or higher.
+    s.shared_limit.store(static_cast<std::size_t>(bytes));
+}
+
+void Function::set_preferred_shared_memory_carveout(int percent) const {
+    if (!m_state)
+        throw ArgumentError("set_preferred_shared_memory_carveout on an empty kiln::Function");
+    if (percent < -1 || percent > 100)
+        throw ArgumentError("kernel '" + m_state->name + "': a shared memory carveout of " +
+                            std::to_string(percent) +
+                            " is not a percentage: give 0 to 100, or -1 for no preference");
+    KILN_CU(cuFuncSetAttribute(m_state->function,
+                               CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent));
+}
+
 // Every check is an integer comparison against values read when the kernel was loaded, so a
 // correct launch pays a few nanoseconds for never being a silent wrong launch.
 void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,

@@ -1,9 +1,12 @@
 #include "kiln/module.hpp"
 
+#include "kiln/cache/cubin_symbols.hpp"
+#include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 #include "kiln/log.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -134,9 +137,21 @@ Function Module::function(const std::string& name) const {
     const CUresult result =
         detail::driver().cuModuleGetFunction(&function, m_module, lowered.c_str());
     if (result == CUDA_ERROR_NOT_FOUND) {
+        const std::vector<std::string> names = kernel_names();
+        if (std::find(names.begin(), names.end(), lowered) != names.end())
+            // The driver lists the kernel but cannot load it: with lazy loading that is how a
+            // relocatable cubin's unresolved references (device-side launches, extern device
+            // functions) show.
+            throw ArgumentError(
+                "kernel '" + name + "' is in " + m_description +
+                " but the driver could not load it: its code refers to symbols the module does "
+                "not define. Relocatable device code must be linked first: Kiln links what it "
+                "compiles with -dc or -rdc=true (with the device runtime and "
+                "CompileOptions::link_inputs); link a relocatable cubin made elsewhere with "
+                "nvJitLink or nvcc -dlink before loading it");
         std::ostringstream message;
         message << "no kernel named '" << name << "' in " << m_description << "; it has:";
-        for (const auto& k : kernel_names())
+        for (const auto& k : names)
             message << ' ' << k;
         message << ". Mark kernels extern \"C\", or pass templates and overloads as name "
                    "expressions";
@@ -172,6 +187,61 @@ Function Module::function(const std::string& name) const {
     KILN_CU(cuDeviceGetAttribute(&state->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                                  device));
     return Function(std::move(state));
+}
+
+DeviceGlobal Module::global(const std::string& name) const {
+    std::vector<std::string> candidates{name};
+    if (m_program) {
+        // A name expression ("&table" or "table") stands for its lowered name.
+        for (const std::string& expression : {name, "&" + name})
+            if (auto lowered = m_program->lowered_name(expression))
+                candidates.insert(candidates.begin(), *lowered);
+    }
+    for (const auto& symbol : candidates) {
+        CUdeviceptr pointer = 0;
+        std::size_t bytes = 0;
+        const CUresult result =
+            detail::driver().cuModuleGetGlobal(&pointer, &bytes, m_module, symbol.c_str());
+        if (result == CUDA_SUCCESS) return DeviceGlobal(shared_from_this(), name, pointer, bytes);
+        if (result != CUDA_ERROR_NOT_FOUND)
+            detail::throw_cuda_error(result, "cuModuleGetGlobal(pointer, bytes, module, name)",
+                                     __FILE__, __LINE__);
+    }
+    std::ostringstream message;
+    message << "no __device__ or __constant__ variable named '" << name << "' in " << m_description;
+    if (m_program)
+        if (auto variables = cache::cubin_variable_names(m_program->cubin())) {
+            message << "; it has:";
+            if (variables->empty()) message << " none";
+            for (const auto& variable : *variables)
+                message << ' ' << variable;
+        }
+    message << ". Declare it extern \"C\", or give its C++ name as a name expression (e.g. "
+               "\"&ns::table\") when compiling";
+    throw ArgumentError(message.str());
+}
+
+void DeviceGlobal::check_size(std::size_t bytes, const char* what) const {
+    if (bytes != m_bytes)
+        throw ArgumentError(std::string(what) + " global '" + m_name + "': it is " +
+                            std::to_string(m_bytes) + " bytes, " + std::to_string(bytes) +
+                            " bytes were given; copy exactly the variable's size");
+}
+
+void DeviceGlobal::copy_from_host(const void* source, std::size_t bytes, StreamRef stream) const {
+    check_size(bytes, "cannot copy into");
+    if (!bytes) return;
+    detail::ObservedActivity observed(Activity::copy, "memcpy HtoD", bytes, stream);
+    KILN_CU(cuMemcpyHtoDAsync(m_pointer, source, bytes, stream.get()));
+    observed.done();
+}
+
+void DeviceGlobal::copy_to_host(void* destination, std::size_t bytes, StreamRef stream) const {
+    check_size(bytes, "cannot copy from");
+    if (!bytes) return;
+    detail::ObservedActivity observed(Activity::copy, "memcpy DtoH", bytes, stream);
+    KILN_CU(cuMemcpyDtoHAsync(destination, m_pointer, bytes, stream.get()));
+    observed.done();
 }
 
 } // namespace kiln

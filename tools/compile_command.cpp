@@ -25,6 +25,7 @@ struct CompileArgs {
     std::string arch;
     std::vector<std::string> name_expressions;
     std::vector<std::string> nvrtc_options;
+    std::vector<std::string> link_inputs;
     std::string output;
     bool json = false;
 };
@@ -65,6 +66,8 @@ void run_compile(const CompileArgs& args) {
     options.arch = args.arch;
     options.options = args.nvrtc_options;
     options.name_expressions = args.name_expressions;
+    for (const auto& path : args.link_inputs)
+        options.link_inputs.push_back(LinkInput::from_file(path));
 
     const auto start = std::chrono::steady_clock::now();
     auto program = compile_file(args, source, options);
@@ -117,6 +120,11 @@ void add_compile_command(CLI::App& app) {
     // One value per occurrence, so `--name-expr E -- OPTIONS` leaves OPTIONS to NVRTC.
     cmd->add_option("--name-expr", args->name_expressions,
                     "a name expression to lower, e.g. 'scale<float>' (repeatable)")
+        ->allow_extra_args(false)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    cmd->add_option("--link", args->link_inputs,
+                    "device code to link into relocatable code (-dc): a .a, .cubin, .fatbin, "
+                    ".ltoir or .ptx file (repeatable)")
         ->allow_extra_args(false)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
     cmd->add_option("-o,--output", args->output, "also write the cubin to this file");

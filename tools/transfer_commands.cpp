@@ -45,7 +45,7 @@ std::string check_against_recipe(const cache::Entry& entry) {
     if (std::string why = recipe_refusal(*entry.recipe); !why.empty()) return why;
     std::shared_ptr<const Program> program;
     try {
-        program = Compiler::global().reproduce(*entry.recipe, entry.arch);
+        program = Compiler::global().reproduce(*entry.recipe, entry.arch, entry.link_inputs);
     } catch (const Error& e) {
         const std::string what = e.what();
         return "its recipe does not compile here (" + what.substr(0, what.find('\n')) + ")";

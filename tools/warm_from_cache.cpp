@@ -2,7 +2,8 @@
 // left in DIR, compiled again from the recipe its entry holds for other architectures, with no GPU
 // and no application, into the current cache (KILN_CACHE_DIR; DIR may be the same directory).
 //
-// Each recipe is compiled through Compiler::global() with options_from_recipe(), so the key is the
+// Each recipe is compiled through Compiler::global() with options_from_recipe() and the link inputs
+// the entry recorded (relocatable device code), so the key is the
 // one the application asks for on that architecture (with this Kiln and this NVRTC) and its first
 // launch there is a hit. Entries that hold the same recipe for several architectures are compiled
 // once per target. Entries without a recipe (written by a Kiln of entry format 1) are counted and
@@ -41,6 +42,12 @@ namespace {
 struct Source {
     std::string label; // "entry 0123abcd (scale)"
     cache::Recipe recipe;
+    std::vector<LinkInput> link_inputs; // relocatable device code: what the entry linked
+    CompileOptions options_for(const std::string& arch) const {
+        CompileOptions options = options_from_recipe(recipe, arch);
+        options.link_inputs = link_inputs;
+        return options;
+    }
 };
 
 // One compile to run: a recipe for an architecture, once per target key.
@@ -49,8 +56,9 @@ struct Job {
     std::string arch;
 };
 
-// Identifies a recipe: the same one found in entries for several architectures is one kernel.
-cache::Key identity_of(const cache::Recipe& recipe) {
+// Identifies a recipe and its link inputs: the same one found in entries for several architectures
+// is one kernel.
+cache::Key identity_of(const cache::Recipe& recipe, const std::vector<LinkInput>& link_inputs) {
     cache::KeyBuilder key;
     key.add("source", recipe.source);
     for (const auto& option : recipe.options)
@@ -60,6 +68,8 @@ cache::Key identity_of(const cache::Recipe& recipe) {
     for (const auto& name : recipe.name_expressions)
         key.add("name-expression", name);
     key.add("flags", std::uint64_t{recipe.cuda_headers} | std::uint64_t{recipe.lineinfo} << 1);
+    for (const auto& input : link_inputs)
+        key.add("link-input", input.bytes);
     return key.finish();
 }
 
@@ -112,8 +122,18 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
                          why.c_str());
             continue;
         }
-        if (recipes.emplace(identity_of(*entry->recipe), sources.size()).second)
-            sources.push_back({label_of(info.key, info.kernel_names), std::move(*entry->recipe)});
+        std::vector<LinkInput> link_inputs;
+        try {
+            link_inputs = link_inputs_from_entry(entry->link_inputs);
+        } catch (const Error& e) {
+            ++refused;
+            std::fprintf(stderr, "kiln: %s: %s\n", label_of(info.key, info.kernel_names).c_str(),
+                         e.what());
+            continue;
+        }
+        if (recipes.emplace(identity_of(*entry->recipe, link_inputs), sources.size()).second)
+            sources.push_back({label_of(info.key, info.kernel_names), std::move(*entry->recipe),
+                               std::move(link_inputs)});
     }
 
     // One job per target key (two recipes that differ only in the description or program name
@@ -126,8 +146,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     for (std::size_t i = 0; i < sources.size(); ++i) {
         for (const auto& arch : arches) {
             try {
-                const cache::Key key = compiler.key_for(
-                    sources[i].recipe.source, options_from_recipe(sources[i].recipe, arch));
+                const cache::Key key =
+                    compiler.key_for(sources[i].recipe.source, sources[i].options_for(arch));
                 if (seen.emplace(key, jobs.size()).second) jobs.push_back({i, arch});
             } catch (const Error& e) {
                 ++errors_before;
@@ -150,8 +170,7 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
             const Job& job = jobs[index];
             const Source& source = sources[job.source];
             try {
-                auto program = compiler.compile(source.recipe.source,
-                                                options_from_recipe(source.recipe, job.arch));
+                auto program = compiler.compile(source.recipe.source, source.options_for(job.arch));
                 (program->origin() == ProgramOrigin::disk_cache ? hits : misses)++;
             } catch (const Error& e) {
                 errors++;

@@ -95,6 +95,21 @@ TEST(CubinSymbols, NamesEveryKernelAndNothingElse) {
     EXPECT_TRUE(none->empty());
 }
 
+TEST(CubinSymbols, NamesEveryVariableAndNothingElse) {
+    // __constant__ float table[16] and __device__ int ns::nested (local objects), a kernel, a
+    // device function and the toolchain's reserved shared memory (a weak object).
+    const auto elf = make_elf({{"table", 0x01, 0},
+                               {"k", 0x12, 0x10},
+                               {".nv.reservedSmem.offset0", 0x21, 0},
+                               {"__nv_internal", 0x01, 0},
+                               {"_Z5twicef", 0x12, 0},
+                               {"_ZN2ns6nestedE", 0x01, 0}});
+    const auto names = kiln::cache::cubin_variable_names(elf);
+    ASSERT_TRUE(names);
+    EXPECT_EQ(*names, (std::vector<std::string>{"table", "_ZN2ns6nestedE"}));
+    EXPECT_FALSE(kiln::cache::cubin_variable_names("not an ELF file"));
+}
+
 TEST(CubinSymbols, WhatIsNoElfFileHasNoNames) {
     for (const std::string& bytes : {std::string(),
                                      std::string("\x7f"

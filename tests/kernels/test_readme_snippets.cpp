@@ -25,3 +25,9 @@ void readme_porting_cupy();
 TEST(Readme, PortingCupySnippetRuns) {
     readme_porting_cupy();
 }
+
+void readme_device_launch_offline();
+
+TEST(Readme, DeviceLaunchOfflineSnippetRuns) {
+    readme_device_launch_offline();
+}

@@ -18,6 +18,19 @@ TEST(Readme, RawModuleSnippetRuns) {
     readme_raw_module();
 }
 
+void readme_module_globals();
+void readme_kernel_attributes();
+
+TEST(Readme, ModuleGlobalsSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_module_globals();
+}
+
+TEST(Readme, KernelAttributesSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_kernel_attributes();
+}
+
 void readme_profile_benchmark();
 void readme_profile_scoped_timer();
 void readme_profile_nvtx();

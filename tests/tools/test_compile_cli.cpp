@@ -8,6 +8,7 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <nvrtc.h>
 
 #include <algorithm>
 #include <string>
@@ -196,4 +197,42 @@ TEST_F(CompileCli, AnUnparsableEnvironmentValueFailsEveryCommand) {
     }
     auto help = run_command("KILN_LOG_LEVEL=xyz " + kiln("--help"));
     EXPECT_EQ(help.status, 0) << "help is still there to read";
+}
+
+TEST_F(CompileCli, LinksDeviceLibrariesIntoRelocatableCode) {
+    // A device library as portable PTX, made with NVRTC as nvcc -dc -ptx would.
+    nvrtcProgram library = nullptr;
+    ASSERT_EQ(nvrtcCreateProgram(&library,
+                                 "extern \"C\" __device__ int helper(int x) { return x + 1; }",
+                                 "helper.cu", 0, nullptr, nullptr),
+              NVRTC_SUCCESS);
+    const char* library_options[] = {"-arch=compute_75", "-dc"};
+    ASSERT_EQ(nvrtcCompileProgram(library, 2, library_options), NVRTC_SUCCESS);
+    std::size_t size = 0;
+    nvrtcGetPTXSize(library, &size);
+    std::string ptx(size, '\0');
+    nvrtcGetPTX(library, ptx.data());
+    nvrtcDestroyProgram(&library);
+    ptx.resize(ptx.find('\0'));
+    const auto helper = write("helper.ptx", ptx);
+    const std::string source = "extern \"C\" __device__ int helper(int x);\n"
+                               "extern \"C\" __global__ void k(int* p) { *p = helper(*p); }\n";
+    const auto file = write("uses.cu", source);
+
+    auto linked =
+        run_command(kiln("compile " + file + " --arch sm_90 --link " + helper + " --json -- -dc"));
+    ASSERT_EQ(linked.status, 0) << linked.err;
+    kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
+    options.options = {"-dc"};
+    options.link_inputs = {kiln::LinkInput::from_file(helper)};
+    EXPECT_EQ(nlohmann::json::parse(linked.out).at("key"),
+              kiln::Compiler(nullptr).key_for(source, options).hex());
+
+    auto unresolved = run_command(kiln("compile " + file + " --arch sm_90 -- -dc"));
+    EXPECT_NE(unresolved.status, 0);
+    EXPECT_NE(unresolved.err.find("nvJitLink"), std::string::npos) << unresolved.err;
+    const auto notes = write("notes.txt", "not device code");
+    auto bad = run_command(kiln("compile " + file + " --arch sm_90 --link " + notes + " -- -dc"));
+    EXPECT_NE(bad.status, 0);
+    EXPECT_NE(bad.err.find("notes.txt"), std::string::npos) << bad.err;
 }

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <nvrtc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -182,4 +183,46 @@ TEST(WarmFromCache, RefusesARecipeWhoseOptionsWouldWriteAFile) {
     EXPECT_EQ(warm.status, 1);
     EXPECT_NE(warm.err.find("makes NVRTC write a file"), std::string::npos) << warm.err;
     EXPECT_FALSE(std::filesystem::exists(planted));
+}
+
+TEST(WarmFromCache, RelocatableDeviceCodeIsWarmedWithItsLinkInputs) {
+    // A device library as portable PTX, and a kernel that calls it and launches a child kernel.
+    constexpr const char* kLibrary = R"(extern "C" __device__ int helper(int x) { return 2 * x; })";
+    nvrtcProgram library = nullptr;
+    ASSERT_EQ(nvrtcCreateProgram(&library, kLibrary, "helper.cu", 0, nullptr, nullptr),
+              NVRTC_SUCCESS);
+    const char* library_options[] = {"-arch=compute_75", "-dc"};
+    ASSERT_EQ(nvrtcCompileProgram(library, 2, library_options), NVRTC_SUCCESS);
+    std::size_t size = 0;
+    nvrtcGetPTXSize(library, &size);
+    std::string ptx(size, '\0');
+    nvrtcGetPTX(library, ptx.data());
+    nvrtcDestroyProgram(&library);
+    ptx.resize(ptx.find('\0'));
+
+    kiln::test::TempDir dir;
+    kiln::cache::Config config;
+    config.dir = dir.path();
+    kiln::cache::Store store(config);
+    kiln::Compiler application(&store);
+    constexpr const char* kSource = R"(
+extern "C" __device__ int helper(int x);
+extern "C" __global__ void child(int* out) { out[threadIdx.x] = helper(threadIdx.x); }
+extern "C" __global__ void parent(int* out) { child<<<1, 32>>>(out); }
+)";
+    auto options_for = [&](const char* arch) {
+        kiln::CompileOptions options = kiln::CompileOptions::for_arch(arch);
+        options.options = {"-rdc=true"};
+        options.link_inputs = {kiln::LinkInput::from_bytes("helper.ptx", ptx)};
+        return options;
+    };
+    const auto sm90 = application.compile(kSource, options_for("sm_90"));
+    const std::string path = dir.path().string();
+    auto warm = run_command(kiln_in(path, "warm --from-cache '" + path + "' --arch sm_80 --json"));
+    ASSERT_EQ(warm.status, 0) << warm.err << warm.out;
+    const auto j = nlohmann::json::parse(warm.out);
+    EXPECT_EQ(j["misses"], 1);
+    EXPECT_EQ(j["errors"], 0);
+    const auto sm80_key = application.key_for(kSource, options_for("sm_80"));
+    EXPECT_EQ(keys_in(path), (std::set<std::string>{sm90->key().hex(), sm80_key.hex()}));
 }

@@ -59,6 +59,18 @@ class RawModule {
     /// @return the module, loaded once per context.
     /// @throws CompileError, CudaError, NoDeviceError.
     std::shared_ptr<const Module> module() const;
+    /// The `__constant__` or `__device__` variable @p name in the module loaded in the current
+    /// context (compiling and loading it if needed), as CuPy's `get_global`.
+    /// @code
+    /// kiln::RawModule m(R"(__constant__ float coefficients[4];
+    /// extern "C" __global__ void apply(float* x) { x[threadIdx.x] *= coefficients[threadIdx.x];
+    /// })"); m.get_global("coefficients").copy_from_host(std::array<float, 4>{1, 2, 3, 4});
+    /// @endcode
+    /// @param name the variable's name: `extern "C"`, C++ mangled, or a name expression.
+    /// @return the variable: its address, size and copies from and to the host.
+    /// @throws ArgumentError (no such variable: the message lists those there are),
+    /// CompileError, CudaError, NoDeviceError.
+    DeviceGlobal get_global(const std::string& name) const;
 
   private:
     friend class RawKernel;
@@ -110,6 +122,37 @@ class RawKernel {
     /// @return the program, or nullptr for a module loaded from a file.
     /// @throws CompileError, NoDeviceError.
     std::shared_ptr<const Program> compile() const;
+
+    /// Every attribute the driver reports for the kernel in the current context (registers,
+    /// static shared, constant and local bytes, limits, versions), compiling and loading it if
+    /// needed.
+    /// @return the attributes, read now.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
+    KernelAttributes attributes() const { return function().attributes(); }
+    /// Allow launches in the current context with up to @p bytes of dynamic shared memory; see
+    /// Function::set_max_dynamic_shared_size_bytes().
+    /// @param bytes the new limit.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
+    void set_max_dynamic_shared_size_bytes(int bytes) const {
+        function().set_max_dynamic_shared_size_bytes(bytes);
+    }
+    /// Prefer @p percent of L1/shared storage for shared memory in the current context; see
+    /// Function::set_preferred_shared_memory_carveout().
+    /// @param percent 0 to 100, or -1 for no preference.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
+    void set_preferred_shared_memory_carveout(int percent) const {
+        function().set_preferred_shared_memory_carveout(percent);
+    }
+    /// Occupancy: blocks of @p block_threads threads with @p dynamic_shared_bytes of dynamic
+    /// shared memory that fit on one multiprocessor at once.
+    /// @param block_threads threads per block.
+    /// @param dynamic_shared_bytes dynamic shared memory per block.
+    /// @return the number of blocks; 0 when such a block cannot run.
+    /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
+    int max_active_blocks_per_multiprocessor(int block_threads,
+                                             std::size_t dynamic_shared_bytes = 0) const {
+        return function().max_active_blocks_per_multiprocessor(block_threads, dynamic_shared_bytes);
+    }
 
   private:
     friend class RawModule;

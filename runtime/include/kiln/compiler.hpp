@@ -6,6 +6,7 @@
 /// all compile through Compiler::global(); the README's "Compiling without a GPU" and "The cache"
 /// sections show it in use.
 
+#include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
 #include "kiln/cache/recipe.hpp"
 
@@ -31,6 +32,34 @@ struct Header {
     std::string name;
     /// Its content, which is part of the cache key.
     std::string source;
+};
+
+/// Device code linked into a program compiled as relocatable device code (`-dc` or
+/// `-rdc=true`): a static library (`.a`), a cubin, a fatbin, LTO-IR, PTX or a host object that
+/// carries device code. Its bytes are part of the cache key and are kept in the cache entry; its
+/// name only labels it in messages and listings.
+///
+///     CompileOptions options{"-dc"};
+///     options.link_inputs.push_back(LinkInput::from_file("libmydevice.a"));
+struct LinkInput {
+    /// Read the file at @p path; its kind is found from its first bytes.
+    /// @param path the file.
+    /// @return the input, named after the file.
+    /// @throws ArgumentError when it cannot be read or is not device code.
+    static LinkInput from_file(const std::filesystem::path& path);
+    /// @p bytes named @p name; the kind is found from the first bytes.
+    /// @param name a label for messages, e.g. "helpers.ltoir".
+    /// @param bytes the input itself.
+    /// @return the input.
+    /// @throws ArgumentError for empty bytes or bytes that are not device code.
+    static LinkInput from_bytes(std::string name, std::string bytes);
+
+    /// What the linker is given.
+    cache::LinkInputKind kind = cache::LinkInputKind::library;
+    /// A label, e.g. the file name.
+    std::string name;
+    /// The input, byte for byte.
+    std::string bytes;
 };
 
 /// What to compile for. Defaults: an explicit -arch, -lineinfo, -std=c++17.
@@ -69,6 +98,11 @@ struct CompileOptions {
     bool cuda_headers = true;
     /// -lineinfo; unset means KILN_LINEINFO (default on).
     std::optional<bool> lineinfo;
+    /// Device code linked into the program after NVRTC, in order, with the toolkit's device
+    /// runtime (libcudadevrt.a). Needs relocatable device code (`-dc` or `-rdc=true` in
+    /// #options), which is always linked, also without link inputs, so that kernels may launch
+    /// kernels. The bytes are part of the key.
+    std::vector<LinkInput> link_inputs;
     /// false: skip the disk cache for this compile (memory de-duplication still applies).
     bool use_disk_cache = true;
     /// The front end's description of the kernel (JSON text: for a generated kernel its spec,
@@ -197,8 +231,11 @@ class Compiler {
     /// Counts as a compile in statistics(). Same exceptions as compile().
     /// @param recipe what an entry recorded.
     /// @param arch the target architecture.
+    /// @param link_inputs the entry's link inputs (Entry::link_inputs), for relocatable device
+    /// code; see link_inputs_from_entry().
     /// @return the program, compiled afresh.
-    std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch);
+    std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch,
+                                             const std::vector<cache::LinkInput>& link_inputs = {});
 
     /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.
@@ -234,6 +271,22 @@ std::shared_ptr<const Program> compile(std::string_view source, const CompileOpt
 /// @param arch the target architecture.
 /// @return the options.
 CompileOptions options_from_recipe(const cache::Recipe& recipe, std::string arch);
+
+/// The link inputs an entry recorded (Entry::link_inputs), as CompileOptions::link_inputs takes
+/// them: those held by their bytes, in order; the toolkit's device runtime, recorded by its content
+/// hash, is left out (every relocatable compile links it).
+/// @param recorded the entry's link inputs.
+/// @return the inputs to link.
+/// @throws ArgumentError for an input recorded by key that is not the device runtime.
+std::vector<LinkInput> link_inputs_from_entry(const std::vector<cache::LinkInput>& recorded);
+
+/// options_from_recipe() for @p entry's recipe, with the link inputs it recorded: what
+/// `kiln warm --from-cache` compiles an entry again with.
+/// @param entry an entry that holds a recipe.
+/// @param arch the target architecture.
+/// @return the options.
+/// @throws ArgumentError when the entry holds no recipe, as link_inputs_from_entry().
+CompileOptions options_from_entry(const cache::Entry& entry, std::string arch);
 
 /// Normalize an architecture name to "sm_XY[a|f]".
 /// @param arch "sm_90", "90", "compute_90", "sm_90a" and the like.

@@ -20,4 +20,12 @@ namespace kiln::cache {
 /// little-endian ELF file with a symbol table that lies within it.
 std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf);
 
+/// The names of the variables (`__device__` and `__constant__` ones; C++ names mangled) defined
+/// in @p elf, in symbol table order: the defined STT_OBJECT symbols, without the toolchain's own
+/// (names that start with '.' or "__"). For messages that list a module's globals. Never reads
+/// outside @p elf; never throws for bad bytes.
+/// @param elf the cubin's bytes.
+/// @return the variables' symbol names, or nullopt as cubin_kernel_names().
+std::optional<std::vector<std::string>> cubin_variable_names(std::string_view elf);
+
 } // namespace kiln::cache

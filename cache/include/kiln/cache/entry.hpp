@@ -51,13 +51,15 @@ enum class LinkInputKind : std::uint32_t {
 /// @return `"cubin"`, `"ptx"`, `"ltoir"`, `"fatbin"`, `"object"` or `"library"` (a static string).
 const char* to_string(LinkInputKind kind);
 
-/// One named input of a link (relocatable device code): its bytes, or the key of the cache entry
-/// that holds them. Nothing fills these yet; the format has room for them.
+/// One named input of a link (relocatable device code): its bytes, or a key instead of them. The
+/// compiler records the caller's link inputs by their bytes and the toolkit's device runtime,
+/// named "libcudadevrt.a", by a hash of its content (kiln::cache::KeyBuilder over the file): it
+/// is found again from the toolkit, not stored in every entry.
 struct LinkInput {
     LinkInputKind kind = LinkInputKind::object; ///< what the linker is given
     std::string name;                           ///< e.g. "libcudadevrt.a" or "part_a.cu"
     std::string bytes;                          ///< the input itself; empty when @p key is set
-    std::optional<Key> key;                     ///< the entry that holds it, instead of @p bytes
+    std::optional<Key> key;                     ///< what identifies it, instead of @p bytes
 
     /// Field by field.
     /// @param a, b the inputs to compare.

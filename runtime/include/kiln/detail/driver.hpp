@@ -64,6 +64,7 @@
     X(cuModuleLoadDataEx)                                                                          \
     X(cuModuleUnload)                                                                              \
     X(cuModuleGetFunction)                                                                         \
+    X(cuModuleGetGlobal)                                                                           \
     X(cuModuleGetFunctionCount)                                                                    \
     X(cuModuleEnumerateFunctions)                                                                  \
     X(cuFuncGetName)                                                                               \
