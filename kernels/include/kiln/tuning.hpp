@@ -56,9 +56,10 @@ struct TuningStatistics {
     /// another user could have planted), or not a choice the tuner could have made. Each was then
     /// timed afresh.
     std::uint64_t rejected = 0;
-    /// Calls that asked for tuning where it could not be done (the launch configuration was given
-    /// by the call, the layout has no candidates, or scratch memory could not be had): they ran
-    /// with the default configuration, and nothing was stored.
+    /// Shape classes that asked for tuning where it could not be done (the layout has no
+    /// candidates, or scratch memory could not be had): their calls run with the default
+    /// configuration, and nothing is stored. A call that gives its block size is never tuned and
+    /// not counted here.
     std::uint64_t skipped = 0;
 };
 
