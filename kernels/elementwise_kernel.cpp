@@ -369,7 +369,9 @@ void ElementwiseKernel::Impl::apply_tuning(Prepared& p, StreamRef stream) const 
 detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
                                                          StreamRef stream) const {
     const detail::LaunchChoice fallback{p.plan.block, 0};
-    if (p.plan.layout == Layout::tiled) { // its 32 x 8 tiles are its code
+    // The tiled layout's 32 x 8 tiles are its code; code run per thread around the loop (loop_prep,
+    // after_loop) may keep per-thread state whose results follow the grid.
+    if (p.plan.layout == Layout::tiled || !def.loop_prep.empty() || !def.after_loop.empty()) {
         detail::count_tuning_skipped();
         return {fallback, 0};
     }

@@ -133,7 +133,7 @@ template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaun
 /// @p ready(choice, q) sets up the copy `q` of `p` for @p choice and returns a pointer to what
 /// @p launch(q, *pointer) launches, and the grid cap in blocks (0: none). A candidate that cannot
 /// be set up (a compile error, a block the kernel cannot have) is left out; when no candidate is
-/// left, or scratch memory cannot be had, the default is kept without storing anything.
+/// left, or the scratch arrays cannot be made, the default is kept without storing anything.
 template <class Prepared, class Ready, class Launch>
 TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& candidates,
                         const cache::Key& key, StreamRef stream, Ready&& ready, Launch&& launch) {
@@ -164,7 +164,7 @@ TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& cand
             } catch (const Error&) {
             }
         }
-    } catch (const CudaError&) {
+    } catch (const Error&) { // no memory for the scratch arrays, or a view they cannot copy
         count_tuning_skipped();
         return TunedLaunch{candidates.front(), 0};
     }

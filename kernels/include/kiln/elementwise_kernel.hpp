@@ -34,7 +34,8 @@ struct ElementwiseOptions {
     bool reduce_dims = true; ///< collapse contiguous dimensions before specializing
     std::vector<std::string> options; ///< extra NVRTC options
     /// Tune every call's launch configuration (kiln/tuning.hpp): the block size, and a cap on the
-    /// grid of the flat and strided layouts (the tiled layout is not tuned).
+    /// grid of the flat and strided layouts. Not tuned: the tiled layout, and kernels with a
+    /// loop_prep or after_loop (code run per thread, whose results may follow the grid).
     bool tune = false;
 };
 
