@@ -55,3 +55,10 @@ TEST(Readme, FuseSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_fuse();
 }
+
+void readme_tuning();
+
+TEST(Readme, TuningSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_tuning();
+}
