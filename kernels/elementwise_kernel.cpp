@@ -355,8 +355,14 @@ ElementwiseKernel& ElementwiseKernel::operator=(ElementwiseKernel&&) noexcept = 
 void ElementwiseKernel::Impl::apply_tuning(Prepared& p, StreamRef stream) const {
     const TuneKey key{p.plan, detail::size_class(p.n),
                       p.plan.layout == Layout::rows ? p.shape[p.plan.ndim - 1] : 0};
-    const detail::TunedLaunch& tuned =
-        tunings.get(detail::current_context(), key, [&] { return tune_launch(p, stream); });
+    const detail::TunedLaunch* found;
+    try {
+        found =
+            &tunings.get(detail::current_context(), key, [&] { return tune_launch(p, stream); });
+    } catch (const detail::TuningDeferred&) { // captured into a graph: untuned this time
+        return;
+    }
+    const detail::TunedLaunch& tuned = *found;
     if (tuned.choice.block != p.plan.block) {
         p.plan.block = tuned.choice.block;
         size_grid(p);

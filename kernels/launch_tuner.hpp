@@ -101,6 +101,15 @@ std::vector<TimedCandidate> time_candidates(const std::vector<LaunchChoice>& can
 LaunchChoice tune_and_store(const std::vector<LaunchChoice>& candidates, const cache::Key& key,
                             StreamRef stream, const std::function<void(const LaunchChoice&)>& run);
 
+/// Thrown by tune_launch() while its stream is captured into a graph (candidate runs and scratch
+/// copies would be captured too): the front end launches that call untuned, and a later call of
+/// the shape class tunes.
+struct TuningDeferred {};
+
+/// Whether work queued on @p stream now would be captured into a graph (also when the driver
+/// cannot tell).
+bool stream_capturing(StreamRef stream) noexcept;
+
 /// Counts a call that asked for tuning and could not have it.
 void count_tuning_skipped() noexcept;
 
@@ -130,6 +139,7 @@ template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaun
 /// The tuning of one shape class for a front end whose call state is a @p Prepared `p` (with an
 /// `ops` member): the choice stored under @p key when there is a valid one, else every candidate
 /// timed on scratch arrays and the fastest stored. @p candidates come first with the default.
+/// @throws TuningDeferred while @p stream is being captured.
 /// @p ready(choice, q) sets up the copy `q` of `p` for @p choice and returns a pointer to what
 /// @p launch(q, *pointer) launches, and the grid cap in blocks (0: none). A candidate that cannot
 /// be set up (a compile error, a block the kernel cannot have) is left out; when no candidate is
@@ -137,6 +147,7 @@ template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaun
 template <class Prepared, class Ready, class Launch>
 TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& candidates,
                         const cache::Key& key, StreamRef stream, Ready&& ready, Launch&& launch) {
+    if (stream_capturing(stream)) throw TuningDeferred{};
     auto applied = [&](const LaunchChoice& choice) {
         Prepared q = p;
         return TunedLaunch{choice, ready(choice, q).second};

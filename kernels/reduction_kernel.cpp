@@ -434,8 +434,13 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Prepare
                                                                          CUcontext context,
                                                                          StreamRef stream) const {
     const TuneKey key{p.plan, detail::size_class(p.n_out), detail::size_class(p.n_red)};
-    const detail::TunedLaunch& tuned =
-        tunings.get(context, key, [&] { return tune_launch(p, context, stream); });
+    const detail::TunedLaunch* found;
+    try {
+        found = &tunings.get(context, key, [&] { return tune_launch(p, context, stream); });
+    } catch (const detail::TuningDeferred&) { // captured into a graph: untuned this time
+        return loaded;
+    }
+    const detail::TunedLaunch& tuned = *found;
     const Loaded* chosen = &loaded;
     if (tuned.choice.block != p.plan.block_x) {
         p.plan.block_x = tuned.choice.block;

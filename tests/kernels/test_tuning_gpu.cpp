@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -361,4 +362,35 @@ TEST(Tuning, TunedHotCallAllocatesNoMoreThanAnUntunedOne) {
     const long untuned_sum = allocations_in([&] { plain_sum(rows, m, out); });
     EXPECT_EQ(allocations_in([&] { tuned_sum(rows, m, out); }), untuned_sum);
     kiln::Device::current().synchronize();
+}
+
+TEST(Tuning, CallsCapturedIntoAGraphRunUntunedAndTuneLater) {
+    KILN_REQUIRE_GPU();
+    const ElementwiseKernel plain("float32 x, float32 y", "float32 z", kOperation, "tune_graph");
+    const ElementwiseKernel tuned("float32 x, float32 y", "float32 z", kOperation, "tune_graph",
+                                  tuned_elementwise());
+    const kiln::Stream stream;
+    const Array x = random_array({1 << 20}, 71), y = random_array({1 << 20}, 72);
+    const Array z = kiln::empty({1 << 20}, DType::float32);
+    const std::vector<float> want = host(plain(x, y)[0]);
+    CallOptions on;
+    on.stream = stream;
+    CallOptions default_block = on; // loads the default specialization, untuned, before capture
+    default_block.block_size = 256;
+    tuned(default_block, x, y, z);
+    stream.synchronize();
+
+    const TuningStatistics before = kiln::tuning_statistics();
+    kiln::Graph graph = kiln::Graph::capture(stream, [&] { tuned(on, x, y, z); });
+    EXPECT_EQ(kiln::tuning_statistics().tunings, before.tunings); // nothing ran while captured
+    const std::vector<float> poison(1 << 20, std::nanf(""));
+    z.copy_from_host_bytes(poison.data(), stream); // so only the graph's launch can fill z
+    graph.instantiate().launch(stream);
+    stream.synchronize();
+    EXPECT_TRUE(bitwise_equal(host(z), want));
+
+    tuned(on, x, y, z); // outside a capture: tuned now
+    stream.synchronize();
+    EXPECT_EQ(kiln::tuning_statistics().tunings - before.tunings, 1u);
+    EXPECT_TRUE(bitwise_equal(host(z), want));
 }
