@@ -7,6 +7,7 @@
 
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
+#include "run_command.hpp"
 
 #include "kiln/kiln.hpp"
 
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <new>
 #include <random>
+#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -393,4 +395,47 @@ TEST(Tuning, CallsCapturedIntoAGraphRunUntunedAndTuneLater) {
     stream.synchronize();
     EXPECT_EQ(kiln::tuning_statistics().tunings - before.tunings, 1u);
     EXPECT_TRUE(bitwise_equal(host(z), want));
+}
+
+// The kernel and data of the two-process test, the same in both.
+void call_reuse_kernel() {
+    const ElementwiseKernel k("float32 x, float32 y", "float32 z", kOperation, "tune_process",
+                              tuned_elementwise());
+    k(random_array({1 << 20}, 81), random_array({1 << 20}, 82));
+    kiln::Device::current().synchronize();
+}
+
+// The second process of SecondProcessReusesTheStoredChoiceWithoutTiming (skipped otherwise): the
+// same call in the first process's cache directory, its counters printed.
+TEST(Tuning, ChildProcessOfTheReuseTest) {
+    const char* dir = std::getenv("KILN_TUNING_TEST_CHILD_CACHE");
+    if (!dir) GTEST_SKIP() << "run by SecondProcessReusesTheStoredChoiceWithoutTiming";
+    KILN_REQUIRE_GPU();
+    ::setenv("KILN_CACHE_DIR", dir, 1); // before anything opens the cache
+    call_reuse_kernel();
+    const TuningStatistics s = kiln::tuning_statistics();
+    std::printf("KILN_CHILD tunings=%llu disk_hits=%llu\n",
+                static_cast<unsigned long long>(s.tunings),
+                static_cast<unsigned long long>(s.disk_hits));
+}
+
+TEST(Tuning, SecondProcessReusesTheStoredChoiceWithoutTiming) {
+    KILN_REQUIRE_GPU();
+    const TuningStatistics before = kiln::tuning_statistics();
+    call_reuse_kernel();
+    ASSERT_EQ(kiln::tuning_statistics().tunings - before.tunings, 1u);
+    const char* dir = std::getenv("KILN_CACHE_DIR");
+    ASSERT_NE(dir, nullptr);
+    // This test binary, named here: /proc/self in the shell would be the shell.
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const kiln::test::CommandResult child =
+        kiln::test::run_command("KILN_TUNING_TEST_CHILD_CACHE='" + std::string(dir) + "' '" + self +
+                                "' --gtest_filter=Tuning.ChildProcessOfTheReuseTest 2>&1");
+    ASSERT_EQ(child.status, 0) << child.out << child.err;
+    std::smatch m;
+    ASSERT_TRUE(
+        std::regex_search(child.out, m, std::regex("KILN_CHILD tunings=(\\d+) disk_hits=(\\d+)")))
+        << child.out;
+    EXPECT_EQ(m[1], "0") << "the second process timed candidates";
+    EXPECT_EQ(m[2], "1") << "the second process did not read the stored choice";
 }
