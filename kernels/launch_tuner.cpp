@@ -104,7 +104,8 @@ cache::Key tuning_key(std::string_view front_end, std::string_view source,
         .add("options", joined)
         .add("shape-class", shape_class)
         .add("device", device_name)
-        .add("compute-capability", static_cast<std::uint64_t>(cc_major * 10 + cc_minor));
+        .add("compute-capability",
+             static_cast<std::uint64_t>(cc_major) * 10 + static_cast<std::uint64_t>(cc_minor));
     return builder.finish();
 }
 

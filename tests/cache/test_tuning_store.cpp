@@ -69,9 +69,9 @@ TEST(TuningStore, EveryDamagedFileIsAMiss) {
         damaged.push_back(bad);
     }
     damaged.push_back(good.substr(0, good.size() - 1)); // truncated
-    damaged.push_back("");                              // empty
+    damaged.emplace_back();                             // empty
     damaged.push_back(good + "x");                      // trailing bytes
-    damaged.push_back(std::string(4096, 'K'));          // over a record's size
+    damaged.emplace_back(4096, 'K');                    // over a record's size
     for (const std::string& bad : damaged) {
         write_file(store.path(key), bad);
         ::chmod(store.path(key).c_str(), 0600);

@@ -32,7 +32,7 @@ std::vector<TimedCandidate> timed(const std::vector<double>& ms) {
 
 kiln::cache::Key key_with(std::string_view source = "src", std::string_view shape = "n20",
                           std::string_view device = "NVIDIA H100 80GB HBM3", int major = 9,
-                          int minor = 0, std::vector<std::string> options = {"-O3"}) {
+                          int minor = 0, const std::vector<std::string>& options = {"-O3"}) {
     return kiln::detail::tuning_key("elementwise", source, options, shape, device, major, minor);
 }
 

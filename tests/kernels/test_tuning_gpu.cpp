@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -86,12 +87,18 @@ std::vector<float> host(const Array& a) {
     return a.to_host<float>();
 }
 
+std::uint32_t bits(float value) {
+    std::uint32_t out;
+    std::memcpy(&out, &value, sizeof out);
+    return out;
+}
+
 ::testing::AssertionResult bitwise_equal(const std::vector<float>& got,
                                          const std::vector<float>& want) {
     if (got.size() != want.size())
         return ::testing::AssertionFailure() << got.size() << " values, expected " << want.size();
     for (std::size_t i = 0; i < got.size(); ++i)
-        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+        if (bits(got[i]) != bits(want[i]))
             return ::testing::AssertionFailure()
                    << "value " << i << " is " << got[i] << ", untuned " << want[i];
     return ::testing::AssertionSuccess();
