@@ -139,11 +139,11 @@ template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaun
 /// The tuning of one shape class for a front end whose call state is a @p Prepared `p` (with an
 /// `ops` member): the choice stored under @p key when there is a valid one, else every candidate
 /// timed on scratch arrays and the fastest stored. @p candidates come first with the default.
-/// @throws TuningDeferred while @p stream is being captured.
 /// @p ready(choice, q) sets up the copy `q` of `p` for @p choice and returns a pointer to what
 /// @p launch(q, *pointer) launches, and the grid cap in blocks (0: none). A candidate that cannot
 /// be set up (a compile error, a block the kernel cannot have) is left out; when no candidate is
 /// left, or the scratch arrays cannot be made, the default is kept without storing anything.
+/// @throws TuningDeferred while @p stream is being captured.
 template <class Prepared, class Ready, class Launch>
 TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& candidates,
                         const cache::Key& key, StreamRef stream, Ready&& ready, Launch&& launch) {
