@@ -190,6 +190,7 @@ TEST(Tuning, TunedReductionGivesTheUntunedResultsBitwise) {
         {"a block per output, split", {64, 50000}, Axes{1}},
         {"a block per output", {8192, 3000}, Axes{1}},
         {"columns (outer layout)", {4096, 512}, Axes{0}},
+        {"columns in many batches (a capped grid loops over them)", {1024, 64, 512}, Axes{1}},
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.name);
