@@ -1,11 +1,12 @@
 // The launch tuner: device time of tuned against default launches for a few shapes (events,
 // medians of Google Benchmark repetitions; the first call, which tunes, is in the warm-up), the
-// host time a tuned hot call adds (one lookup), and, with --first-call, what tuning costs once:
-// the first tuned call with nothing stored (candidates compiled and timed) and the first call of a
-// new kernel instance that reads the stored choice (run it in a fresh process with a fresh
-// KILN_CACHE_DIR).
+// host time a tuned hot call adds (one lookup; beside a raw cuLaunchKernel in the same process),
+// and, with --first-call, what tuning costs once: the first tuned call with nothing stored
+// (candidates compiled and timed) and the first call of a new kernel instance that reads the
+// stored choice (run it in a fresh process with a fresh KILN_CACHE_DIR).
 
 #include "bench_support.hpp"
+#include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <benchmark/benchmark.h>
@@ -79,6 +80,25 @@ void BM_Tuner_SumAll(benchmark::State& state) {
     state.SetLabel(state.range(1) ? "tuned" : "default");
 }
 
+// The baseline of the host times: a raw cuLaunchKernel of a comparable kernel.
+void BM_Tuner_HostRawLaunch(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const kiln::RawKernel k("extern \"C\" __global__ void k(const float* x, const float* y, "
+                            "const float* b, float* z, int n) { int i = blockIdx.x * blockDim.x "
+                            "+ threadIdx.x; if (i < n) z[i] = x[i] * y[i] + b[i]; }",
+                            "k");
+    const Array x = random_array({1024}), y = random_array({1024}), b = random_array({1024});
+    const Array z = kiln::empty({1024}, kiln::DType::float32);
+    const float *px = x.data<float>(), *py = y.data<float>(), *pb = b.data<float>();
+    float* pz = z.data<float>();
+    int n = 1024;
+    k({4}, {256}, px, py, pb, pz, n);
+    CUfunction f = k.function().handle();
+    void* args[] = {&px, &py, &pb, &pz, &n};
+    const auto& d = kiln::detail::driver();
+    time_host(state, [&] { d.cuLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr); });
+}
+
 // Host time per hot call, output given: the tuned call's extra lookup.
 void BM_Tuner_HostCall(benchmark::State& state) {
     if (!have_gpu(state)) return;
@@ -94,6 +114,7 @@ BENCHMARK(BM_Tuner_Elementwise)
     ->UseManualTime();
 BENCHMARK(BM_Tuner_SumRows)->ArgsProduct({{16, 32, 128, 4096}, {0, 1}})->UseManualTime();
 BENCHMARK(BM_Tuner_SumAll)->ArgsProduct({{1 << 20, 1 << 26}, {0, 1}})->UseManualTime();
+BENCHMARK(BM_Tuner_HostRawLaunch)->UseManualTime();
 BENCHMARK(BM_Tuner_HostCall)->Arg(0)->Arg(1)->UseManualTime();
 
 double ms_since(std::chrono::steady_clock::time_point t0) {
