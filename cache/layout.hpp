@@ -4,6 +4,7 @@
 //   <dir>/<ab>/<key>.kiln    an entry (ab = the key's first two hex digits, 256 shards)
 //   <dir>/<ab>/<key>.cu      its source, when sources are saved
 //   <dir>/<ab>/<key>.json    NVRTC's compile time trace (KILN_COMPILE_TIME_TRACE=1)
+//   <dir>/<ab>/<key>.tune    a launch tuner's choice (tuning_store.hpp; its own key, no entry)
 //   <dir>/<ab>/stats         the shard's counters (stats_file.hpp)
 //   <dir>/usage              the estimate of the whole cache's entries and bytes (stats_file.hpp)
 //   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale
@@ -23,6 +24,7 @@ inline constexpr int kShardCount = 256;
 inline constexpr std::string_view kEntrySuffix = ".kiln";
 inline constexpr std::string_view kSourceSuffix = ".cu";
 inline constexpr std::string_view kTraceSuffix = ".json";
+inline constexpr std::string_view kTuneSuffix = ".tune";
 inline constexpr std::string_view kTempPrefix = ".tmp.";
 inline constexpr std::string_view kStatsName = "stats";
 inline constexpr std::string_view kUsageName = "usage";

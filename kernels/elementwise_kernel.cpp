@@ -7,6 +7,7 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "launch_tuner.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -45,6 +46,41 @@ struct Prepared {
     const CallOptions* call = nullptr; // for the description, when it compiles
 };
 
+unsigned blocks_for(std::int64_t threads, int block) {
+    return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(threads, block), 0x7fffffff));
+}
+
+// The block and grid of the flat, strided and rows layouts for p.plan.block threads per block.
+void size_grid(Prepared& p) {
+    const Plan& plan = p.plan;
+    p.block = Dim3(plan.block);
+    if (plan.layout == Layout::rows) {
+        const std::int64_t inner = p.shape[plan.ndim - 1];
+        p.grid = Dim3(blocks_for(inner / plan.vec, plan.block),
+                      static_cast<unsigned>(std::min<std::int64_t>(p.n / inner, 65535)));
+        return;
+    }
+    const std::int64_t threads = plan.layout == Layout::flat ? ceil_div(p.n, plan.vec) : p.n;
+    p.grid = Dim3(std::max(1u, blocks_for(threads, plan.block)));
+}
+
+// What a tuned launch is looked up by: the plan with its default block, and the shape class (the
+// element count's size class; the exact row length for the rows layout, whose default block
+// follows it).
+struct TuneKey {
+    Plan plan;
+    std::int64_t n_class = 0, inner = 0;
+    bool operator==(const TuneKey& o) const noexcept {
+        return n_class == o.n_class && inner == o.inner && plan == o.plan;
+    }
+};
+struct TuneKeyHash {
+    std::size_t operator()(const TuneKey& key) const noexcept {
+        return detail::SignatureHash<Plan>{}(key.plan) ^
+               static_cast<std::size_t>((key.n_class * 131 + key.inner) * 0x9e3779b97f4a7c15ull);
+    }
+};
+
 } // namespace
 
 struct ElementwiseKernel::Impl {
@@ -53,10 +89,12 @@ struct ElementwiseKernel::Impl {
 
     detail::ElementwiseDefinition def;
     std::vector<std::string> nvrtc_options;
-    bool no_return = false, reduce_dims = true;
+    bool no_return = false, reduce_dims = true, tune = false;
 
     // The loaded specializations, per context and signature.
     mutable detail::PerContextCache<Function, Plan, detail::SignatureHash<Plan>> functions;
+    // Tuned launches, per context, plan and shape class.
+    mutable detail::TunedLaunches<TuneKey, TuneKeyHash> tunings;
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     // Binding, the loop shape, output allocation (when @p allocate) and layout choice.
@@ -74,6 +112,9 @@ struct ElementwiseKernel::Impl {
     }
     const Function& function(const Prepared& p) const;
     void launch(const Prepared& p, const Function& f, StreamRef stream) const;
+    // The tuned block and grid for @p p's plan and shape class (tuned on first use).
+    void apply_tuning(Prepared& p, StreamRef stream) const;
+    detail::TunedLaunch tune_launch(const Prepared& p, StreamRef stream) const;
 };
 
 void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
@@ -171,15 +212,10 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
 
     const int user_block = options.block_size.value_or(0);
     plan.block = static_cast<std::uint16_t>(user_block ? user_block : kDefaultBlock);
-    const auto blocks_for = [](std::int64_t threads, int block) {
-        return static_cast<unsigned>(std::min<std::int64_t>(ceil_div(threads, block), 0x7fffffff));
-    };
     if (flat) {
         plan.layout = Layout::flat;
         plan.vec = static_cast<std::uint8_t>(p.n >= 8 ? vector_width(false) : 1);
-        const std::int64_t threads = ceil_div(p.n, plan.vec);
-        p.block = Dim3(plan.block);
-        p.grid = Dim3(std::max(1u, blocks_for(threads, plan.block)));
+        size_grid(p);
         return;
     }
 
@@ -220,14 +256,11 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
         if (!user_block) // no idle threads on short rows
             plan.block = static_cast<std::uint16_t>(
                 ceil_div(std::min<std::int64_t>(inner_threads, kDefaultBlock), 32) * 32);
-        p.block = Dim3(plan.block);
-        p.grid = Dim3(blocks_for(inner_threads, plan.block),
-                      static_cast<unsigned>(std::min<std::int64_t>(p.n / inner, 65535)));
+        size_grid(p);
         return;
     }
     plan.layout = Layout::strided;
-    p.block = Dim3(plan.block);
-    p.grid = Dim3(std::max(1u, blocks_for(p.n, plan.block)));
+    size_grid(p);
 }
 
 std::string ElementwiseKernel::Impl::describe(const Prepared& p) const {
@@ -311,17 +344,84 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
     m_impl->nvrtc_options = std::move(options.options);
     m_impl->no_return = options.no_return;
     m_impl->reduce_dims = options.reduce_dims;
+    m_impl->tune = options.tune;
 }
 
 ElementwiseKernel::~ElementwiseKernel() = default;
 ElementwiseKernel::ElementwiseKernel(ElementwiseKernel&&) noexcept = default;
 ElementwiseKernel& ElementwiseKernel::operator=(ElementwiseKernel&&) noexcept = default;
 
+void ElementwiseKernel::Impl::apply_tuning(Prepared& p, StreamRef stream) const {
+    const TuneKey key{p.plan, detail::size_class(p.n),
+                      p.plan.layout == Layout::rows ? p.shape[p.plan.ndim - 1] : 0};
+    const detail::TunedLaunch* found;
+    try {
+        found =
+            &tunings.get(detail::current_context(), key, [&] { return tune_launch(p, stream); });
+    } catch (const detail::TuningDeferred&) { // captured into a graph: untuned this time
+        return;
+    }
+    const detail::TunedLaunch& tuned = *found;
+    if (tuned.choice.block != p.plan.block) {
+        p.plan.block = tuned.choice.block;
+        size_grid(p);
+    }
+    if (tuned.max_grid && p.grid.x > tuned.max_grid) p.grid.x = tuned.max_grid;
+}
+
+// Every element is computed the same way whatever the block and grid (the loops are grid-stride
+// loops), so each candidate gives the untuned results.
+detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
+                                                         StreamRef stream) const {
+    const detail::LaunchChoice fallback{p.plan.block, 0};
+    // The tiled layout's 32 x 8 tiles are its code; code run per thread around the loop (loop_prep,
+    // after_loop) may keep per-thread state whose results follow the grid.
+    if (p.plan.layout == Layout::tiled || !def.loop_prep.empty() || !def.after_loop.empty()) {
+        detail::count_tuning_skipped();
+        return {fallback, 0};
+    }
+    const int max_block = p.plan.layout == Layout::rows
+                              ? static_cast<int>(ceil_div(p.shape[p.plan.ndim - 1], 32) * 32)
+                              : 1024;
+    std::vector<detail::LaunchChoice> candidates;
+    for (int block : detail::block_candidates(p.plan.block, 128, max_block))
+        for (int waves : {0, 1, 4})
+            if (waves == 0 || p.plan.layout != Layout::rows)
+                candidates.push_back(
+                    {static_cast<std::uint16_t>(block), static_cast<std::uint16_t>(waves)});
+
+    const Device device = Device::current();
+    const int multiprocessors = device.multiprocessor_count();
+    const cache::Key key = detail::tuning_key(
+        "elementwise", source(p).source, nvrtc_options,
+        "n" + std::to_string(detail::size_class(p.n)) + " inner" +
+            std::to_string(p.plan.layout == Layout::rows ? p.shape[p.plan.ndim - 1] : 0),
+        device.name(), device.compute_capability_major(), device.compute_capability_minor());
+
+    // A candidate ready to launch: the plan with its block, its function, and its grid cap.
+    auto ready_for = [&](const detail::LaunchChoice& choice, Prepared& q) {
+        q.plan.block = choice.block;
+        size_grid(q);
+        const Function& f = function(q);
+        const std::uint32_t cap = detail::grid_cap(
+            choice.waves, multiprocessors, f.max_active_blocks_per_multiprocessor(choice.block));
+        if (cap && q.grid.x > cap) q.grid.x = cap;
+        return std::make_pair(&f, cap);
+    };
+    return detail::tune_launch(p, candidates, key, stream, ready_for,
+                               [&](const Prepared& q, const Function& f) { launch(q, f, stream); });
+}
+
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
-    if (p.n > 0) m_impl->launch(p, m_impl->function(p), options.stream);
+    if (p.n > 0) {
+        // Tuning, when asked for, may change the block and grid, never the results.
+        if (!options.block_size && detail::tuning_requested(m_impl->tune, options.tune))
+            m_impl->apply_tuning(p, options.stream);
+        m_impl->launch(p, m_impl->function(p), options.stream);
+    }
     Outputs outputs;
     if (!m_impl->no_return)
         for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)

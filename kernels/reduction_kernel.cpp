@@ -5,6 +5,7 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "launch_tuner.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -57,6 +58,23 @@ struct Prepared {
     const ReduceCall* how = nullptr; // for the description, when it compiles
 };
 
+// What a tuned launch is looked up by: the plan with its default block, and the shape class (the
+// size classes of the outputs and of the reduction).
+struct TuneKey {
+    ReductionPlan plan;
+    std::uint32_t out_class = 0, red_class = 0;
+    bool operator==(const TuneKey& o) const noexcept {
+        return out_class == o.out_class && red_class == o.red_class && plan == o.plan;
+    }
+};
+struct TuneKeyHash {
+    std::size_t operator()(const TuneKey& key) const noexcept {
+        return detail::SignatureHash<ReductionPlan>{}(key.plan) ^
+               static_cast<std::size_t>((key.out_class * 67ull + key.red_class) *
+                                        0x9e3779b97f4a7c15ull);
+    }
+};
+
 // The current device's multiprocessor count, which sizes the grid.
 int multiprocessors(CUcontext context) {
     static detail::PerContextCache<int> counts;
@@ -84,7 +102,7 @@ struct ReductionKernel::Impl {
 
     detail::ReductionDefinition def;
     std::vector<std::string> nvrtc_options;
-    bool reduce_dims = true, empty_is_error = false;
+    bool reduce_dims = true, empty_is_error = false, tune = false;
 
     struct Loaded {
         Function function;
@@ -93,6 +111,8 @@ struct ReductionKernel::Impl {
     // The loaded specializations, per context and signature.
     mutable detail::PerContextCache<Loaded, ReductionPlan, detail::SignatureHash<ReductionPlan>>
         functions;
+    // Tuned launches, per context, plan and shape class.
+    mutable detail::TunedLaunches<TuneKey, TuneKeyHash> tunings;
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     void shape_call(const Arg* args, std::size_t count, const ReduceCall& how, bool allocate,
@@ -110,7 +130,29 @@ struct ReductionKernel::Impl {
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
     void launch(const Prepared& p, const Function& f, CUcontext context, StreamRef stream) const;
+    // The tuned block and grid for @p p's plan and shape class (tuned on first use); @p loaded is
+    // the untuned specialization, sized.
+    const Loaded& apply_tuning(Prepared& p, const Loaded& loaded, CUcontext context,
+                               StreamRef stream) const;
+    detail::TunedLaunch tune_launch(const Prepared& p, CUcontext context, StreamRef stream) const;
 };
+
+namespace {
+
+// Caps the grid-stride loop's grid (over outputs; over batches for the outer layout) at
+// @p max_grid blocks in all.
+void cap_grid(Prepared& p, std::uint32_t max_grid) {
+    if (!max_grid) return;
+    if (p.plan.layout == ReduceLayout::outer) {
+        const std::uint64_t per_batch = std::uint64_t{p.grid.x} * p.grid.y;
+        const auto z = static_cast<unsigned>(std::max<std::uint64_t>(1, max_grid / per_batch));
+        p.grid.z = std::min(p.grid.z, z);
+    } else {
+        p.grid.x = std::min(p.grid.x, max_grid);
+    }
+}
+
+} // namespace
 
 void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const ReduceCall& how,
                                        bool allocate, Prepared& p) const {
@@ -390,6 +432,66 @@ void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUconte
     f.launch_packed(LaunchConfig{p.grid, p.block, 0, stream}, args, &size, 1);
 }
 
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Prepared& p,
+                                                                         const Loaded& loaded,
+                                                                         CUcontext context,
+                                                                         StreamRef stream) const {
+    const TuneKey key{p.plan, detail::size_class(p.n_out), detail::size_class(p.n_red)};
+    const detail::TunedLaunch* found;
+    try {
+        found = &tunings.get(context, key, [&] { return tune_launch(p, context, stream); });
+    } catch (const detail::TuningDeferred&) { // captured into a graph: untuned this time
+        return loaded;
+    }
+    const detail::TunedLaunch& tuned = *found;
+    const Loaded* chosen = &loaded;
+    if (tuned.choice.block != p.plan.block_x) {
+        p.plan.block_x = tuned.choice.block;
+        chosen = &function(p, context);
+        size_launch(p, chosen->blocks_per_multiprocessor);
+    }
+    cap_grid(p, tuned.max_grid);
+    return *chosen;
+}
+
+// Only what keeps the combine order: with a warp per output, each output is reduced by one warp
+// (its lanes, then a warp reduction) whatever the block holds, so the block size is free; every
+// layout's grid-stride loop gives each output (or batch) the same work whatever the grid. The
+// split across blocks and the block of the other layouts stay as they are.
+detail::TunedLaunch ReductionKernel::Impl::tune_launch(const Prepared& p, CUcontext context,
+                                                       StreamRef stream) const {
+    const bool free_block = p.plan.layout == ReduceLayout::group && p.plan.warp_group;
+    const std::vector<int> blocks = free_block ? detail::block_candidates(p.plan.block_x, 64, 1024)
+                                               : std::vector<int>{p.plan.block_x};
+    std::vector<detail::LaunchChoice> candidates;
+    for (int block : blocks)
+        for (int waves : {0, 1, 4})
+            candidates.push_back(
+                {static_cast<std::uint16_t>(block), static_cast<std::uint16_t>(waves)});
+
+    const Device device = Device::current();
+    const cache::Key key = detail::tuning_key(
+        "reduction", source(p).source, nvrtc_options,
+        "out" + std::to_string(detail::size_class(p.n_out)) + " red" +
+            std::to_string(detail::size_class(p.n_red)),
+        device.name(), device.compute_capability_major(), device.compute_capability_minor());
+
+    // A candidate ready to launch: the plan with its block, its specialization (sized as every
+    // call sizes it: the same split), and its grid cap.
+    auto ready_for = [&](const detail::LaunchChoice& choice, Prepared& q) {
+        q.plan.block_x = choice.block;
+        const Loaded& l = function(q, context);
+        size_launch(q, l.blocks_per_multiprocessor);
+        const std::uint32_t cap =
+            detail::grid_cap(choice.waves, q.multiprocessors, l.blocks_per_multiprocessor);
+        cap_grid(q, cap);
+        return std::make_pair(&l, cap);
+    };
+    return detail::tune_launch(
+        p, candidates, key, stream, ready_for,
+        [&](const Prepared& q, const Loaded& l) { launch(q, l.function, context, stream); });
+}
+
 ReductionKernel::ReductionKernel(const std::string& in_params, const std::string& out_params,
                                  std::string map_expr, std::string reduce_expr,
                                  std::string post_map_expr, std::string identity, std::string name,
@@ -419,6 +521,7 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
     m_impl->nvrtc_options = std::move(options.options);
     m_impl->reduce_dims = options.reduce_dims;
     m_impl->empty_is_error = options.empty_is_error;
+    m_impl->tune = options.tune;
 }
 
 ReductionKernel::~ReductionKernel() = default;
@@ -431,9 +534,12 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     const CUcontext context = detail::current_context();
     p.multiprocessors = multiprocessors(context);
     if (p.n_out > 0) {
-        const Impl::Loaded& loaded = m_impl->function(p, context);
-        m_impl->size_launch(p, loaded.blocks_per_multiprocessor);
-        m_impl->launch(p, loaded.function, context, how.stream);
+        const Impl::Loaded* loaded = &m_impl->function(p, context);
+        m_impl->size_launch(p, loaded->blocks_per_multiprocessor);
+        // Tuning, when asked for, may change the block and grid, never the results.
+        if (detail::tuning_requested(m_impl->tune, how.tune))
+            loaded = &m_impl->apply_tuning(p, *loaded, context, how.stream);
+        m_impl->launch(p, loaded->function, context, how.stream);
     }
     Outputs outputs;
     for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)

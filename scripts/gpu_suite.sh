@@ -9,7 +9,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -73,6 +73,21 @@ if has fuse; then
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call --elementwise
     done | tee "$out/fuse_first_call.txt"
     has cupy && { python3 bench/cupy_fuse.py 2>&1 | tee "$out/cupy_fuse.json" || status=1; }
+fi
+if has tuner; then
+    # Tuned against default launches (the tuning happens in each case's warm-up, fresh cache),
+    # what one tuning costs, and the RawKernel sweep with its plot.
+    KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_tuner --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
+        --benchmark_out="$out/bench_tuner.json" --benchmark_out_format=json \
+        >"$out/bench_tuner.txt" 2>&1 || status=1
+    grep -E "median|ERROR" "$out/bench_tuner.txt"
+    for run in 1 2 3; do
+        KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_tuner --first-call
+    done | tee "$out/tuner_first_call.txt"
+    ./build-gpu/bench/tune_raw_kernel --out "$out/tune_raw_kernel.json" || status=1
+    python3 bench/plot_tune_raw_kernel.py "$out/tune_raw_kernel.json" "$out/tune_raw_kernel.png" \
+        || echo "plot: matplotlib missing? the JSON is in $out"
 fi
 if has cupy; then
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1

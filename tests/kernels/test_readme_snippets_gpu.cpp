@@ -68,3 +68,10 @@ TEST(Readme, FuseSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_fuse();
 }
+
+void readme_tuning();
+
+TEST(Readme, TuningSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_tuning();
+}

@@ -23,6 +23,9 @@ struct CallOptions {
     std::optional<std::int64_t> size;
     /// Threads per block; unset chooses. 0 or over 1024 is an ArgumentError.
     std::optional<int> block_size;
+    /// Tune the launch configuration of this call (kiln/tuning.hpp); a call that gives
+    /// block_size is never tuned.
+    bool tune = false;
 };
 
 /// One argument of a call: an array or a scalar. An Arg refers to its array, it does not copy it:

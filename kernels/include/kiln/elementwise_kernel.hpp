@@ -33,6 +33,10 @@ struct ElementwiseOptions {
     bool no_return = false;  ///< calls return no outputs (else every output, even a single one)
     bool reduce_dims = true; ///< collapse contiguous dimensions before specializing
     std::vector<std::string> options; ///< extra NVRTC options
+    /// Tune every call's launch configuration (kiln/tuning.hpp): the block size, and a cap on the
+    /// grid of the flat and strided layouts. Not tuned: the tiled layout, and kernels with a
+    /// loop_prep or after_loop (code run per thread, whose results may follow the grid).
+    bool tune = false;
 };
 
 /// A generated elementwise kernel. Construction parses the specs only; each call binds the

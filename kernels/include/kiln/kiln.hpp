@@ -33,4 +33,5 @@
 #include "kiln/stream.hpp"
 #include "kiln/timing_export.hpp"
 #include "kiln/timing_report.hpp"
+#include "kiln/tuning.hpp"
 #include "kiln/version.hpp"

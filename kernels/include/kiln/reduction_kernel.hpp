@@ -51,6 +51,8 @@ struct ReduceCall {
     bool keepdims = false; ///< keep reduced axes as extent-1 dimensions
     /// The stream the call's allocations and launches are ordered on.
     StreamRef stream;
+    /// Tune this call's launch configuration (kiln/tuning.hpp; ReductionOptions::tune says what).
+    bool tune = false;
 };
 
 /// The construction-time options of a ReductionKernel (CuPy's keyword arguments).
@@ -64,6 +66,13 @@ struct ReductionOptions {
     /// identity then only seeds the kernel.
     bool empty_is_error = false;
     std::vector<std::string> options; ///< extra NVRTC options
+    /// Tune every call's launch configuration (kiln/tuning.hpp), only where the order in which
+    /// elements are combined stays as it is: the block size of the warp-per-output layout (each
+    /// output is reduced by one warp whatever the block), and a cap on the grid of every layout's
+    /// grid-stride loop (over outputs, or over batches of columns). Every split of a reduction
+    /// across blocks, and every other block size, changes which elements are combined in what
+    /// order, so none is tried.
+    bool tune = false;
 };
 
 /// A generated reduction kernel. Construction parses the specs; each call binds the placeholders
