@@ -129,8 +129,9 @@ FusionTrace::FusionTrace(const std::string& fused_name, const FuseSignature& sig
         FuseNode node;
         node.kind = FuseNode::Kind::input;
         node.dtype = signature.operands[k].dtype;
-        node.weak = signature.operands[k].scalar != 0;
-        node.array = !node.weak;
+        // 1: a weak scalar, 2: a strong one (Scalar::is_weak), 0: an array.
+        node.array = signature.operands[k].scalar == 0;
+        node.weak = signature.operands[k].scalar == 1;
         node.ndim = signature.operands[k].ndim;
         node.arg = k;
         node.name = node.text = "in" + std::to_string(k);
@@ -147,7 +148,7 @@ int FusionTrace::operand(const FuseOperand& o) {
     FuseNode node;
     node.kind = FuseNode::Kind::literal;
     node.dtype = o.literal.dtype();
-    node.weak = true;
+    node.weak = o.literal.is_weak();
     node.literal = o.literal;
     node.name = node.text = literal_text(o.literal);
     return add(std::move(node));

@@ -72,7 +72,16 @@
     X(cuFuncGetParamInfo)                                                                          \
     X(cuLaunchKernel)                                                                              \
     X(cuLaunchCooperativeKernel)                                                                   \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
+    X(cuArrayCreate)                                                                               \
+    X(cuArray3DCreate)                                                                             \
+    X(cuArrayDestroy)                                                                              \
+    X(cuMemcpy2DAsync)                                                                             \
+    X(cuMemcpy3DAsync)                                                                             \
+    X(cuTexObjectCreate)                                                                           \
+    X(cuTexObjectDestroy)                                                                          \
+    X(cuSurfObjectCreate)                                                                          \
+    X(cuSurfObjectDestroy)
 
 namespace kiln::detail {
 
