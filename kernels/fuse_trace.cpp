@@ -201,9 +201,12 @@ fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> o
                              ", an array computed before it: after the reduction only its "
                              "result and scalars may be used");
     const std::string what = trace.who() + ": " + op_text;
-    if (is_binary(op))
+    if (is_binary(op)) {
         node.types = binary_types(op, typed(0), typed(1), what.c_str());
-    else if (is_unary(op))
+        for (int k = 0; k < 2; ++k)
+            if (at(k).kind == FuseNode::Kind::literal)
+                node.types = exact_comparison_types(op, node.types, at(k).literal);
+    } else if (is_unary(op))
         node.types = unary_types(op, at(0).dtype);
     else if (op == ElementwiseOp::where)
         node.types = where_types(typed(1), typed(2));

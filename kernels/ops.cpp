@@ -115,7 +115,9 @@ Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DT
 
 Array binary(Op op, const Arg& a, const Arg& b, const OpOptions& options, const char* what) {
     need_an_array(a, b, what);
-    const detail::OpTypes types = detail::binary_types(op, typed(a), typed(b), what);
+    detail::OpTypes types = detail::binary_types(op, typed(a), typed(b), what);
+    if (!a.is_array()) types = detail::exact_comparison_types(op, types, a.scalar());
+    if (!b.is_array()) types = detail::exact_comparison_types(op, types, b.scalar());
     check_scalar(a, types.compute, what);
     check_scalar(b, types.compute, what);
     return run(kernel_for(op, types.compute), {a, b}, types.result, options);

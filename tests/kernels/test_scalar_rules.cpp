@@ -166,7 +166,6 @@ TEST(ScalarRules, ReadyOperationsRefuseAWeakScalarTheArrayTypeCannotHold) {
         << wraps;
     EXPECT_TRUE(has(overflow_of([&] { kiln::add(u8, -1); }), "-1"));
     EXPECT_TRUE(has(overflow_of([&] { kiln::multiply(300, i8); }), "300"));
-    EXPECT_TRUE(has(overflow_of([&] { kiln::less(u8, -1); }), "less"));
     EXPECT_TRUE(has(overflow_of([&] { kiln::where(fake({16}, DType::bool_), i8, 200); }), "where"));
     EXPECT_TRUE(has(overflow_of([&] { kiln::clip(i8, -1000, 10); }), "clip"));
     EXPECT_TRUE(has(overflow_of([&] { kiln::fill(u8, 256); }), "fill"));
@@ -176,6 +175,30 @@ TEST(ScalarRules, ReadyOperationsRefuseAWeakScalarTheArrayTypeCannotHold) {
     EXPECT_FALSE(has(overflow_of([&] { kiln::add(i8, 100); }), "cannot hold"));
     EXPECT_FALSE(has(overflow_of([&] { kiln::add(i8, std::int16_t{300}); }), "cannot hold"));
     EXPECT_FALSE(has(overflow_of([&] { kiln::add(i8, 1e10); }), "cannot hold"));
+}
+
+TEST(ScalarRules, ComparisonsWithAnOutOfRangeWeakIntegerAreExact) {
+    using kiln::detail::exact_comparison_types;
+    const kiln::detail::OpTypes u8{DType::bool_, DType::uint8}, u64{DType::bool_, DType::uint64},
+        i16{DType::bool_, DType::int16};
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::less, u8, Scalar(-1)).compute, DType::int64);
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::equal, u64, Scalar(-1)).compute,
+              DType::float64);
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::greater, i16, Scalar(40000L)).compute,
+              DType::int64);
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::less, u8, Scalar(200)).compute, DType::uint8)
+        << "a value that fits keeps the array's type";
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::add, u8, Scalar(-1)).compute, DType::uint8)
+        << "arithmetic raises instead";
+    EXPECT_EQ(exact_comparison_types(ElementwiseOp::less, u8, Scalar(std::int16_t{-1})).compute,
+              DType::uint8)
+        << "a strong scalar promotes by its own type, not its value";
+    Array u8a = fake({16}, DType::uint8);
+    EXPECT_FALSE(has(overflow_of([&] { kiln::less(u8a, -1); }), "cannot hold"));
+    auto below = kiln::fuse("below", [](auto x) { return x < -1; });
+    const std::array<Arg, 1> one{Arg(u8a)};
+    EXPECT_TRUE(has(below.source_for(one.data(), 1), "kiln::cast<long long>(in0)"))
+        << below.source_for(one.data(), 1);
 }
 
 TEST(ScalarRules, KernelParametersRefuseAScalarTheirTypeCannotHold) {
