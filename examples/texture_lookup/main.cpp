@@ -7,6 +7,7 @@
 #include <kiln/kiln.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -76,15 +77,17 @@ int main() {
         const std::vector<float> got = out.to_host<float>();
 
         double worst = 0;
-        for (int y = 0; y < height; ++y) {
-            const std::vector<float> row(pixels.begin() + y * width,
-                                         pixels.begin() + (y + 1) * width);
-            for (int x = 0; x < width; ++x) {
+        const auto w = static_cast<std::size_t>(width);
+        for (std::size_t y = 0; y < static_cast<std::size_t>(height); ++y) {
+            const std::vector<float> source(pixels.begin() + static_cast<std::ptrdiff_t>(y * w),
+                                            pixels.begin() +
+                                                static_cast<std::ptrdiff_t>((y + 1) * w));
+            for (std::size_t x = 0; x < w; ++x) {
                 float want = 0;
                 for (int k = 0; k < kTaps; ++k)
-                    want += kWeights[k] * fetch(row, x + 0.5f + 0.5f * static_cast<float>(k - 2));
-                worst = std::fmax(worst,
-                                  std::fabs(want - got[static_cast<std::size_t>(y * width + x)]));
+                    want += kWeights[k] * fetch(source, static_cast<float>(x) + 0.5f +
+                                                            0.5f * static_cast<float>(k - 2));
+                worst = std::fmax(worst, std::fabs(want - got[y * w + x]));
             }
         }
         std::printf("blurred a %dx%d image through a texture; largest difference from the host: "

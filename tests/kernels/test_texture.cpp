@@ -126,3 +126,13 @@ TEST(Texture, ElementwiseKernelsRefuseATextureWhereANumberGoesAndTheOtherWayRoun
     EXPECT_TRUE(has(argument_error_of([&] { plain.source_for(texture_args.data(), 2); }),
                     "declare it cudaTextureObject_t"));
 }
+
+TEST(Texture, RawModulesUsingTexturesAndSurfacesCompileForAnyArchitecture) {
+    kiln::RawModule module(R"(
+extern "C" __global__ void copy_through(cudaTextureObject_t t, cudaSurfaceObject_t s, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) surf1Dwrite(tex1Dfetch<float>(t, i) + tex3D<float>(t, 0.5f, 0.5f, 0.5f), s, i * 4);
+})",
+                           kiln::CompileOptions::for_arch("sm_90"));
+    EXPECT_TRUE(module.compile());
+}

@@ -94,7 +94,12 @@ struct Model {
                 k < ndim ? address(at[static_cast<std::size_t>(k)], k) : 0;
             if (idx[static_cast<std::size_t>(k)] < 0) return options.border_color[0];
         }
-        return (*data)[static_cast<std::size_t>((idx[2] * size[1] + idx[1]) * size[0] + idx[0])];
+        const std::size_t at_x = static_cast<std::size_t>(idx[0]),
+                          at_y = static_cast<std::size_t>(idx[1]),
+                          at_z = static_cast<std::size_t>(idx[2]);
+        const std::size_t width = static_cast<std::size_t>(size[0]),
+                          height = static_cast<std::size_t>(size[1]);
+        return (*data)[(at_z * height + at_y) * width + at_x];
     }
 
     // The fetch at coordinates @p c (normalized or not, as the options say).
@@ -258,7 +263,8 @@ TEST(TextureGpu, TwoAndFourChannelElements) {
     KILN_REQUIRE_GPU();
     // A (4, 3, 2) float32 array is a 4 x 3 texture of float2; a (2, 4) uint8 one 2 texels of
     // uchar4.
-    std::vector<float> pairs = random_floats(4 * 3 * 2);
+    constexpr std::size_t kPairs = std::size_t{4} * 3 * 2;
+    std::vector<float> pairs = random_floats(kPairs);
     Texture float2s(CudaArray::from(kiln::from_host(pairs, {4, 3, 2}), 2));
     EXPECT_EQ(float2s.owned_array().format().width, 3U);
     EXPECT_EQ(float2s.owned_array().format().height, 4U);
@@ -270,7 +276,7 @@ extern "C" __global__ void read2(cudaTextureObject_t t, float* out) {
     out[(y * 3 + x) * 2 + 1] = v.y;
 })",
                           "read2");
-    Array out = kiln::full({4 * 3 * 2}, std::nan(""), DType::float32);
+    Array out = kiln::full({std::int64_t{kPairs}}, std::nan(""), DType::float32);
     read2({1}, {3, 4}, float2s, out.data<float>());
     EXPECT_EQ(out.to_host<float>(), pairs);
 
@@ -345,7 +351,7 @@ extern "C" __global__ void twice2(cudaSurfaceObject_t s) {
         EXPECT_EQ(back.to_host<float>(), expected(4, 3, 2));
     }
     {
-        std::vector<std::int32_t> values(6 * 5);
+        std::vector<std::int32_t> values(std::size_t{6} * 5);
         for (std::size_t i = 0; i < values.size(); ++i)
             values[i] = static_cast<std::int32_t>(i) - 7;
         Surface s(CudaArray::from(kiln::from_host(values, {5, 6}), 1, true));
@@ -367,6 +373,7 @@ TEST(TextureGpu, ElementwiseKernelsReadTexturesThroughAHandleOrAPlaceholder) {
     Texture texture(CudaArray::from(kiln::from_host(table, {64})), linear);
     Model model{{64, 1, 1}, 1, &table, linear};
     std::vector<float> x;
+    x.reserve(1000);
     for (int i = 0; i < 1000; ++i)
         x.push_back(static_cast<float>(i % 280) / 4.f - 2.f);
     Array xa = kiln::from_host(x);

@@ -80,7 +80,7 @@ class Texture {
     /// @param options filtering, addressing, read mode, coordinates.
     /// @throws ArgumentError for an empty array, linear filtering of integers read as elements,
     /// or normalized floats from 32-bit integers; NoDeviceError; CudaError.
-    Texture(const CudaArray& array, const TextureOptions& options = {});
+    explicit Texture(const CudaArray& array, const TextureOptions& options = {});
     /// A texture that owns @p array.
     /// @param array the elements, taken.
     /// @param options as above.
