@@ -73,7 +73,6 @@
     X(cuLaunchKernel)                                                                              \
     X(cuLaunchCooperativeKernel)                                                                   \
     X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
-    X(cuArrayCreate)                                                                               \
     X(cuArray3DCreate)                                                                             \
     X(cuArrayDestroy)                                                                              \
     X(cuMemcpy2DAsync)                                                                             \
