@@ -156,7 +156,8 @@ std::string describe(const TextureOptions& o, int ndim) {
 
 // Fetch @p count random points of a float texture of @p size through the fetch kernels and
 // compare with the model.
-void check_fetches(const std::array<int, 3>& size, int ndim, const TextureOptions& options) {
+void check_fetches(const kiln::RawModule& module, const std::array<int, 3>& size, int ndim,
+                   const TextureOptions& options) {
     std::vector<float> data = random_floats(static_cast<std::size_t>(size[0]) * size[1] * size[2]);
     kiln::Dims shape;
     if (ndim == 3) shape.push_back(size[2]);
@@ -175,7 +176,6 @@ void check_fetches(const std::array<int, 3>& size, int ndim, const TextureOption
           z = kiln::from_host(coords[2]);
     Array out = kiln::full({n}, std::nan(""), DType::float32);
 
-    static const kiln::RawModule module(kFetch);
     const kiln::Dim3 grid{(n + 127) / 128}, block{128};
     if (ndim == 1)
         module.get_function("fetch1")(grid, block, texture, x.data<float>(), out.data<float>(), n);
@@ -199,6 +199,7 @@ void check_fetches(const std::array<int, 3>& size, int ndim, const TextureOption
 TEST(TextureGpu, EveryFilterAndAddressModeOnEachDimensionality) {
     KILN_REQUIRE_GPU();
     const std::array<std::array<int, 3>, 3> sizes{{{8, 1, 1}, {8, 4, 1}, {4, 4, 2}}};
+    const kiln::RawModule module(kFetch);
     for (int ndim = 1; ndim <= 3; ++ndim)
         for (FilterMode filter : {FilterMode::point, FilterMode::linear})
             for (AddressMode mode :
@@ -212,7 +213,7 @@ TEST(TextureGpu, EveryFilterAndAddressModeOnEachDimensionality) {
                     options.filter = filter;
                     options.normalized_coordinates = normalized;
                     options.border_color = {0.25f, 0.f, 0.f, 0.f};
-                    check_fetches(sizes[static_cast<std::size_t>(ndim - 1)], ndim, options);
+                    check_fetches(module, sizes[static_cast<std::size_t>(ndim - 1)], ndim, options);
                     if (HasFatalFailure()) return;
                 }
 }
