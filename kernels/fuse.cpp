@@ -5,6 +5,7 @@
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
 #include "per_context_cache.hpp"
+#include "scalar_overflow.hpp"
 
 #include <atomic>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct Traced {
     std::unique_ptr<ElementwiseKernel> elementwise;
     std::unique_ptr<ReductionKernel> reduction;
     ReduceCall how; // the reduction's axes and keepdims
+    ScalarTargets scalar_targets{};
 };
 
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
@@ -53,6 +55,15 @@ CompileError name_expression(const std::string& who, const CompileError& e) {
 } // namespace
 
 struct FusedCore::Impl {
+    // A scalar argument must fit each integer type the traced code converts it to (NumPy 2).
+    void check_scalars(const ScalarTargets& targets, const Arg* args, std::size_t count) const {
+        for (std::size_t k = 0; k < count; ++k)
+            for (int d = 0; targets[k] >> d; ++d)
+                if ((targets[k] >> d & 1U) && !args[k].scalar().fits(static_cast<DType>(d)))
+                    throw_overflow(args[k].scalar(), static_cast<DType>(d), who(), "argument",
+                                   "in" + std::to_string(k));
+    }
+
     std::string name;
     FuseOptions options;
     mutable std::atomic<std::size_t> traces{0};
@@ -69,9 +80,11 @@ struct FusedCore::Impl {
         for (std::size_t k = 0; k < count; ++k) {
             const Arg& a = args[k];
             sig.operands[k] =
-                a.is_array() ? FuseSignature::Operand{a.array().dtype(), 0,
-                                                      static_cast<std::uint8_t>(a.array().ndim())}
-                             : FuseSignature::Operand{a.scalar().dtype(), 1, 0};
+                a.is_array()
+                    ? FuseSignature::Operand{a.array().dtype(), 0,
+                                             static_cast<std::uint8_t>(a.array().ndim())}
+                    : FuseSignature::Operand{a.scalar().dtype(),
+                                             std::uint8_t(a.scalar().is_weak() ? 1 : 2), 0};
         }
         return sig;
     }
@@ -82,6 +95,7 @@ struct FusedCore::Impl {
         traces.fetch_add(1, std::memory_order_relaxed);
         const FusedDefinition def = fused_definition(trace, options);
         Traced traced;
+        traced.scalar_targets = def.scalar_targets;
         if (!def.reduction) {
             ElementwiseOptions eo;
             eo.preamble = def.preamble;
@@ -122,6 +136,7 @@ FusedCore& FusedCore::operator=(FusedCore&&) noexcept = default;
 Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& options,
                         const void* function, const TraceFn* tracers) const {
     const Traced& t = m_impl->traced(args, count, function, tracers);
+    m_impl->check_scalars(t.scalar_targets, args, count);
     try {
         if (t.elementwise) return t.elementwise->call(args, count, options);
         ReduceCall how = t.how;

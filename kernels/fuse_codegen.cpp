@@ -1,6 +1,7 @@
 #include "fuse_codegen.hpp"
 
 #include "kiln/call_arguments.hpp"
+#include "scalar_overflow.hpp"
 
 #include <vector>
 
@@ -23,6 +24,21 @@ std::string as_type(const FuseNode& n, DType to) {
         return literal_text(Scalar(v));
     }
     return "kiln::cast<" + std::string(cuda_type(to)) + ">(" + n.name + ')';
+}
+
+// A literal must fit the integer type it is converted to (NumPy 2): checked when traced. A scalar
+// argument's value is known only at a call, so its integer targets are collected for the call.
+void note_scalar_targets(const FusionTrace& trace, const FuseNode& n, ScalarTargets& targets) {
+    for (int k = 0; k < n.operand_count; ++k) {
+        const FuseNode& in = trace.node(n.operands[k]);
+        const DType to = operand_type(n.op, k, n.types);
+        if (!is_integer(to)) continue;
+        if (in.kind == FuseNode::Kind::literal)
+            check_fits(in.literal, to, trace.who(), "the literal", in.text);
+        else if (in.kind == FuseNode::Kind::input && !in.array)
+            targets[static_cast<std::size_t>(in.arg)] |=
+                static_cast<std::uint16_t>(1U << static_cast<unsigned>(to));
+    }
 }
 
 std::string traced_line(const FusionTrace& trace, const FuseNode& n) {
@@ -89,6 +105,7 @@ FusedDefinition fused_definition(const FusionTrace& trace, const FuseOptions& op
         for (std::size_t id = 0; id < need.size(); ++id) {
             const FuseNode& n = trace.node(static_cast<int>(id));
             if (!need[id] || n.kind != FuseNode::Kind::operation || n.reduced != after) continue;
+            note_scalar_targets(trace, n, def.scalar_targets);
             text += traced_line(trace, n) + separator;
         }
         return text;

@@ -10,9 +10,15 @@
 #include "kiln/axes.hpp"
 #include "kiln/fuse.hpp"
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 namespace kiln::detail {
+
+/// Per argument of a fused call, a bit (1 << DType) for each integer type the traced code converts
+/// it to: a scalar argument is checked against them on each call.
+using ScalarTargets = std::array<std::uint16_t, FusedCore::kMaxArgs>;
 
 struct FusedDefinition {
     bool reduction = false;
@@ -23,6 +29,7 @@ struct FusedDefinition {
     bool empty_is_error = false;                      // reduction
     Axes axis;                                        // reduction
     bool keepdims = false;                            // reduction
+    ScalarTargets scalar_targets{};                   // scalar arguments' integer targets
 };
 
 /// @throws FusionError for a function whose outputs cannot come from one kernel: none, one

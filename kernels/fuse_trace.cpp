@@ -129,8 +129,9 @@ FusionTrace::FusionTrace(const std::string& fused_name, const FuseSignature& sig
         FuseNode node;
         node.kind = FuseNode::Kind::input;
         node.dtype = signature.operands[k].dtype;
-        node.weak = signature.operands[k].scalar != 0;
-        node.array = !node.weak;
+        // 1: a weak scalar, 2: a strong one (Scalar::is_weak), 0: an array.
+        node.array = signature.operands[k].scalar == 0;
+        node.weak = signature.operands[k].scalar == 1;
         node.ndim = signature.operands[k].ndim;
         node.arg = k;
         node.name = node.text = "in" + std::to_string(k);
@@ -147,7 +148,7 @@ int FusionTrace::operand(const FuseOperand& o) {
     FuseNode node;
     node.kind = FuseNode::Kind::literal;
     node.dtype = o.literal.dtype();
-    node.weak = true;
+    node.weak = o.literal.is_weak();
     node.literal = o.literal;
     node.name = node.text = literal_text(o.literal);
     return add(std::move(node));
@@ -200,9 +201,12 @@ fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> o
                              ", an array computed before it: after the reduction only its "
                              "result and scalars may be used");
     const std::string what = trace.who() + ": " + op_text;
-    if (is_binary(op))
+    if (is_binary(op)) {
         node.types = binary_types(op, typed(0), typed(1), what.c_str());
-    else if (is_unary(op))
+        for (int k = 0; k < 2; ++k)
+            if (at(k).kind == FuseNode::Kind::literal)
+                node.types = exact_comparison_types(op, node.types, at(k).literal);
+    } else if (is_unary(op))
         node.types = unary_types(op, at(0).dtype);
     else if (op == ElementwiseOp::where)
         node.types = where_types(typed(1), typed(2));

@@ -105,6 +105,15 @@ OpTypes binary_types(ElementwiseOp op, TypedOperand a, TypedOperand b, const cha
     return {result, compute_type(compute)};
 }
 
+OpTypes exact_comparison_types(ElementwiseOp op, OpTypes types, const Scalar& scalar) {
+    const bool comparison = op >= ElementwiseOp::equal && op <= ElementwiseOp::greater_equal;
+    if (!comparison || !scalar.is_weak() || !is_integer(scalar.dtype()) ||
+        !is_integer(types.compute) || scalar.fits(types.compute))
+        return types;
+    // A weak integer is an int64 at most; an unsigned one past int64's range would be strong.
+    return {types.result, types.compute == DType::uint64 ? DType::float64 : DType::int64};
+}
+
 OpTypes unary_types(ElementwiseOp op, DType a) {
     if (op == ElementwiseOp::abs) {
         const DType result = a == DType::complex64    ? DType::float32

@@ -5,6 +5,7 @@
 // converted to that type. One table, so an operation means the same fused and unfused.
 
 #include "kiln/dtype.hpp"
+#include "kiln/scalar.hpp"
 
 #include <cstdint>
 #include <string>
@@ -61,6 +62,11 @@ bool is_unary(ElementwiseOp op);
 /// promoted type (the caller decides whether that is allowed).
 /// @throws ArgumentError naming @p what for an order of complex numbers.
 OpTypes binary_types(ElementwiseOp op, TypedOperand a, TypedOperand b, const char* what);
+/// NumPy 2 answers a comparison of an integer array with a weak integer its type cannot hold
+/// exactly (`uint8_array < -1` is all false) instead of raising: for such a @p scalar and a
+/// comparison @p op, @p types with a compute type that holds both (int64, or float64 for a uint64
+/// array and a negative value, below every uint64). Otherwise @p types unchanged.
+OpTypes exact_comparison_types(ElementwiseOp op, OpTypes types, const Scalar& scalar);
 /// exp ... abs on @p a: integers give floating results (float16 for 8-bit, float32 for 16-bit,
 /// float64 otherwise); abs of complex gives the real type.
 OpTypes unary_types(ElementwiseOp op, DType a);

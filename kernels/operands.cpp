@@ -2,6 +2,7 @@
 
 #include "index_math.hpp"
 #include "kiln/error.hpp"
+#include "scalar_overflow.hpp"
 
 #include <string>
 
@@ -41,7 +42,10 @@ void bind_operands(const KernelParams& params, const Arg* args, std::size_t coun
                             : params[k].raw           ? OperandKind::raw
                                                       : OperandKind::array;
         if (given_array) ops.arrays[k] = args[k].array();
-        if (ops.is(k, OperandKind::scalar)) ops.scalars[k] = &args[k].scalar();
+        if (ops.is(k, OperandKind::scalar)) {
+            ops.scalars[k] = &args[k].scalar();
+            check_fits(args[k].scalar(), dtypes[k], params.who, "parameter", params[k].name);
+        }
     }
 }
 

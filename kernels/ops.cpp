@@ -2,6 +2,7 @@
 
 #include "kiln/error.hpp"
 #include "op_rules.hpp"
+#include "scalar_overflow.hpp"
 
 #include <map>
 #include <memory>
@@ -71,7 +72,12 @@ const ElementwiseKernel& kernel_for(Op op, DType compute) {
 
 detail::TypedOperand typed(const Arg& a) {
     return a.is_array() ? detail::TypedOperand{a.array().dtype(), false}
-                        : detail::TypedOperand{a.scalar().dtype(), true};
+                        : detail::TypedOperand{a.scalar().dtype(), a.scalar().is_weak()};
+}
+
+// A scalar operand must fit the type the operation converts it to (NumPy 2's OverflowError).
+void check_scalar(const Arg& a, DType target, const char* what) {
+    if (!a.is_array()) detail::check_fits(a.scalar(), target, what, "the operand");
 }
 
 void need_an_array(const Arg& a, const Arg& b, const char* what) {
@@ -109,7 +115,11 @@ Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DT
 
 Array binary(Op op, const Arg& a, const Arg& b, const OpOptions& options, const char* what) {
     need_an_array(a, b, what);
-    const detail::OpTypes types = detail::binary_types(op, typed(a), typed(b), what);
+    detail::OpTypes types = detail::binary_types(op, typed(a), typed(b), what);
+    if (!a.is_array()) types = detail::exact_comparison_types(op, types, a.scalar());
+    if (!b.is_array()) types = detail::exact_comparison_types(op, types, b.scalar());
+    check_scalar(a, types.compute, what);
+    check_scalar(b, types.compute, what);
     return run(kernel_for(op, types.compute), {a, b}, types.result, options);
 }
 
@@ -186,6 +196,8 @@ Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions&
     need_an_array(x, y, "where");
     const detail::OpTypes types = detail::where_types(typed(x), typed(y));
     const DType result = types.result;
+    check_scalar(x, result, "where");
+    check_scalar(y, result, "where");
     CallOptions call;
     call.stream = o.stream;
     Array out =
@@ -201,6 +213,8 @@ Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions&
 
 Array clip(const Array& a, const Arg& lo, const Arg& hi, const OpOptions& o) {
     const detail::OpTypes types = detail::clip_types(a.dtype());
+    check_scalar(lo, types.compute, "clip");
+    check_scalar(hi, types.compute, "clip");
     CallOptions call;
     call.stream = o.stream;
     const DType result = types.result;
@@ -219,6 +233,7 @@ Array ascontiguousarray(const Array& a, const OpOptions& o) {
 }
 
 void fill(const Array& a, const Scalar& value, StreamRef stream) {
+    detail::check_fits(value, a.dtype(), "fill", "the array");
     OpOptions o;
     o.stream = stream;
     o.out = &a;

@@ -103,6 +103,8 @@ std::vector<ParamSpec> parse_param_specs(const std::string& spec) {
         p.type_text = type.text;
         if (is_placeholder(type.text)) {
             p.placeholder = type.text;
+        } else if (type.text == "cudaTextureObject_t" || type.text == "cudaSurfaceObject_t") {
+            p.dtype = DType::uint64; // a 64-bit handle, given a kiln::Texture or kiln::Surface
         } else {
             try {
                 p.dtype = parse_dtype(type.text);

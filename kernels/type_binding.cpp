@@ -6,6 +6,32 @@
 
 namespace kiln::detail {
 
+namespace {
+
+bool is_handle_type(const std::string& type) {
+    return type == "cudaTextureObject_t" || type == "cudaSurfaceObject_t";
+}
+
+// A texture or surface passes as its 64-bit handle, to a parameter declared as a handle (or a
+// placeholder textures bind); a number never reaches a handle parameter.
+void check_handle(const KernelParams& params, const Arg& arg, const ParamSpec& spec, DType dtype) {
+    const bool handle = arg.handle() != Arg::Handle::none;
+    const char* what = arg.handle() == Arg::Handle::surface ? "surface" : "texture";
+    if (handle && dtype != DType::uint64)
+        params.bad_call("parameter '" + spec.name + "' is " + kiln::name(dtype) + ", but a " +
+                        what +
+                        " is given: declare it cudaTextureObject_t or "
+                        "cudaSurfaceObject_t (or a placeholder no array binds)");
+    if (handle && spec.dtype && !is_handle_type(spec.type_text))
+        params.bad_call("parameter '" + spec.name + "' is " + spec.type_text + ", but a " + what +
+                        " is given: declare it cudaTextureObject_t or cudaSurfaceObject_t");
+    if (!handle && spec.dtype == DType::uint64 && is_handle_type(spec.type_text))
+        params.bad_call("parameter '" + spec.name + "' is " + spec.type_text +
+                        ": give it a kiln::Texture or kiln::Surface, not a number");
+}
+
+} // namespace
+
 void bind_types(const KernelParams& params, const Arg* args, std::size_t count, Bindings& bindings,
                 DType* dtypes) {
     const std::size_t nin = params.inputs.size(), nout = params.outputs.size();
@@ -47,6 +73,7 @@ void bind_types(const KernelParams& params, const Arg* args, std::size_t count, 
             fail("cannot tell the type of '" + spec.name + "': placeholder " + spec.placeholder +
                  " is bound by no argument (give the output)");
         }
+        if (k < nin && !args[k].is_array()) check_handle(params, args[k], spec, dtypes[k]);
     }
 }
 

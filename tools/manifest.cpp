@@ -4,6 +4,7 @@
 
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/error.hpp"
+#include "kiln/param_spec.hpp"
 #include "kiln/raw_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
 
@@ -199,7 +200,22 @@ Array described_array(const json& arg, DType dtype, const std::string& where) {
     }
 }
 
-DescribedCall described_call(const json& entry, const std::string& label) {
+// Whether input @p k of @p in_params is declared a texture or surface handle: its described
+// scalar is then a Texture or Surface (with handle 0), as a handle parameter takes no number. A
+// spec that does not parse has none; the kernel made from it reports the fault.
+Arg::Handle declared_handle(const std::string& in_params, std::size_t k) {
+    try {
+        const std::vector<ParamSpec> specs = parse_param_specs(in_params);
+        if (k >= specs.size()) return Arg::Handle::none;
+        if (specs[k].type_text == "cudaTextureObject_t") return Arg::Handle::texture;
+        if (specs[k].type_text == "cudaSurfaceObject_t") return Arg::Handle::surface;
+    } catch (const Error&) {
+    }
+    return Arg::Handle::none;
+}
+
+DescribedCall described_call(const json& entry, const std::string& label,
+                             const std::string& in_params) {
     if (!entry.contains("args")) throw ArgumentError(label + ": \"args\" is missing");
     const json& list = entry.at("args");
     if (!list.is_array()) throw ArgumentError(label + ": \"args\" must be a list of arguments");
@@ -227,8 +243,15 @@ DescribedCall described_call(const json& entry, const std::string& label) {
             call.arrays[k] = described_array(arg, dtype, where);
         }
     }
-    for (std::size_t k = 0; k < list.size(); ++k)
-        call.args.push_back(scalars[k] ? Arg(*scalars[k]) : Arg(call.arrays[k]));
+    for (std::size_t k = 0; k < list.size(); ++k) {
+        const Arg::Handle handle = scalars[k] ? declared_handle(in_params, k) : Arg::Handle::none;
+        if (handle == Arg::Handle::texture)
+            call.args.emplace_back(Texture{});
+        else if (handle == Arg::Handle::surface)
+            call.args.emplace_back(Surface{});
+        else
+            call.args.push_back(scalars[k] ? Arg(*scalars[k]) : Arg(call.arrays[k]));
+    }
     return call;
 }
 
@@ -281,7 +304,7 @@ ManifestKernel elementwise_kernel(const json& entry, const std::string& index) {
     if (entry.contains("size")) how.size = integer(entry.at("size"), k.label + ": \"size\"");
     if (entry.contains("block_size"))
         how.block_size = small_integer(entry.at("block_size"), k.label + ": \"block_size\"");
-    auto call = std::make_shared<DescribedCall>(described_call(entry, k.label));
+    auto call = std::make_shared<DescribedCall>(described_call(entry, k.label, in));
     auto kernel = make_kernel(k.label, "elementwise", [&] {
         return std::make_shared<const ElementwiseKernel>(in, out, operation, name,
                                                          std::move(options));
@@ -336,7 +359,7 @@ ManifestKernel reduction_kernel(const json& entry, const std::string& index) {
         }
     }
     how.keepdims = flag(entry, "keepdims", false, k.label);
-    auto call = std::make_shared<DescribedCall>(described_call(entry, k.label));
+    auto call = std::make_shared<DescribedCall>(described_call(entry, k.label, in));
     auto kernel = make_kernel(k.label, "reduction", [&] {
         return std::make_shared<const ReductionKernel>(
             in, out, map_expr, reduce_expr, post_map_expr, identity, name, std::move(options));

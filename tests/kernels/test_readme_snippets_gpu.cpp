@@ -7,6 +7,18 @@
 void readme_raw_kernel();
 void readme_raw_module();
 void readme_elementwise();
+void readme_texture();
+void readme_scalar_rules();
+
+TEST(Readme, TextureSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_texture();
+}
+
+TEST(Readme, ScalarRulesSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_scalar_rules();
+}
 
 TEST(Readme, RawKernelSnippetRuns) {
     KILN_REQUIRE_GPU();

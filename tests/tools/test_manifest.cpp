@@ -171,3 +171,14 @@ TEST_F(Manifest, AnErrorInALaterKernelNamesItsPosition) {
         EXPECT_TRUE(has(e.what(), "kernel 2 (elementwise 'scale'): \"args\"[0]")) << e.what();
     }
 }
+
+TEST_F(Manifest, AScalarForATextureOrSurfaceParameterIsDescribedAsOne) {
+    // The value of a handle does not shape the kernel; a number would be refused by the kernel.
+    const json sample = json::parse(R"j({
+        "elementwise": {"name": "sample", "out_params": "float32 y",
+                        "in_params": "cudaTextureObject_t t, cudaSurfaceObject_t s, float32 x",
+                        "operation": "y = tex1D<float>(t, x); surf1Dwrite(y, s, int(i) * 4)"},
+        "args": [{"dtype": "uint64", "scalar": true}, {"dtype": "uint64", "scalar": true},
+                 {"dtype": "float32", "shape": [64]}]})j");
+    EXPECT_EQ(error_of(sample), "no error");
+}

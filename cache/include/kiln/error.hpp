@@ -108,6 +108,14 @@ class AxisError : public ArgumentError {
     using ArgumentError::ArgumentError;
 };
 
+/// A C++ scalar whose value the type it is converted to cannot hold (NumPy 2's OverflowError):
+/// `300` for an int8 parameter, `-1` added to a uint8 array. The message names the value, the
+/// type and the parameter or operation.
+class OverflowError : public ArgumentError {
+  public:
+    using ArgumentError::ArgumentError;
+};
+
 /// A parameter spec that does not parse; the message shows the spec with a caret at the fault.
 class SpecError : public Error {
   public:

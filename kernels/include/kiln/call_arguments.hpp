@@ -6,6 +6,8 @@
 #include "kiln/array.hpp"
 #include "kiln/scalar.hpp"
 #include "kiln/stream.hpp"
+#include "kiln/surface.hpp"
+#include "kiln/texture.hpp"
 
 #include <array>
 #include <cstddef>
@@ -28,11 +30,13 @@ struct CallOptions {
     bool tune = false;
 };
 
-/// One argument of a call: an array or a scalar. An Arg refers to its array, it does not copy it:
-/// the array must outlive the call (an Arg made from a temporary Array dangles once the full
-/// expression ends).
+/// One argument of a call: an array, a scalar, or a texture or surface (passed as its 64-bit
+/// handle). An Arg refers to its array, it does not copy it: the array must outlive the call (an
+/// Arg made from a temporary Array dangles once the full expression ends).
 class Arg {
   public:
+    /// What a scalar argument holds: a number, or a texture's or surface's handle.
+    enum class Handle : std::uint8_t { none, texture, surface };
     /// An array argument.
     /// @param array the array, held by reference.
     Arg(const Array& array) noexcept // NOLINT(google-explicit-constructor): `kernel(x, 2)`
@@ -50,6 +54,19 @@ class Arg {
     Arg(T value) noexcept // NOLINT(google-explicit-constructor): `kernel(x, 2)`
         : m_array(nullptr)
         , m_scalar(value) {}
+    /// A texture argument, for a `cudaTextureObject_t` parameter or a placeholder that only
+    /// textures bind (to uint64, the handle's type). The texture must outlive the work.
+    /// @param texture the texture.
+    Arg(const Texture& texture) noexcept // NOLINT(google-explicit-constructor): `kernel(tex, x)`
+        : m_array(nullptr)
+        , m_handle(Handle::texture)
+        , m_scalar(std::uint64_t{texture.get()}) {}
+    /// A surface argument, for a `cudaSurfaceObject_t` parameter (or a placeholder, as a texture).
+    /// @param surface the surface.
+    Arg(const Surface& surface) noexcept // NOLINT(google-explicit-constructor): as a texture
+        : m_array(nullptr)
+        , m_handle(Handle::surface)
+        , m_scalar(std::uint64_t{surface.get()}) {}
     /// Whether this is an array.
     /// @return whether this is an array (else a scalar).
     bool is_array() const noexcept { return m_array != nullptr; }
@@ -59,9 +76,13 @@ class Arg {
     /// The scalar.
     /// @return the scalar; only when not is_array().
     const Scalar& scalar() const noexcept { return m_scalar; }
+    /// Whether this scalar is a texture's or surface's handle.
+    /// @return the kind of handle, or Handle::none.
+    Handle handle() const noexcept { return m_handle; }
 
   private:
     const Array* m_array;
+    Handle m_handle = Handle::none;
     Scalar m_scalar;
 };
 

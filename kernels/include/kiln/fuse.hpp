@@ -39,9 +39,13 @@
 ///
 /// Scalars: a C++ scalar passed to the fused call is a kernel parameter (a new value never
 /// recompiles; its C++ type is part of the signature). A literal inside the function (`x * 2`)
-/// is a constant in the generated source. Both are weak, as NumPy 2's Python scalars: they take
-/// the array's dtype unless their kind is higher (`float32 * 2.5` is float32, `int32 * 2.5` is
-/// float64), and an expression of scalars alone stays weak.
+/// is a constant in the generated source. Both follow the ready operations' rules: a scalar of a
+/// weak type (kiln::is_weak_scalar_v: `int`, `double`, ...) is weak, as NumPy 2's Python scalars:
+/// it takes the array's dtype unless its kind is higher (`float32 * 2.5` is float32, `int32 * 2.5`
+/// is float64), and an expression of weak scalars alone stays weak; a strong one (`float`,
+/// `std::int8_t`, ...) promotes as a NumPy scalar. A literal converted to an integer type it does
+/// not fit is an OverflowError when traced, a scalar argument one at the call (a value computed
+/// from scalars alone is not checked).
 ///
 /// Errors are FusionError (an ArgumentError): a function that returns no array, an operation
 /// that cannot be fused (kiln::var, kiln::std: named, with the reason), two reductions, an

@@ -2,7 +2,11 @@
 /// @file
 /// Ready elementwise operations, built on ElementwiseKernel. Each compiles once per dtype and
 /// layout, like any generated kernel. Result dtypes follow NumPy: arrays
-/// promote (int32 with float32 gives float64), C++ scalars are weak (they take the array's type);
+/// promote (int32 with float32 gives float64); a weak C++ scalar (`int`, `long`, `long long`,
+/// `double`, `bool`, `std::complex<double>`: kiln::is_weak_scalar_v) takes the array's type unless
+/// its kind is higher, as a Python scalar does in NumPy 2, and a strong one (`std::int8_t`,
+/// `float`, a Scalar made with a dtype, ...) promotes as a NumPy scalar does. A scalar converted to
+/// an integer type it does not fit (`kiln::add(int8_array, 300)`) is an OverflowError;
 /// math functions of integers give floating results (float16 for 8-bit, float32 for 16-bit,
 /// float64 otherwise).
 ///
@@ -31,35 +35,35 @@ struct OpOptions {
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array add(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a - b elementwise.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array subtract(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a * b elementwise.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array multiply(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// True division: integers give float64 (NumPy's `/`).
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array divide(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a to the power b elementwise (integers stay integers, as in NumPy's `**`).
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array power(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// Elementwise maximum; a NaN in either gives NaN (NumPy's maximum, minimum).
 /// @param a the first operand, an array or a scalar.
@@ -82,42 +86,42 @@ Array minimum(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array equal(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a != b elementwise, as bool.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array not_equal(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a < b elementwise, as bool; complex operands are an ArgumentError.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array less(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a <= b elementwise, as bool; complex operands are an ArgumentError.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array less_equal(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a > b elementwise, as bool; complex operands are an ArgumentError.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array greater(const Arg& a, const Arg& b, const OpOptions& options = {});
 /// a >= b elementwise, as bool; complex operands are an ArgumentError.
 /// @param a the first operand, an array or a scalar.
 /// @param b the second operand, an array or a scalar.
 /// @param options the stream, and optionally an output array.
 /// @return the result, with the broadcast shape (@p options.out when given).
-/// @throws ArgumentError when neither operand is an array; ShapeError; CudaError.
+/// @throws ArgumentError when neither operand is an array; OverflowError; ShapeError; CudaError.
 Array greater_equal(const Arg& a, const Arg& b, const OpOptions& options = {});
 
 // Math functions.
@@ -195,6 +199,7 @@ Array ascontiguousarray(const Array& a, const OpOptions& options = {});
 /// @param a the array to fill.
 /// @param value the value, converted as cast_scalar() does.
 /// @param stream the stream the fill is queued on.
+/// @throws OverflowError when @p a has an integer dtype that cannot hold @p value.
 void fill(const Array& a, const Scalar& value, StreamRef stream = {});
 
 } // namespace kiln

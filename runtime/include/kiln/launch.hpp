@@ -14,6 +14,9 @@
 
 namespace kiln {
 
+class Texture;
+class Surface;
+
 /// Grid or block dimensions.
 struct Dim3 {
     /// @{
@@ -49,16 +52,20 @@ struct LaunchConfig {
 
 namespace detail {
 
-// How an argument is passed: trivially copyable values by value, DeviceBuffers as their pointer.
+// How an argument is passed: trivially copyable values by value, DeviceBuffers as their pointer,
+// Textures and Surfaces as their handles.
 template <class T> const T& kernel_argument(const T& value) noexcept {
     static_assert(std::is_trivially_copyable_v<T>,
                   "kernel arguments must be trivially copyable (pointers, scalars, plain structs) "
-                  "or kiln::DeviceBuffer");
+                  "or kiln::DeviceBuffer, kiln::Texture, kiln::Surface");
     return value;
 }
 inline CUdeviceptr kernel_argument(const DeviceBuffer& buffer) noexcept {
     return buffer.get();
 }
+// Textures and surfaces pass as their 64-bit handles (texture.cpp, surface.cpp).
+CUtexObject kernel_argument(const Texture& texture) noexcept;
+CUsurfObject kernel_argument(const Surface& surface) noexcept;
 
 template <class T>
 using kernel_argument_t = std::decay_t<decltype(kernel_argument(std::declval<const T&>()))>;

@@ -73,7 +73,15 @@
     X(cuFuncGetParamInfo)                                                                          \
     X(cuLaunchKernel)                                                                              \
     X(cuLaunchCooperativeKernel)                                                                   \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                                                 \
+    X(cuArray3DCreate)                                                                             \
+    X(cuArrayDestroy)                                                                              \
+    X(cuMemcpy2DAsync)                                                                             \
+    X(cuMemcpy3DAsync)                                                                             \
+    X(cuTexObjectCreate)                                                                           \
+    X(cuTexObjectDestroy)                                                                          \
+    X(cuSurfObjectCreate)                                                                          \
+    X(cuSurfObjectDestroy)
 
 namespace kiln::detail {
 
