@@ -1,7 +1,8 @@
 // A horizontal blur of an image through a texture: each output pixel is a weighted sum of five
 // samples taken half a pixel apart, so the texture unit's linear filtering interpolates between
 // pixels and its clamp addressing handles the edges. The weights live in a `__constant__` table,
-// which every thread of a warp reads at the same address (one broadcast per read). The result is
+// which every thread of a warp reads at the same address (one broadcast per read); the host writes
+// them with RawModule::get_global, so new weights need no recompile. The result is
 // checked against the same computation on the host. Without a GPU, the kernel is only compiled
 // (for sm_90), which needs no device.
 #include <kiln/kiln.hpp>
@@ -18,11 +19,8 @@ namespace {
 constexpr int kTaps = 5;
 constexpr float kWeights[kTaps] = {0.1f, 0.2f, 0.4f, 0.2f, 0.1f};
 
-// The weights are written into the source as the table's initializer.
-// CONSTANT TABLE: with RawModule::get_global (module globals), declare the table without an
-// initializer and copy kWeights into it from the host instead, so new weights need no recompile.
 constexpr const char* kSource = R"(
-__constant__ float kWeights[5] = {0.1f, 0.2f, 0.4f, 0.2f, 0.1f};
+__constant__ float kWeights[5];
 
 extern "C" __global__ void blur(cudaTextureObject_t image, float* out, int width, int height) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -72,6 +70,7 @@ int main() {
         kiln::Array out = kiln::empty({height, width}, kiln::DType::float32);
 
         kiln::RawModule module(kSource);
+        module.get_global("kWeights").copy_from_host(kWeights); // ordered before the launch
         module.get_function("blur")({(width + 31) / 32, (height + 7) / 8}, {32, 8}, image,
                                     out.data<float>(), width, height);
         const std::vector<float> got = out.to_host<float>();
