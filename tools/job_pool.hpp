@@ -1,0 +1,54 @@
+#pragma once
+// The parallel part of `kiln warm`: jobs (compiles) handed out one at a time to workers.
+//
+// With more than one worker the workers are processes forked from this one, not threads: NVRTC
+// compiles in one process do not scale with threads on a many-core host, while processes each
+// have their own NVRTC. The cache directory is safe for many processes, so each worker publishes
+// its entries there itself. Forking needs a process with one thread (nothing has started one
+// before the jobs: no compile has run); otherwise the workers are threads.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace kiln::tools {
+
+/// How a job ended.
+enum class JobOutcome { hit, miss, error };
+
+/// What a job may use while it runs, whatever its worker is.
+class JobOutput {
+  public:
+    virtual ~JobOutput() = default;
+    /// Write @p text to stderr whole, never interleaved with another worker's.
+    virtual void print(const std::string& text) = 0;
+    /// Whether this is the first failure recorded for @p slot (below the run's slot count): the
+    /// first one prints a kernel's full error, later ones (other architectures) one line.
+    virtual bool first_failure(std::size_t slot) = 0;
+};
+
+/// The totals of a run.
+struct JobTotals {
+    std::size_t hits = 0, misses = 0, errors = 0;
+    /// NVRTC compiles, summed over the workers (Compiler::global() statistics).
+    std::uint64_t compiles = 0;
+    /// How many failure slots recorded a failure (kernels that failed, for any architecture).
+    std::size_t failed_slots = 0;
+    /// The workers used, and whether they were processes.
+    unsigned workers = 1;
+    bool processes = false;
+};
+
+/// Run jobs 0 .. @p total - 1 on up to @p workers workers, each taking the next job when it is
+/// done with one. @p run does one job; a job that throws counts as an error (its message printed).
+/// @p failure_slots: how many first_failure() slots the jobs use. @p progress: keep a
+/// "[done/total] hits misses errors" line on stderr. Worker processes end by calling
+/// wait_for_remote_publishes() and writing the store's counters. A worker process that dies
+/// counts the jobs it did not finish as errors, with a message.
+/// @p threads: use threads of this process even for several workers.
+JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slots, bool progress,
+                   bool threads,
+                   const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run);
+
+} // namespace kiln::tools
