@@ -1,7 +1,8 @@
 // `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`: compile a manifest of kernels for
 // named architectures, without a GPU, in parallel, into the cache (a CI step before the tests).
 // With -j N > 1 the compiles run in N worker processes forked from this one (job_pool.hpp), each
-// publishing into the same cache directory: NVRTC in one process does not scale with threads.
+// publishing into the same cache directory, so speed does not hang on how NVRTC scales with
+// threads.
 //
 // The manifest (manifest.hpp has its grammar) lists CUDA source, inline or in a file, with NVRTC
 // options and name expressions, and front ends' kernels: an ElementwiseKernel or ReductionKernel
