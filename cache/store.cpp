@@ -226,6 +226,14 @@ Stats Store::stats() {
     return stats;
 }
 
+void Store::write_statistics() noexcept {
+    try {
+        m_impl->flush_pending();
+    } catch (const std::exception& e) {
+        detail::warn(std::string("kernel cache statistics were not written: ") + e.what());
+    }
+}
+
 Store& Store::global() {
     static Store instance(Config::from_environment());
     return instance;

@@ -123,3 +123,18 @@ TEST(Stats, ManyHitsAreWrittenWithoutWaitingForTheStoreToClose) {
     EXPECT_EQ(Store(config_for(dir.path())).stats().hits, 64u)
         << "a long-running process that only reads still reports its hits";
 }
+
+TEST(Stats, WriteStatisticsShowsTheCountsToOtherStoresAtOnce) {
+    TempDir dir;
+    const auto entry = make_entry(key_of("a"));
+    Store store(config_for(dir.path()));
+    ASSERT_TRUE(store.store(entry));
+    ASSERT_TRUE(store.load(entry.key));
+    ASSERT_FALSE(store.load(key_of("absent")));
+    EXPECT_EQ(Store(config_for(dir.path())).stats().hits, 0u) << "not written yet";
+    store.write_statistics();
+    const auto stats = Store(config_for(dir.path())).stats();
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(store.stats().hits, 1u) << "written once, not counted twice";
+}
