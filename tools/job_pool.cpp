@@ -1,7 +1,5 @@
 #include "job_pool.hpp"
 
-#include "commands.hpp"
-
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -128,7 +126,8 @@ void work(Shared& shared, SharedOutput& output, std::size_t total,
 
 JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slots, bool progress,
                    bool threads,
-                   const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run) {
+                   const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run,
+                   const std::function<void()>& worker_done) {
     JobTotals totals;
     totals.workers = std::max(1u, workers);
     totals.processes = !threads && totals.workers > 1 && thread_count() == 1;
@@ -155,7 +154,7 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
                 try {
                     work(shared, output, total, run, progress);
                     shared.compiles += Compiler::global().statistics().compiles - compiles_before;
-                    wait_for_remote_publishes();
+                    if (worker_done) worker_done();
                 } catch (...) {
                     status = 1;
                 }

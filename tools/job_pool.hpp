@@ -44,12 +44,13 @@ struct JobTotals {
 /// Run jobs 0 .. @p total - 1 on up to @p workers workers, each taking the next job when it is
 /// done with one. @p run does one job; a job that throws counts as an error (its message printed).
 /// @p failure_slots: how many first_failure() slots the jobs use. @p progress: keep a
-/// "[done/total] hits misses errors" line on stderr. Worker processes end by calling
-/// wait_for_remote_publishes() and writing the store's counters. A worker process that dies
-/// counts the jobs it did not finish as errors, with a message.
-/// @p threads: use threads of this process even for several workers.
+/// "[done/total] hits misses errors" line on stderr. @p threads: use threads of this process even
+/// for several workers. A worker process calls @p worker_done (e.g. to wait for its remote
+/// publishes) after its last job, then exits, which writes its store's counters. A worker process
+/// that dies counts the job it had taken as an error, with a message.
 JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slots, bool progress,
                    bool threads,
-                   const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run);
+                   const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run,
+                   const std::function<void()>& worker_done = {});
 
 } // namespace kiln::tools

@@ -61,24 +61,25 @@ void run_warm(const WarmArgs& args) {
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
     const bool progress = !args.json && isatty(STDERR_FILENO);
 
-    const JobTotals done =
-        run_jobs(total, workers, kernels.size(), progress, args.threads,
-                 [&](std::size_t job, JobOutput& output) {
-                     const std::size_t index = job / arches.size();
-                     const ManifestKernel& k = kernels[index];
-                     const std::string& arch = arches[job % arches.size()];
-                     try {
-                         auto program = k.compile(arch);
-                         return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
-                                                                               : JobOutcome::miss;
-                     } catch (const Error& e) {
-                         const std::string lead = progress ? "\n" : "";
-                         output.print(output.first_failure(index)
-                                          ? lead + k.label + " for " + arch + ": " + e.what() + "\n"
-                                          : lead + k.label + " also fails for " + arch + "\n");
-                         return JobOutcome::error;
-                     }
-                 });
+    const JobTotals done = run_jobs(
+        total, workers, kernels.size(), progress, args.threads,
+        [&](std::size_t job, JobOutput& output) {
+            const std::size_t index = job / arches.size();
+            const ManifestKernel& k = kernels[index];
+            const std::string& arch = arches[job % arches.size()];
+            try {
+                auto program = k.compile(arch);
+                return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
+                                                                      : JobOutcome::miss;
+            } catch (const Error& e) {
+                const std::string lead = progress ? "\n" : "";
+                output.print(output.first_failure(index)
+                                 ? lead + k.label + " for " + arch + ": " + e.what() + "\n"
+                                 : lead + k.label + " also fails for " + arch + "\n");
+                return JobOutcome::error;
+            }
+        },
+        wait_for_remote_publishes);
     if (progress) std::fprintf(stderr, "\n");
     wait_for_remote_publishes(); // the remote tier's publishes are part of warming
 

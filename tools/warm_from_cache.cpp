@@ -12,6 +12,7 @@
 
 #include "arch_list.hpp"
 #include "cache_access.hpp"
+#include "commands.hpp"
 #include "job_pool.hpp"
 #include "output.hpp"
 #include "recipe_policy.hpp"
@@ -145,7 +146,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
     const bool progress = !args.json && isatty(STDERR_FILENO);
     const JobTotals done = run_jobs(
-        total, workers, 0, progress, args.threads, [&](std::size_t index, JobOutput& output) {
+        total, workers, 0, progress, args.threads,
+        [&](std::size_t index, JobOutput& output) {
             const Job& job = jobs[index];
             const Source& source = sources[job.source];
             try {
@@ -158,7 +160,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
                              ": " + e.what() + "\n");
                 return JobOutcome::error;
             }
-        });
+        },
+        wait_for_remote_publishes);
     const std::size_t hits = done.hits, misses = done.misses, errors = errors_before + done.errors;
     if (progress) std::fprintf(stderr, "\n");
 
