@@ -230,8 +230,11 @@ void Store::Impl::flush_pending() {
             std::lock_guard<std::mutex> lock(m_pending_mutex);
             empty = m_pending[shard].empty();
         }
-        // Last chance for these counts (often at exit): worth a longer wait than a hit's.
-        if (!empty) count(shard, {}, detail::LockWait::patient);
+        // Last chance for these counts (often at exit): worth a longer wait than a hit's. Nothing
+        // is created for them: counts for a cache directory removed meanwhile are dropped.
+        if (empty) continue;
+        auto ref = open_shard(shard, false);
+        count(ref, {}, detail::LockWait::patient);
     }
 }
 

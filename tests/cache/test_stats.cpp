@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 using kiln::cache::Store;
 using kiln::test::config_for;
 using kiln::test::entry_file;
@@ -137,4 +139,17 @@ TEST(Stats, WriteStatisticsShowsTheCountsToOtherStoresAtOnce) {
     EXPECT_EQ(stats.hits, 1u);
     EXPECT_EQ(stats.misses, 1u);
     EXPECT_EQ(store.stats().hits, 1u) << "written once, not counted twice";
+}
+
+TEST(Stats, CountsKeptForARemovedCacheDirectoryDoNotMakeItAgain) {
+    TempDir dir;
+    const auto root = dir / "cache";
+    const auto entry = make_entry(key_of("a"));
+    {
+        Store store(config_for(root));
+        ASSERT_TRUE(store.store(entry));
+        ASSERT_TRUE(store.load(entry.key));
+        std::filesystem::remove_all(root); // e.g. a test's temporary cache, removed before exit
+    }
+    EXPECT_FALSE(std::filesystem::exists(root));
 }
