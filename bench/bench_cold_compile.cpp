@@ -20,13 +20,13 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -134,9 +134,7 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
            std::sscanf(text.c_str(), "%lf %lf %lf %lf", &out[0], &out[1], &out[2], &out[3]) == 4;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     std::string order, arch, salt = "0";
     int samples = 10;
     bool no_gpu = false;
@@ -208,4 +206,15 @@ int main(int argc, char** argv) {
     std::printf("  a later compile:              Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",
                 median(kiln_later), median(nvrtc_later), median(kiln_later) / median(nvrtc_later));
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_cold_compile: %s\n", e.what());
+        return 1;
+    }
 }

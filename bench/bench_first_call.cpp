@@ -23,13 +23,13 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -228,7 +228,8 @@ int main(int argc, char** argv) {
                          kind.c_str());
             return 1;
         }
-        std::printf("%.4f %.4f\n", (t1 - t0) / 1e6, started ? (t1 - started) / 1e6 : 0.0);
+        std::printf("%.4f %.4f\n", static_cast<double>(t1 - t0) / 1e6,
+                    started ? static_cast<double>(t1 - started) / 1e6 : 0.0);
         return 0;
     }
     if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";

@@ -208,6 +208,7 @@ std::string loaded_build_id(const void* address) {
                 if (p.p_type != PT_NOTE || p.p_filesz > kMaxNoteBytes) continue;
                 const ElfW(Addr) begin = info->dlpi_addr + p.p_vaddr;
                 if (!mapped(begin, begin + p.p_filesz, true)) continue;
+                // NOLINTNEXTLINE(performance-no-int-to-ptr): the loader gives addresses as integers
                 const std::string notes(reinterpret_cast<const char*>(begin), p.p_filesz);
                 s.id = build_id_in_notes(notes, p.p_align,
                                          Fields(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__));

@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include <signal.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
-#include <thread>
 
 using kiln::tools::JobOutcome;
 using kiln::tools::JobOutput;
