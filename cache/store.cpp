@@ -63,7 +63,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
         // made first: the miss is kept in memory and counted with the write-back's store.
         auto ref = open_shard(detail::shard_of(key), !remote);
         if (!ref) {
-            count(ref, one(&detail::Counters::misses));
+            count_later(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
         const std::string name = key.hex() + std::string(detail::kEntrySuffix);
@@ -76,7 +76,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
                 return std::nullopt;
             }
             if (error != ENOENT) warn_read((shard_dir(ref.shard) / name).string(), error);
-            count(ref, one(&detail::Counters::misses));
+            count_later(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
         std::string bytes;
@@ -85,7 +85,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
                 damaged(ref, key, "not a regular file of a sane size", true);
             } else {
                 warn_read((shard_dir(ref.shard) / name).string(), error);
-                count(ref, one(&detail::Counters::misses));
+                count_later(ref, one(&detail::Counters::misses));
             }
             return std::nullopt;
         }
@@ -96,7 +96,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
         }
         // The hit makes the entry the most recently used: eviction goes by modification time.
         if (!config.readonly) ::futimens(fd.get(), nullptr);
-        count(ref, one(&detail::Counters::hits));
+        count_later(ref, one(&detail::Counters::hits));
         return std::move(decoded.entry);
     } catch (const std::exception& e) {
         detail::warn(std::string("kernel cache lookup failed: ") + e.what());
@@ -224,6 +224,14 @@ Stats Store::stats() {
     stats.evicted = counters.evicted;
     stats.stores = counters.stores;
     return stats;
+}
+
+void Store::write_statistics() noexcept {
+    try {
+        m_impl->flush_pending();
+    } catch (const std::exception& e) {
+        detail::warn(std::string("kernel cache statistics were not written: ") + e.what());
+    }
 }
 
 Store& Store::global() {

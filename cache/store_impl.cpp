@@ -198,6 +198,16 @@ Store::Impl::count(detail::ShardRef& ref, const detail::Counters& delta, detail:
     return totals;
 }
 
+void Store::Impl::count_later(detail::ShardRef& ref, const detail::Counters& delta) {
+    {
+        std::lock_guard<std::mutex> lock(m_pending_mutex);
+        detail::Counters& pending = m_pending[ref.shard];
+        pending += delta;
+        if (pending.hits + pending.misses < kDeferredEvents) return;
+    }
+    count(ref, {});
+}
+
 std::optional<detail::Counters> Store::Impl::count(int shard, const detail::Counters& delta,
                                                    detail::LockWait wait) {
     auto ref = open_shard(shard, true);
@@ -220,8 +230,11 @@ void Store::Impl::flush_pending() {
             std::lock_guard<std::mutex> lock(m_pending_mutex);
             empty = m_pending[shard].empty();
         }
-        // Last chance for these counts (often at exit): worth a longer wait than a hit's.
-        if (!empty) count(shard, {}, detail::LockWait::patient);
+        // Last chance for these counts (often at exit): worth a longer wait than a hit's. Nothing
+        // is created for them: counts for a cache directory removed meanwhile are dropped.
+        if (empty) continue;
+        auto ref = open_shard(shard, false);
+        count(ref, {}, detail::LockWait::patient);
     }
 }
 
@@ -315,7 +328,22 @@ PruneResult Store::Impl::evict(std::uint64_t max_bytes, std::optional<std::int64
     std::vector<detail::ShardContents> contents(detail::kShardCount);
     std::vector<detail::Candidate> candidates;
     std::uint64_t entries = 0, bytes = 0;
+    // Only the shards the root lists are opened: a new cache's first store recounts it, and need
+    // not try 256 names that are not there. Anything under a shard's name is opened (and
+    // checked) as before; when the root cannot be listed, every shard is tried.
+    std::vector<bool> listed(detail::kShardCount, true);
+    if (std::vector<detail::DirItem> items; detail::list_dir(root_fd->get(), items) == 0) {
+        listed.assign(detail::kShardCount, false);
+        auto digit = [](char c) { return c >= 'a' && c <= 'f' ? c - 'a' + 10 : c - '0'; };
+        for (const auto& item : items) {
+            if (item.name.size() != 2) continue;
+            const int shard = digit(item.name[0]) * 16 + digit(item.name[1]);
+            if (shard >= 0 && shard < detail::kShardCount && item.name == detail::shard_name(shard))
+                listed[static_cast<std::size_t>(shard)] = true;
+        }
+    }
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        if (!listed[shard]) continue;
         auto ref = open_shard(shard, false);
         if (!ref || detail::scan_shard(ref.get(), stale_before_ns, contents[shard]) != 0) continue;
         entries += contents[shard].entries();

@@ -75,6 +75,11 @@ struct Store::Impl {
                                           detail::LockWait wait = detail::LockWait::brief);
     std::optional<detail::Counters> count(int shard, const detail::Counters& delta,
                                           detail::LockWait wait = detail::LockWait::brief);
+    /// Add @p delta (hits and misses) to the counters later: with the shard's next write, once
+    /// kDeferredEvents have gathered, or when the Store is destroyed (at exit for the global one),
+    /// so that a lookup, and a process's first kernel, writes no file. A killed process loses them.
+    void count_later(detail::ShardRef& ref, const detail::Counters& delta);
+    static constexpr std::uint64_t kDeferredEvents = 64;
     /// This process's counts not yet in the files.
     detail::Counters pending_total();
     /// Try once more to write what count() kept.

@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -177,17 +178,62 @@ struct Versions {
     std::string key, display;
 };
 
+} // namespace
+
+// No file is opened and no path resolved, so a fresh process's first kernel does not wait for
+// the file system.
+std::string loaded_build_id(const void* address) {
+    struct Search {
+        ElfW(Addr) address;
+        std::string id;
+    } search{reinterpret_cast<ElfW(Addr)>(address), {}};
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, std::size_t, void* data) -> int {
+            auto& s = *static_cast<Search*>(data);
+            // Whether [begin, end) lies inside one readable loaded segment of this object.
+            auto mapped = [info](ElfW(Addr) begin, ElfW(Addr) end, bool need_read) {
+                for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+                    const ElfW(Phdr)& p = info->dlpi_phdr[i];
+                    if (p.p_type != PT_LOAD || (need_read && !(p.p_flags & PF_R))) continue;
+                    const ElfW(Addr) lo = info->dlpi_addr + p.p_vaddr;
+                    if (begin >= lo && end <= lo + (need_read ? p.p_filesz : p.p_memsz) &&
+                        begin <= end)
+                        return true;
+                }
+                return false;
+            };
+            if (!mapped(s.address, s.address + 1, false)) return 0; // not this object
+            for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
+                const ElfW(Phdr)& p = info->dlpi_phdr[i];
+                if (p.p_type != PT_NOTE || p.p_filesz > kMaxNoteBytes) continue;
+                const ElfW(Addr) begin = info->dlpi_addr + p.p_vaddr;
+                if (!mapped(begin, begin + p.p_filesz, true)) continue;
+                // NOLINTNEXTLINE(performance-no-int-to-ptr): the loader gives addresses as integers
+                const std::string notes(reinterpret_cast<const char*>(begin), p.p_filesz);
+                s.id = build_id_in_notes(notes, p.p_align,
+                                         Fields(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__));
+                if (!s.id.empty()) break;
+            }
+            return 1; // the object was found: stop
+        },
+        &search);
+    return search.id;
+}
+
+namespace {
+
 Versions compute() {
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
     const std::string short_version = std::to_string(major) + "." + std::to_string(minor);
+    auto with_id = [&](const std::string& id) -> Versions {
+        return {short_version + "+build." + id, short_version + " (build " + id.substr(0, 8) + ")"};
+    };
+    if (std::string id = loaded_build_id(reinterpret_cast<const void*>(&nvrtcVersion)); !id.empty())
+        return with_id(id);
     const std::string path = library_path();
-    if (!path.empty()) {
-        const std::string id = elf_build_id(path);
-        if (!id.empty())
-            return {short_version + "+build." + id,
-                    short_version + " (build " + id.substr(0, 8) + ")"};
-    }
+    if (!path.empty())
+        if (std::string id = elf_build_id(path); !id.empty()) return with_id(id);
     struct stat st {};
     if (path.empty() || ::stat(path.c_str(), &st) != 0) {
         std::string unknown = short_version + "+unknown-build";

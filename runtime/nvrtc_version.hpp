@@ -1,7 +1,8 @@
 #pragma once
 // Which NVRTC build compiles. nvrtcVersion() gives only major.minor, so patch releases would share
-// cache keys; the library's ELF build id (NT_GNU_BUILD_ID) tells every build apart and is read
-// from the first page of the file, instead of scanning the ~100 MB library for its version banner.
+// cache keys; the library's ELF build id (NT_GNU_BUILD_ID) tells every build apart. It is read from
+// the note segment the loader mapped (no file system access on a process's first kernel), else from
+// the first page of the file, instead of scanning the ~100 MB library for its version banner.
 
 #include <cstddef>
 #include <filesystem>
@@ -23,6 +24,11 @@ const std::string& nvrtc_display_version();
 /// is not ELF, is damaged or has no NT_GNU_BUILD_ID note. Reads only the ELF header, the program
 /// headers and the notes they point to (else the section headers and note sections), with pread.
 std::string elf_build_id(const std::filesystem::path& path);
+
+/// The GNU build id of the loaded object (executable or shared library) whose segments hold
+/// @p address, read from its note segments in memory, as lowercase hex; empty when no loaded object
+/// holds the address or it has no build id note. Opens no file.
+std::string loaded_build_id(const void* address);
 
 /// Find "release X.Y, VX.Y.Z" in a buffer; empty if absent. Exposed for tests.
 std::string find_version_banner(const char* data, std::size_t size);

@@ -4,12 +4,14 @@
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps: configure + build (tests, benches) -> the whole CTest suite -> demo -> launch bench ->
 # CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo bench cupy") to save time;
+# "startup" runs issue 16's start-up figures: the first call from disk in fresh processes, a raw
+# kernel's cold compile beside plain NVRTC + module load, `kiln warm` -j 1 against -j 16.
 # "sanitize" (not in the default set) runs the GPU tests under compute-sanitizer.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner startup cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -88,6 +90,17 @@ if has tuner; then
     ./build-gpu/bench/tune_raw_kernel --out "$out/tune_raw_kernel.json" || status=1
     python3 bench/plot_tune_raw_kernel.py "$out/tune_raw_kernel.json" "$out/tune_raw_kernel.png" \
         || echo "plot: matplotlib missing? the JSON is in $out"
+fi
+if has startup; then
+    # Each figure from fresh processes; the CUDA context is created before the timed region.
+    first_call_cache=$(mktemp -d)
+    { KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --populate &&
+      KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 &&
+      KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
+    } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
+    ./build-gpu/bench/bench_cold_compile --samples 10 2>&1 | tee "$out/cold_compile.txt" || status=1
+    bash bench/warm_speedup.sh ./build-gpu/tools/kiln 1 16 2>&1 | tee "$out/warm_speedup.txt" || status=1
+    has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
 fi
 if has cupy; then
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1

@@ -1,5 +1,8 @@
 // `kiln warm MANIFEST --arch sm_90[,sm_80...] [-j N] [--json]`: compile a manifest of kernels for
 // named architectures, without a GPU, in parallel, into the cache (a CI step before the tests).
+// With -j N > 1 the compiles run in N worker processes forked from this one (job_pool.hpp), each
+// publishing into the same cache directory, so speed does not hang on how NVRTC scales with
+// threads.
 //
 // The manifest (manifest.hpp has its grammar) lists CUDA source, inline or in a file, with NVRTC
 // options and name expressions, and front ends' kernels: an ElementwiseKernel or ReductionKernel
@@ -14,6 +17,7 @@
 
 #include "arch_list.hpp"
 #include "commands.hpp"
+#include "job_pool.hpp"
 #include "manifest.hpp"
 #include "output.hpp"
 #include "warm_from_cache.hpp"
@@ -43,6 +47,7 @@ struct WarmArgs {
     std::string arches;
     unsigned jobs = 0;
     bool json = false;
+    bool threads = false;
 };
 
 void run_warm(const WarmArgs& args) {
@@ -56,43 +61,25 @@ void run_warm(const WarmArgs& args) {
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
     const bool progress = !args.json && isatty(STDERR_FILENO);
 
-    std::atomic<std::size_t> next{0}, hits{0}, misses{0}, errors{0};
-    std::mutex output;                        // guards stderr and failed
-    std::vector<bool> failed(kernels.size()); // a kernel's full error is printed once
-    auto report = [&] {
-        if (!progress) return;
-        std::fprintf(stderr, "\r[%zu/%zu] hits %zu misses %zu errors %zu", hits + misses + errors,
-                     total, hits.load(), misses.load(), errors.load());
-    };
-    auto work = [&] {
-        for (std::size_t job; (job = next++) < total;) {
+    const JobTotals done = run_jobs(
+        total, workers, kernels.size(), progress, args.threads,
+        [&](std::size_t job, JobOutput& output) {
             const std::size_t index = job / arches.size();
             const ManifestKernel& k = kernels[index];
             const std::string& arch = arches[job % arches.size()];
             try {
                 auto program = k.compile(arch);
-                (program->origin() == ProgramOrigin::disk_cache ? hits : misses)++;
+                return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
+                                                                      : JobOutcome::miss;
             } catch (const Error& e) {
-                errors++;
-                std::lock_guard<std::mutex> lock(output);
-                if (failed[index])
-                    std::fprintf(stderr, "%s%s also fails for %s\n", progress ? "\n" : "",
-                                 k.label.c_str(), arch.c_str());
-                else
-                    std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "", k.label.c_str(),
-                                 arch.c_str(), e.what());
-                failed[index] = true;
+                const std::string lead = progress ? "\n" : "";
+                output.print(output.first_failure(index)
+                                 ? lead + k.label + " for " + arch + ": " + e.what() + "\n"
+                                 : lead + k.label + " also fails for " + arch + "\n");
+                return JobOutcome::error;
             }
-            std::lock_guard<std::mutex> lock(output);
-            report();
-        }
-    };
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < workers; ++t)
-        threads.emplace_back(work);
-    work();
-    for (auto& thread : threads)
-        thread.join();
+        },
+        wait_for_remote_publishes);
     if (progress) std::fprintf(stderr, "\n");
     wait_for_remote_publishes(); // the remote tier's publishes are part of warming
 
@@ -104,25 +91,25 @@ void run_warm(const WarmArgs& args) {
     if (args.json) {
         nlohmann::json j{{"kernels", kernels.size()},
                          {"arches", arches},
-                         {"hits", hits.load()},
-                         {"misses", misses.load()},
-                         {"errors", errors.load()},
+                         {"hits", done.hits},
+                         {"misses", done.misses},
+                         {"errors", done.errors},
                          {"seconds", seconds},
                          {"jobs", workers},
-                         // NVRTC compiles this process ran: 0 when every kernel came from a cache
-                         // tier (the local directory or the remote one).
-                         {"compiles", Compiler::global().statistics().compiles}};
+                         {"worker_processes", done.processes},
+                         // NVRTC compiles run (by this process or its workers): 0 when every
+                         // kernel came from a cache tier (the local directory or the remote one).
+                         {"compiles", done.compiles}};
         std::cout << j.dump() << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {
         std::printf("warmed %zu kernels for %s: %zu hits, %zu misses, %zu errors in %.2f s\n",
-                    kernels.size(), arch_list.c_str(), hits.load(), misses.load(), errors.load(),
+                    kernels.size(), arch_list.c_str(), done.hits, done.misses, done.errors,
                     seconds);
     }
-    if (errors) {
-        const auto count = static_cast<std::size_t>(std::count(failed.begin(), failed.end(), true));
-        throw Error(std::to_string(count) + " of " + std::to_string(kernels.size()) +
-                    " kernel(s) failed to compile (" + std::to_string(errors.load()) + " of " +
+    if (done.errors) {
+        throw Error(std::to_string(done.failed_slots) + " of " + std::to_string(kernels.size()) +
+                    " kernel(s) failed to compile (" + std::to_string(done.errors) + " of " +
                     std::to_string(total) + " compiles); the others are cached");
     }
 }
@@ -165,8 +152,11 @@ void add_warm_command(CLI::App& app) {
     auto* manifest = cmd->add_option("manifest", args->manifest, "JSON manifest");
     cmd->add_option("--arch", args->arches, "architectures, comma-separated: sm_90,sm_80")
         ->required();
-    cmd->add_option("-j,--jobs", args->jobs, "parallel compiles (default: the number of cores)");
+    cmd->add_option("-j,--jobs", args->jobs,
+                    "parallel compiles, each in a worker process (default: the number of cores)");
     cmd->add_flag("--json", args->json, "print a JSON summary");
+    cmd->add_flag("--threads", args->threads,
+                  "run the parallel compiles in threads of this process, not worker processes");
     // `--from-cache DIR` instead of a manifest: warm_from_cache.cpp.
     auto from_cache = std::make_shared<std::string>();
     cmd->add_option("--from-cache", *from_cache,
@@ -175,7 +165,8 @@ void add_warm_command(CLI::App& app) {
         ->excludes(manifest);
     cmd->callback([args, from_cache] {
         if (!from_cache->empty())
-            return run_warm_from_cache({*from_cache, args->arches, args->jobs, args->json});
+            return run_warm_from_cache(
+                {*from_cache, args->arches, args->jobs, args->json, args->threads});
         if (args->manifest.empty()) // a usage error, like any missing argument: exit 2
             throw CLI::RequiredError("a MANIFEST or --from-cache DIR");
         run_warm(*args);

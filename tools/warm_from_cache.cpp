@@ -13,6 +13,8 @@
 
 #include "arch_list.hpp"
 #include "cache_access.hpp"
+#include "commands.hpp"
+#include "job_pool.hpp"
 #include "output.hpp"
 #include "recipe_policy.hpp"
 
@@ -163,35 +165,23 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
         std::max(1u, std::min<unsigned>(args.jobs ? args.jobs : std::thread::hardware_concurrency(),
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
     const bool progress = !args.json && isatty(STDERR_FILENO);
-    std::atomic<std::size_t> next{0}, hits{0}, misses{0}, errors{errors_before};
-    std::mutex output; // guards stderr
-    auto work = [&] {
-        for (std::size_t index; (index = next++) < total;) {
+    const JobTotals done = run_jobs(
+        total, workers, 0, progress, args.threads,
+        [&](std::size_t index, JobOutput& output) {
             const Job& job = jobs[index];
             const Source& source = sources[job.source];
             try {
                 auto program = compiler.compile(source.recipe.source, source.options_for(job.arch));
-                (program->origin() == ProgramOrigin::disk_cache ? hits : misses)++;
+                return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
+                                                                      : JobOutcome::miss;
             } catch (const Error& e) {
-                errors++;
-                std::lock_guard<std::mutex> lock(output);
-                std::fprintf(stderr, "%s%s for %s: %s\n", progress ? "\n" : "",
-                             source.label.c_str(), job.arch.c_str(), e.what());
+                output.print(std::string(progress ? "\n" : "") + source.label + " for " + job.arch +
+                             ": " + e.what() + "\n");
+                return JobOutcome::error;
             }
-            if (progress) {
-                std::lock_guard<std::mutex> lock(output);
-                std::fprintf(stderr, "\r[%zu/%zu] hits %zu misses %zu errors %zu",
-                             hits + misses + errors - errors_before, total, hits.load(),
-                             misses.load(), errors.load());
-            }
-        }
-    };
-    std::vector<std::thread> threads;
-    for (unsigned t = 1; t < workers; ++t)
-        threads.emplace_back(work);
-    work();
-    for (auto& thread : threads)
-        thread.join();
+        },
+        wait_for_remote_publishes);
+    const std::size_t hits = done.hits, misses = done.misses, errors = errors_before + done.errors;
     if (progress) std::fprintf(stderr, "\n");
 
     const double seconds =
@@ -203,8 +193,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
         std::cout << nlohmann::json{{"from", args.dir},          {"entries", entries},
                                     {"kernels", sources.size()}, {"without_recipe", without_recipe},
                                     {"unreadable", unreadable},  {"arches", arches},
-                                    {"compiles", total},         {"hits", hits.load()},
-                                    {"misses", misses.load()},   {"errors", errors.load()},
+                                    {"compiles", total},         {"hits", hits},
+                                    {"misses", misses},          {"errors", errors},
                                     {"seconds", seconds},        {"jobs", workers}}
                          .dump()
                   << '\n';
@@ -212,8 +202,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     } else {
         std::printf("warmed %zu kernels from %s for %s: %zu hits, %zu misses, %zu errors in "
                     "%.2f s\n",
-                    sources.size(), args.dir.c_str(), arch_list.c_str(), hits.load(), misses.load(),
-                    errors.load(), seconds);
+                    sources.size(), args.dir.c_str(), arch_list.c_str(), hits, misses, errors,
+                    seconds);
         if (without_recipe)
             std::printf("skipped %zu entries without a recipe (written before entry format 2: "
                         "run the application again to record one)\n",
@@ -223,7 +213,7 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
                         unreadable);
     }
     if (errors)
-        throw Error(std::to_string(errors.load()) + " of " + std::to_string(total + errors_before) +
+        throw Error(std::to_string(errors) + " of " + std::to_string(total + errors_before) +
                     " compiles failed or were refused (a recipe may use features of its own "
                     "architecture only); the others are cached");
 }

@@ -12,6 +12,7 @@ struct WarmFromCacheArgs {
     std::string arches; ///< "sm_80,sm_90"
     unsigned jobs = 0;  ///< parallel compiles; 0: the number of cores
     bool json = false;
+    bool threads = false; ///< compile in threads of this process, not worker processes
 };
 
 /// Compile every recipe in @p args.dir for every architecture, into the current cache

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 using kiln::cache::Store;
 using kiln::test::config_for;
 using kiln::test::entry_file;
@@ -74,15 +76,18 @@ TEST(Stats, AGarbledStatsFileIsIgnoredAndRewritten) {
     EXPECT_NO_THROW(store.stats());
     ASSERT_TRUE(store.load(entry.key));
     EXPECT_EQ(store.stats().hits, 1u);
+    ASSERT_TRUE(store.store(make_entry(key_of("a")))); // a write adds the deferred hit
     EXPECT_NE(kiln::test::read_file(stats_file).find("hits 1\n"), std::string::npos);
 }
 
 TEST(Stats, AreKeptPerShardAndTheUsageForTheWholeCacheInPlainText) {
     TempDir dir;
-    Store store(config_for(dir.path()));
     const auto entry = make_entry(key_of("a"));
-    ASSERT_TRUE(store.store(entry));
-    ASSERT_TRUE(store.load(entry.key));
+    {
+        Store store(config_for(dir.path()));
+        ASSERT_TRUE(store.store(entry));
+        ASSERT_TRUE(store.load(entry.key));
+    } // the hit is written when the store closes
     const std::string text =
         kiln::test::read_file(entry_file(dir.path(), entry.key).parent_path() / "stats");
     EXPECT_NE(text.find("hits 1\n"), std::string::npos) << text;
@@ -92,4 +97,59 @@ TEST(Stats, AreKeptPerShardAndTheUsageForTheWholeCacheInPlainText) {
     EXPECT_NE(usage.find("bytes " + std::to_string(kiln::cache::encode_entry(entry).size()) + "\n"),
               std::string::npos)
         << usage;
+}
+
+TEST(Stats, AHitWritesNoFileAndItsCountIsWrittenWhenTheStoreCloses) {
+    TempDir dir;
+    const auto entry = make_entry(key_of("a"));
+    const auto stats_file = entry_file(dir.path(), entry.key).parent_path() / "stats";
+    {
+        Store store(config_for(dir.path()));
+        ASSERT_TRUE(store.store(entry));
+        const std::string before = kiln::test::read_file(stats_file);
+        ASSERT_TRUE(store.load(entry.key));
+        EXPECT_EQ(kiln::test::read_file(stats_file), before) << "a lookup wrote the stats file";
+        EXPECT_EQ(store.stats().hits, 1u) << "counted in this process meanwhile";
+    }
+    EXPECT_NE(kiln::test::read_file(stats_file).find("hits 1\n"), std::string::npos);
+    EXPECT_EQ(Store(config_for(dir.path())).stats().hits, 1u);
+}
+
+TEST(Stats, ManyHitsAreWrittenWithoutWaitingForTheStoreToClose) {
+    TempDir dir;
+    const auto entry = make_entry(key_of("a"));
+    Store store(config_for(dir.path()));
+    ASSERT_TRUE(store.store(entry));
+    for (int i = 0; i < 64; ++i)
+        ASSERT_TRUE(store.load(entry.key));
+    EXPECT_EQ(Store(config_for(dir.path())).stats().hits, 64u)
+        << "a long-running process that only reads still reports its hits";
+}
+
+TEST(Stats, WriteStatisticsShowsTheCountsToOtherStoresAtOnce) {
+    TempDir dir;
+    const auto entry = make_entry(key_of("a"));
+    Store store(config_for(dir.path()));
+    ASSERT_TRUE(store.store(entry));
+    ASSERT_TRUE(store.load(entry.key));
+    ASSERT_FALSE(store.load(key_of("absent")));
+    EXPECT_EQ(Store(config_for(dir.path())).stats().hits, 0u) << "not written yet";
+    store.write_statistics();
+    const auto stats = Store(config_for(dir.path())).stats();
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_EQ(stats.misses, 1u);
+    EXPECT_EQ(store.stats().hits, 1u) << "written once, not counted twice";
+}
+
+TEST(Stats, CountsKeptForARemovedCacheDirectoryDoNotMakeItAgain) {
+    TempDir dir;
+    const auto root = dir / "cache";
+    const auto entry = make_entry(key_of("a"));
+    {
+        Store store(config_for(root));
+        ASSERT_TRUE(store.store(entry));
+        ASSERT_TRUE(store.load(entry.key));
+        std::filesystem::remove_all(root); // e.g. a test's temporary cache, removed before exit
+    }
+    EXPECT_FALSE(std::filesystem::exists(root));
 }

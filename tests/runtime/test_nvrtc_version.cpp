@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <regex>
 #include <string>
@@ -171,6 +172,16 @@ TEST(NvrtcVersion, ReadsTheBuildIdOfTheNvrtcLibraryAsReadelfDoes) {
     ASSERT_TRUE(std::regex_search(readelf.out, match, std::regex("Build ID: ([0-9a-f]+)")))
         << readelf.out;
     EXPECT_EQ(elf_build_id(library), match[1].str());
+}
+
+TEST(NvrtcVersion, ReadsTheLoadedLibrarysBuildIdFromMemoryAsFromItsFile) {
+    const std::string from_file = elf_build_id(nvrtc_library());
+    ASSERT_TRUE(is_hex_id(from_file)) << from_file;
+    EXPECT_EQ(kiln::detail::loaded_build_id(reinterpret_cast<const void*>(&nvrtcVersion)),
+              from_file);
+    // An address no loaded object holds (the heap) has no build id.
+    const auto heap = std::make_unique<int>(0);
+    EXPECT_EQ(kiln::detail::loaded_build_id(heap.get()), "");
 }
 
 TEST(NvrtcVersion, KeyAndReadableVersionNameTheBuild) {

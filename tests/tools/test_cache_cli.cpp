@@ -75,6 +75,7 @@ TEST_F(CacheCli, StatsJsonHasTheCounters) {
     const auto a = add("a"), b = add("b");
     ASSERT_TRUE(m_store.load(a.key));
     ASSERT_FALSE(m_store.load(kiln::cache::KeyBuilder().add("cli", "absent").finish()));
+    m_store.write_statistics(); // lookups are counted in memory until then
     auto result = run_command(kiln("cache stats --json"));
     ASSERT_EQ(result.status, 0) << result.err;
     const auto j = nlohmann::json::parse(result.out);
@@ -340,6 +341,7 @@ TEST_F(CacheCli, EveryCommandSpeaksJson) {
     const auto a = add("a");
     add("b");
     ASSERT_TRUE(m_store.load(a.key));
+    m_store.write_statistics();
     auto parse = [&](const std::string& command, const std::filesystem::path& cache = {}) {
         auto result = run_command(kiln(command + " --json", cache));
         EXPECT_EQ(result.status, 0) << command << ": " << result.err;

@@ -1,3 +1,6 @@
+#include "kiln/cache/entry.hpp"
+#include "kiln/cache/key.hpp"
+
 #include "run_command.hpp"
 #include "temp_dir.hpp"
 
@@ -5,6 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <map>
 
 using kiln::test::run_command;
 
@@ -59,6 +64,64 @@ TEST_F(WarmCli, CompilesEveryKernelForEveryArchitectureThenHits) {
     EXPECT_EQ(nlohmann::json::parse(second.out)["misses"], 0);
     auto stats = run_command(kiln("cache stats --json"));
     EXPECT_EQ(nlohmann::json::parse(stats.out)["entries"], 12) << stats.out;
+}
+
+namespace {
+
+// The entries of a cache directory, by file name (shard/key.kiln), with their cubins.
+std::map<std::string, std::string> entries_in(const std::filesystem::path& dir) {
+    std::map<std::string, std::string> found;
+    for (const auto& item : std::filesystem::recursive_directory_iterator(dir)) {
+        if (item.path().extension() != ".kiln") continue;
+        const auto key = kiln::cache::Key::from_hex(item.path().stem().string());
+        if (!key) continue;
+        auto decoded = kiln::cache::decode_entry(kiln::test::read_file(item.path()), *key);
+        found[item.path().lexically_relative(dir).string()] =
+            decoded.entry ? decoded.entry->payload : "damaged";
+    }
+    return found;
+}
+
+} // namespace
+
+TEST_F(WarmCli, WorkerProcessesMakeTheEntriesOneProcessMakes) {
+    const auto path = manifest("m.json", good_kernels());
+    auto into = [&](const std::string& cache, const std::string& jobs) {
+        return run_command("KILN_CACHE_DIR='" + (m_dir / cache).string() +
+                           "' " KILN_TOOL_PATH " warm " + path + " --arch sm_80,sm_90 --json " +
+                           jobs);
+    };
+    const auto one = into("seq", "-j 1");
+    ASSERT_EQ(one.status, 0) << one.err;
+    EXPECT_EQ(nlohmann::json::parse(one.out)["worker_processes"], false);
+    const auto three = into("par", "-j 3");
+    ASSERT_EQ(three.status, 0) << three.err;
+    const auto j = nlohmann::json::parse(three.out);
+    EXPECT_EQ(j["worker_processes"], true) << three.out;
+    EXPECT_EQ(j["misses"], 12);
+    EXPECT_EQ(j["compiles"], 12) << "the workers' compiles are counted";
+    const auto threads = into("thr", "-j 2 --threads");
+    ASSERT_EQ(threads.status, 0) << threads.err;
+    EXPECT_EQ(nlohmann::json::parse(threads.out)["worker_processes"], false);
+
+    const auto expected = entries_in(m_dir / "seq");
+    ASSERT_EQ(expected.size(), 12u);
+    for (const std::string cache : {"par", "thr"}) {
+        auto got = entries_in(m_dir / cache);
+        // The line table names the source's path in the cache directory: the same length here.
+        for (auto& [name, cubin] : got)
+            for (std::size_t at; (at = cubin.find("/" + cache + "/")) != std::string::npos;)
+                cubin.replace(at, cache.size() + 2, "/seq/");
+        ASSERT_EQ(got.size(), expected.size()) << cache;
+        for (const auto& [name, cubin] : expected) {
+            ASSERT_EQ(got.count(name), 1u) << cache << ": " << name << " is missing";
+            EXPECT_EQ(got.at(name), cubin) << cache << ": " << name;
+        }
+    }
+    // The workers' stores are counted in the directory's statistics.
+    const auto stats = run_command("KILN_CACHE_DIR='" + (m_dir / "par").string() +
+                                   "' " KILN_TOOL_PATH " cache stats --json");
+    EXPECT_EQ(nlohmann::json::parse(stats.out)["stores"], 12) << stats.out;
 }
 
 TEST_F(WarmCli, PrintsAOneLineSummary) {

@@ -201,8 +201,15 @@ class Store {
     std::optional<std::filesystem::path> save_source(const Key& key, std::string_view source);
 
     /// Cumulative statistics (shared across processes) plus a fresh count of entries and bytes.
+    /// Includes this store's counts not yet written.
     /// @return the statistics; zeros for a directory that cannot be read.
     Stats stats();
+
+    /// Write the counts this store keeps in memory to the directory now, for other processes
+    /// (`kiln cache stats`) to see. A lookup writes no file: its hit or miss is written with the
+    /// shard's next write, every 64 lookups, and when the store is destroyed (at exit for the
+    /// global one). Never throws; what cannot be written stays in memory.
+    void write_statistics() noexcept;
     /// Set the cumulative counters of every shard to zero (`kiln cache stats --zero`); entries
     /// are kept.
     /// @return false when some shard's counters could not be reset.

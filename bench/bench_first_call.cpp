@@ -1,0 +1,263 @@
+// The first call of a kernel in a fresh process, with the kernel already in the disk cache (issue
+// 16, item 1: at most 0.2 ms), for a RawKernel (`my_add`), an ElementwiseKernel
+// (`squared_diff`) and a ReductionKernel (`l2norm` over rows).
+//
+//   KILN_CACHE_DIR=DIR bench_first_call --populate [--arch sm_XX]
+//   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind raw|elementwise|reduction]
+//                                       [--arch sm_XX]
+//
+// Each sample is a fresh process (this program again, posix_spawn'd) that makes the kernel and
+// calls it once. Two figures per sample: from just before the first Kiln call (the kernel object
+// made, the call made) to its end, and from the parent's clock just before the spawn (exec,
+// loading the shared libraries, static initialization) to the same end. Medians over the samples.
+//
+// With a GPU, the CUDA context is created before the timed region and the inputs allocated there;
+// the timed call is the front end's real call (compile answered from disk, module load, launch);
+// the stream is drained after, untimed. Without a GPU (or with --no-gpu), the call is the
+// compile, answered from disk: the path up to the cubin bytes being in hand (compile_for for the
+// generated kernels). Every sample checks, untimed, that its kernel came from disk and fails
+// otherwise, so an empty or mismatched cache cannot pass a compile off as a hit.
+
+#include "kiln/cache/store.hpp"
+#include "kiln/kiln.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+const char* const kMyAdd = R"(
+extern "C" __global__ void my_add(const float* x, const float* y, float* z, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) z[i] = x[i] + y[i];
+}
+)";
+
+constexpr std::int64_t kElements = 1 << 20;
+constexpr std::int64_t kRows = 1024, kCols = 1024;
+
+std::int64_t now_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+}
+
+bool from_disk(const kiln::Program& program) {
+    return program.origin() == kiln::ProgramOrigin::disk_cache;
+}
+
+// Where a generated kernel's Arrays point when there is no GPU: never dereferenced.
+constexpr CUdeviceptr kDescribed = CUdeviceptr{1} << 20;
+
+// One kernel's first call. Returns whether it came from disk; @p t0 is set just before the first
+// Kiln call (after the context and inputs, which are not timed).
+bool first_call(const std::string& kind, const std::string& arch, bool gpu, std::int64_t& t0,
+                std::int64_t& t1) {
+    using namespace kiln;
+    if (kind == "raw") {
+        if (!gpu) {
+            t0 = now_ns();
+            auto program = compile(kMyAdd, CompileOptions::for_arch(arch));
+            t1 = now_ns();
+            return from_disk(*program);
+        }
+        Array x = empty({kElements}, DType::float32), y = empty({kElements}, DType::float32),
+              z = empty({kElements}, DType::float32);
+        Device::current().synchronize();
+        t0 = now_ns();
+        RawKernel my_add(kMyAdd, "my_add");
+        my_add(Dim3{static_cast<unsigned>(kElements / 256)}, Dim3{256}, x.data(), y.data(),
+               z.data(), static_cast<int>(kElements));
+        t1 = now_ns();
+        Device::current().synchronize();
+        return from_disk(*my_add.compile());
+    }
+    if (kind == "elementwise") {
+        if (!gpu) {
+            const Array x = Array::wrap(kDescribed, {kElements}, DType::float32);
+            const Arg args[] = {x, x};
+            t0 = now_ns();
+            ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)",
+                                           "squared_diff");
+            auto program = squared_diff.compile_for(args, 2, {}, arch);
+            t1 = now_ns();
+            return from_disk(*program);
+        }
+        Array x = empty({kElements}, DType::float32), y = empty({kElements}, DType::float32),
+              z = empty({kElements}, DType::float32);
+        Device::current().synchronize();
+        t0 = now_ns();
+        ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff");
+        squared_diff(x, y, z);
+        t1 = now_ns();
+        Device::current().synchronize();
+        const Arg args[] = {x, y, z};
+        return from_disk(*squared_diff.compile_for(args, 3, {}, arch));
+    }
+    // reduction: l2norm of each row
+    if (!gpu) {
+        const Array x = Array::wrap(kDescribed, {kRows, kCols}, DType::float32);
+        const Arg args[] = {x};
+        t0 = now_ns();
+        ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+        auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
+        t1 = now_ns();
+        return from_disk(*program);
+    }
+    Array x = empty({kRows, kCols}, DType::float32);
+    Device::current().synchronize();
+    t0 = now_ns();
+    ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+    Array y = l2norm(ReduceCall{1}, x)[0];
+    t1 = now_ns();
+    Device::current().synchronize();
+    const Arg args[] = {x};
+    return from_disk(*l2norm.compile_for(args, 1, ReduceCall{1}, arch));
+}
+
+// The generated kernels need an output given for the populate call to match the measured one.
+void populate(const std::string& arch, bool gpu) {
+    using namespace kiln;
+    compile(kMyAdd, CompileOptions::for_arch(arch));
+    ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff");
+    ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
+    const Array x = Array::wrap(kDescribed, {kElements}, DType::float32);
+    const Arg given[] = {x, x, x}, allocated[] = {x, x};
+    squared_diff.compile_for(given, 3, {}, arch);
+    squared_diff.compile_for(allocated, 2, {}, arch);
+    const Array m = Array::wrap(kDescribed, {kRows, kCols}, DType::float32);
+    const Arg rows[] = {m};
+    l2norm.compile_for(rows, 1, ReduceCall{1}, arch);
+    if (gpu) { // real calls too, in case a device's layout differs from the described one
+        std::int64_t t0 = 0, t1 = 0;
+        for (const char* kind : {"raw", "elementwise", "reduction"})
+            first_call(kind, arch, true, t0, t1);
+    }
+    std::printf("populated %s for %s\n", cache::Store::global().config().dir.c_str(), arch.c_str());
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Sample {
+    double call_ms = 0, process_ms = 0;
+};
+
+// Runs `self --sample KIND ...` once and reads its one line of figures.
+bool spawn_sample(const char* self, const std::string& kind, const std::string& arch, bool no_gpu,
+                  Sample& out) {
+    int pipe_fds[2];
+    if (::pipe(pipe_fds) != 0) return false;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+    const std::string started = std::to_string(now_ns());
+    std::vector<const char*> argv = {self,         "--sample",  kind.c_str(),   "--arch",
+                                     arch.c_str(), "--started", started.c_str()};
+    if (no_gpu) argv.push_back("--no-gpu");
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    const int error =
+        posix_spawn(&pid, self, &actions, nullptr, const_cast<char* const*>(argv.data()), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(pipe_fds[1]);
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    ::close(pipe_fds[0]);
+    int status = 0;
+    if (error != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return false;
+    return std::sscanf(text.c_str(), "%lf %lf", &out.call_ms, &out.process_ms) == 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string mode = "measure", kind = "all", arch;
+    std::int64_t started = 0;
+    int samples = 20;
+    bool no_gpu = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const bool has_value = i + 1 < argc;
+        if (a == "--populate")
+            mode = "populate";
+        else if (a == "--sample" && has_value)
+            mode = "sample", kind = argv[++i];
+        else if (a == "--kind" && has_value)
+            kind = argv[++i];
+        else if (a == "--arch" && has_value)
+            arch = argv[++i];
+        else if (a == "--samples" && has_value)
+            samples = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--started" && has_value)
+            started = std::atoll(argv[++i]);
+        else if (a == "--no-gpu")
+            no_gpu = true;
+        else {
+            std::fprintf(stderr, "usage: bench_first_call [--populate] [--samples N] [--kind "
+                                 "raw|elementwise|reduction] [--arch sm_XX] [--no-gpu]\n");
+            return 2;
+        }
+    }
+    const bool gpu = !no_gpu && kiln::Device::available();
+    if (mode == "sample") {
+        if (gpu) kiln::Device::current(); // the context, untimed
+        std::int64_t t0 = 0, t1 = 0;
+        if (!first_call(kind, arch, gpu, t0, t1)) {
+            std::fprintf(stderr,
+                         "%s did not come from the disk cache: run --populate first, for "
+                         "the same KILN_CACHE_DIR and architecture\n",
+                         kind.c_str());
+            return 1;
+        }
+        std::printf("%.4f %.4f\n", static_cast<double>(t1 - t0) / 1e6,
+                    started ? static_cast<double>(t1 - started) / 1e6 : 0.0);
+        return 0;
+    }
+    if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
+    if (mode == "populate") {
+        populate(arch, gpu);
+        return 0;
+    }
+    std::printf("first call from disk, %s, %s, %d fresh processes each (median, min - max):\n",
+                gpu ? kiln::Device::current().name().c_str() : "no GPU (lookup to cubin bytes)",
+                arch.c_str(), samples);
+    int status = 0;
+    for (const char* k : {"raw", "elementwise", "reduction"}) {
+        if (kind != "all" && kind != k) continue;
+        std::vector<double> call, process;
+        for (int s = 0; s < samples; ++s) {
+            Sample sample;
+            if (!spawn_sample(argv[0], k, arch, !gpu, sample)) {
+                std::fprintf(stderr, "a %s sample failed\n", k);
+                status = 1;
+                break;
+            }
+            call.push_back(sample.call_ms);
+            process.push_back(sample.process_ms);
+        }
+        if (call.empty()) continue;
+        std::printf("  %-12s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms\n", k,
+                    median(call), *std::min_element(call.begin(), call.end()),
+                    *std::max_element(call.begin(), call.end()), median(process));
+    }
+    return status;
+}
