@@ -146,19 +146,9 @@ Dims::Dims(const std::vector<std::int64_t>& values) {
         m_values[static_cast<std::size_t>(m_size++)] = v;
 }
 
-void Dims::push_back(std::int64_t value) {
-    if (m_size == kMaxDims) too_many_dimensions(kMaxDims + 1);
-    m_values[static_cast<std::size_t>(m_size++)] = value;
-}
-
-void Dims::resize(int n, std::int64_t value) {
+void Dims::bad_size(int n) {
     if (n < 0) throw ArgumentError("cannot resize dimensions to " + std::to_string(n));
-    if (n > kMaxDims) too_many_dimensions(n);
-    for (int i = m_size; i < n; ++i)
-        m_values[static_cast<std::size_t>(i)] = value;
-    for (int i = n; i < m_size; ++i)
-        m_values[static_cast<std::size_t>(i)] = 0;
-    m_size = n;
+    too_many_dimensions(n);
 }
 
 std::int64_t Dims::product() const noexcept {
