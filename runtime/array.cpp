@@ -466,10 +466,18 @@ Dims broadcast_shapes(std::initializer_list<Dims> shapes) {
 
 Array empty(Dims shape, DType dtype, StreamRef stream) {
     check_extents(shape);
-    const std::size_t bytes = checked_nbytes(shape, itemsize(dtype));
+    const std::size_t item = itemsize(dtype);
+    const std::size_t bytes = checked_nbytes(shape, item);
+    // One heap allocation: the buffer and its control block together. Built in place rather
+    // than through wrap(), whose checks the two lines above have made.
     auto buffer = std::make_shared<DeviceBuffer>(bytes, stream);
-    const CUdeviceptr pointer = buffer->get();
-    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer));
+    Array array;
+    array.m_data = buffer->get();
+    array.m_dtype = dtype;
+    array.m_strides = c_strides(shape, item);
+    array.m_shape = shape;
+    array.m_owner = std::move(buffer);
+    return array;
 }
 
 Array zeros(Dims shape, DType dtype, StreamRef stream) {

@@ -289,6 +289,7 @@ class Array {
     void copy_from_host_bytes(const void* source, StreamRef stream = {}) const;
 
   private:
+    friend Array empty(Dims shape, DType dtype, StreamRef stream);
     void check_host_type(DType requested) const;
 
     CUdeviceptr m_data = 0;
