@@ -24,7 +24,7 @@ StreamOrderedAllocator& stream_ordered() {
     static auto* allocator = new StreamOrderedAllocator;
     return *allocator;
 }
-std::shared_ptr<Allocator> shared_stream_ordered() noexcept {
+std::shared_ptr<Allocator> shared_stream_ordered() {
     return std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), &stream_ordered());
 }
 std::atomic<bool> g_replaced{false};

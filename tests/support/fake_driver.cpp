@@ -114,35 +114,35 @@ template <class... Args> struct Unsupported<CUresult (*)(Args...)> {
 
 namespace fake {
 
-CUresult CUDAAPI cuInit(unsigned) {
+CUresult CUDAAPI init(unsigned) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDriverGetVersion(int* version) {
+CUresult CUDAAPI driver_get_version(int* version) {
     *version = CUDA_VERSION;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuGetErrorName(CUresult, const char** name) {
+CUresult CUDAAPI get_error_name(CUresult, const char** name) {
     *name = "CUDA_ERROR_FAKE_DRIVER";
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuGetErrorString(CUresult, const char** text) {
+CUresult CUDAAPI get_error_string(CUresult, const char** text) {
     *text = "not supported by Kiln's fake driver";
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGetCount(int* count) {
+CUresult CUDAAPI device_get_count(int* count) {
     *count = 1;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+CUresult CUDAAPI device_get(CUdevice* device, int ordinal) {
     if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
     *device = 0;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGetName(char* name, int length, CUdevice) {
+CUresult CUDAAPI device_get_name(char* name, int length, CUdevice) {
     std::snprintf(name, static_cast<std::size_t>(length), "Kiln fake driver (no device)");
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {
+CUresult CUDAAPI device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice) {
     switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         *value = 9;
@@ -180,139 +180,139 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, 
     }
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceTotalMem(std::size_t* bytes, CUdevice) {
+CUresult CUDAAPI device_total_mem(std::size_t* bytes, CUdevice) {
     *bytes = std::size_t{80} << 30;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* context, CUdevice) {
+CUresult CUDAAPI device_primary_ctx_retain(CUcontext* context, CUdevice) {
     *context = reinterpret_cast<CUcontext>(&g_context);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
+CUresult CUDAAPI device_primary_ctx_release(CUdevice) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice, unsigned* flags, int* active) {
+CUresult CUDAAPI device_primary_ctx_get_state(CUdevice, unsigned* flags, int* active) {
     *flags = 0;
     *active = 1;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxGetCurrent(CUcontext* context) {
+CUresult CUDAAPI ctx_get_current(CUcontext* context) {
     *context = t_current;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxSetCurrent(CUcontext context) {
+CUresult CUDAAPI ctx_set_current(CUcontext context) {
     t_current = context;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) {
+CUresult CUDAAPI ctx_get_device(CUdevice* device) {
     *device = 0;
     return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
-CUresult CUDAAPI cuCtxSynchronize() {
+CUresult CUDAAPI ctx_synchronize() {
     return CUDA_SUCCESS;
 }
 // Streams, events and pools are distinct addresses that are never dereferenced.
 template <class Handle> Handle new_handle() {
     return reinterpret_cast<Handle>(std::malloc(16));
 }
-CUresult CUDAAPI cuStreamCreate(CUstream* stream, unsigned) {
+CUresult CUDAAPI stream_create(CUstream* stream, unsigned) {
     *stream = new_handle<CUstream>();
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamDestroy(CUstream stream) {
+CUresult CUDAAPI stream_destroy(CUstream stream) {
     std::free(stream);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamSynchronize(CUstream) {
+CUresult CUDAAPI stream_synchronize(CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamQuery(CUstream) {
+CUresult CUDAAPI stream_query(CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamWaitEvent(CUstream, CUevent, unsigned) {
+CUresult CUDAAPI stream_wait_event(CUstream, CUevent, unsigned) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventCreate(CUevent* event, unsigned) {
+CUresult CUDAAPI event_create(CUevent* event, unsigned) {
     *event = new_handle<CUevent>();
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventDestroy(CUevent event) {
+CUresult CUDAAPI event_destroy(CUevent event) {
     std::free(event);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventRecord(CUevent, CUstream) {
+CUresult CUDAAPI event_record(CUevent, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventRecordWithFlags(CUevent, CUstream, unsigned) {
+CUresult CUDAAPI event_record_with_flags(CUevent, CUstream, unsigned) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventSynchronize(CUevent) {
+CUresult CUDAAPI event_synchronize(CUevent) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventQuery(CUevent) {
+CUresult CUDAAPI event_query(CUevent) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent, CUevent) {
+CUresult CUDAAPI event_elapsed_time(float* ms, CUevent, CUevent) {
     *ms = 0.001f;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
+CUresult CUDAAPI stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
     *status = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuProfilerStart() {
+CUresult CUDAAPI profiler_start() {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuProfilerStop() {
+CUresult CUDAAPI profiler_stop() {
     return CUDA_SUCCESS;
 }
 // Memory: fresh 256-byte-aligned addresses, never reused, never backed.
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
+CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
     *pointer = g_next_address.fetch_add((bytes + 255) / 256 * 256 + 256);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr, CUstream) {
+CUresult CUDAAPI mem_free_async(CUdeviceptr, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemAlloc(CUdeviceptr* pointer, std::size_t bytes) {
-    return cuMemAllocAsync(pointer, bytes, nullptr);
+CUresult CUDAAPI mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
+    return mem_alloc_async(pointer, bytes, nullptr);
 }
-CUresult CUDAAPI cuMemFree(CUdeviceptr) {
+CUresult CUDAAPI mem_free(CUdeviceptr) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice) {
+CUresult CUDAAPI device_get_default_mem_pool(CUmemoryPool* pool, CUdevice) {
     static char fake_pool;
     *pool = reinterpret_cast<CUmemoryPool>(&fake_pool);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool, CUmemPool_attribute, void* value) {
+CUresult CUDAAPI mem_pool_get_attribute(CUmemoryPool, CUmemPool_attribute, void* value) {
     std::memset(value, 0, sizeof(cuuint64_t));
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool, CUmemPool_attribute, void*) {
+CUresult CUDAAPI mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr, const void*, std::size_t, CUstream) {
+CUresult CUDAAPI memcpy_hto_d_async(CUdeviceptr, const void*, std::size_t, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyDtoHAsync(void* destination, CUdeviceptr, std::size_t bytes, CUstream) {
+CUresult CUDAAPI memcpy_dto_h_async(void* destination, CUdeviceptr, std::size_t bytes, CUstream) {
     std::memset(destination, 0, bytes);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
+CUresult CUDAAPI memcpy_dto_d_async(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr, unsigned char, std::size_t, CUstream) {
+CUresult CUDAAPI memset_d8_async(CUdeviceptr, unsigned char, std::size_t, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr, unsigned short, std::size_t, CUstream) {
+CUresult CUDAAPI memset_d16_async(CUdeviceptr, unsigned short, std::size_t, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr, unsigned, std::size_t, CUstream) {
+CUresult CUDAAPI memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned, CUjit_option*,
-                                    void**) {
+CUresult CUDAAPI module_load_data_ex(CUmodule* module, const void* image, unsigned, CUjit_option*,
+                                     void**) {
     const auto* bytes = static_cast<const char*>(image);
     if (std::memcmp(bytes,
                     "\x7f"
@@ -330,14 +330,14 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigne
     *module = reinterpret_cast<CUmodule>(m);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+CUresult CUDAAPI module_unload(CUmodule module) {
     auto* m = reinterpret_cast<FakeModule*>(module);
     std::free(m->image);
     std::free(m);
     return CUDA_SUCCESS;
 }
 // Functions live as long as the process (a real driver frees them with their module).
-CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, const char* name) {
+CUresult CUDAAPI module_get_function(CUfunction* function, CUmodule module, const char* name) {
     auto* f = static_cast<FakeFunction*>(std::calloc(1, sizeof(FakeFunction)));
     if (!read_parameters(*reinterpret_cast<FakeModule*>(module), name, *f)) {
         std::free(f);
@@ -346,46 +346,54 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* function, CUmodule module, cons
     *function = reinterpret_cast<CUfunction>(f);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleGetFunctionCount(unsigned* count, CUmodule) {
+CUresult CUDAAPI module_get_function_count(unsigned* count, CUmodule) {
     *count = 0;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction function) {
+CUresult CUDAAPI func_get_name(const char** name, CUfunction function) {
     *name = reinterpret_cast<FakeFunction*>(function)->name;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attribute, CUfunction) {
+CUresult CUDAAPI func_get_attribute(int* value, CUfunction_attribute attribute, CUfunction) {
     *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+CUresult CUDAAPI func_set_attribute(CUfunction, CUfunction_attribute, int) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncGetParamInfo(CUfunction function, std::size_t index, std::size_t* offset,
-                                    std::size_t* size) {
+CUresult CUDAAPI func_get_param_info(CUfunction function, std::size_t index, std::size_t* offset,
+                                     std::size_t* size) {
     const auto* f = reinterpret_cast<FakeFunction*>(function);
     if (index >= static_cast<std::size_t>(f->count)) return CUDA_ERROR_INVALID_VALUE;
     *offset = f->offsets[index];
     *size = f->sizes[index];
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                unsigned, unsigned, CUstream, void**, void**) {
+CUresult CUDAAPI launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void**, void**) {
     g_launches.fetch_add(1, std::memory_order_relaxed);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
+CUresult CUDAAPI launch_cooperative_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
                                            unsigned, unsigned, unsigned, CUstream, void**) {
     g_launches.fetch_add(1, std::memory_order_relaxed);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, CUfunction, int,
-                                                             std::size_t) {
+CUresult CUDAAPI occupancy_max_active_blocks_per_multiprocessor(int* blocks, CUfunction, int,
+                                                                std::size_t) {
     *blocks = 4;
     return CUDA_SUCCESS;
 }
 
 } // namespace fake
+
+struct Answer {
+    const char* name;
+    void* function;
+};
+template <class Function> Answer make_answer(const char* name, Function function) {
+    return {name, reinterpret_cast<void*>(function)};
+}
 
 } // namespace
 
@@ -405,70 +413,65 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
         *function = reinterpret_cast<void*>(&Unsupported<decltype(&::name)>::call);
     KILN_DRIVER_FUNCTIONS(KILN_FAKE_RESOLVE)
 #undef KILN_FAKE_RESOLVE
-    struct Answer {
-        const char* name;
-        void* function;
-    };
-#define KILN_FAKE_ANSWER(name)                                                                     \
-    Answer {                                                                                       \
-#name, reinterpret_cast < void*>(static_cast <decltype(&::name)>(&fake::name))             \
-    }
+// {"cuName", the answer as cuName's own type}: a signature that drifts fails to compile.
+#define KILN_FAKE_ANSWER(name, answer) make_answer<decltype(&::name)>(#name, &fake::answer)
     static const Answer answers[] = {
-        KILN_FAKE_ANSWER(cuInit),
-        KILN_FAKE_ANSWER(cuDriverGetVersion),
-        KILN_FAKE_ANSWER(cuGetErrorName),
-        KILN_FAKE_ANSWER(cuGetErrorString),
-        KILN_FAKE_ANSWER(cuDeviceGetCount),
-        KILN_FAKE_ANSWER(cuDeviceGet),
-        KILN_FAKE_ANSWER(cuDeviceGetName),
-        KILN_FAKE_ANSWER(cuDeviceGetAttribute),
-        KILN_FAKE_ANSWER(cuDeviceTotalMem),
-        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRetain),
-        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRelease),
-        KILN_FAKE_ANSWER(cuDevicePrimaryCtxGetState),
-        KILN_FAKE_ANSWER(cuCtxGetCurrent),
-        KILN_FAKE_ANSWER(cuCtxSetCurrent),
-        KILN_FAKE_ANSWER(cuCtxGetDevice),
-        KILN_FAKE_ANSWER(cuCtxSynchronize),
-        KILN_FAKE_ANSWER(cuStreamCreate),
-        KILN_FAKE_ANSWER(cuStreamDestroy),
-        KILN_FAKE_ANSWER(cuStreamSynchronize),
-        KILN_FAKE_ANSWER(cuStreamQuery),
-        KILN_FAKE_ANSWER(cuStreamWaitEvent),
-        KILN_FAKE_ANSWER(cuEventCreate),
-        KILN_FAKE_ANSWER(cuEventDestroy),
-        KILN_FAKE_ANSWER(cuEventRecord),
-        KILN_FAKE_ANSWER(cuEventRecordWithFlags),
-        KILN_FAKE_ANSWER(cuEventSynchronize),
-        KILN_FAKE_ANSWER(cuEventQuery),
-        KILN_FAKE_ANSWER(cuEventElapsedTime),
-        KILN_FAKE_ANSWER(cuStreamIsCapturing),
-        KILN_FAKE_ANSWER(cuProfilerStart),
-        KILN_FAKE_ANSWER(cuProfilerStop),
-        KILN_FAKE_ANSWER(cuMemAllocAsync),
-        KILN_FAKE_ANSWER(cuMemFreeAsync),
-        KILN_FAKE_ANSWER(cuMemAlloc),
-        KILN_FAKE_ANSWER(cuMemFree),
-        KILN_FAKE_ANSWER(cuDeviceGetDefaultMemPool),
-        KILN_FAKE_ANSWER(cuMemPoolGetAttribute),
-        KILN_FAKE_ANSWER(cuMemPoolSetAttribute),
-        KILN_FAKE_ANSWER(cuMemcpyHtoDAsync),
-        KILN_FAKE_ANSWER(cuMemcpyDtoHAsync),
-        KILN_FAKE_ANSWER(cuMemcpyDtoDAsync),
-        KILN_FAKE_ANSWER(cuMemsetD8Async),
-        KILN_FAKE_ANSWER(cuMemsetD16Async),
-        KILN_FAKE_ANSWER(cuMemsetD32Async),
-        KILN_FAKE_ANSWER(cuModuleLoadDataEx),
-        KILN_FAKE_ANSWER(cuModuleUnload),
-        KILN_FAKE_ANSWER(cuModuleGetFunction),
-        KILN_FAKE_ANSWER(cuModuleGetFunctionCount),
-        KILN_FAKE_ANSWER(cuFuncGetName),
-        KILN_FAKE_ANSWER(cuFuncGetAttribute),
-        KILN_FAKE_ANSWER(cuFuncSetAttribute),
-        KILN_FAKE_ANSWER(cuFuncGetParamInfo),
-        KILN_FAKE_ANSWER(cuLaunchKernel),
-        KILN_FAKE_ANSWER(cuLaunchCooperativeKernel),
-        KILN_FAKE_ANSWER(cuOccupancyMaxActiveBlocksPerMultiprocessor),
+        KILN_FAKE_ANSWER(cuInit, init),
+        KILN_FAKE_ANSWER(cuDriverGetVersion, driver_get_version),
+        KILN_FAKE_ANSWER(cuGetErrorName, get_error_name),
+        KILN_FAKE_ANSWER(cuGetErrorString, get_error_string),
+        KILN_FAKE_ANSWER(cuDeviceGetCount, device_get_count),
+        KILN_FAKE_ANSWER(cuDeviceGet, device_get),
+        KILN_FAKE_ANSWER(cuDeviceGetName, device_get_name),
+        KILN_FAKE_ANSWER(cuDeviceGetAttribute, device_get_attribute),
+        KILN_FAKE_ANSWER(cuDeviceTotalMem, device_total_mem),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRetain, device_primary_ctx_retain),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRelease, device_primary_ctx_release),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxGetState, device_primary_ctx_get_state),
+        KILN_FAKE_ANSWER(cuCtxGetCurrent, ctx_get_current),
+        KILN_FAKE_ANSWER(cuCtxSetCurrent, ctx_set_current),
+        KILN_FAKE_ANSWER(cuCtxGetDevice, ctx_get_device),
+        KILN_FAKE_ANSWER(cuCtxSynchronize, ctx_synchronize),
+        KILN_FAKE_ANSWER(cuStreamCreate, stream_create),
+        KILN_FAKE_ANSWER(cuStreamDestroy, stream_destroy),
+        KILN_FAKE_ANSWER(cuStreamSynchronize, stream_synchronize),
+        KILN_FAKE_ANSWER(cuStreamQuery, stream_query),
+        KILN_FAKE_ANSWER(cuStreamWaitEvent, stream_wait_event),
+        KILN_FAKE_ANSWER(cuEventCreate, event_create),
+        KILN_FAKE_ANSWER(cuEventDestroy, event_destroy),
+        KILN_FAKE_ANSWER(cuEventRecord, event_record),
+        KILN_FAKE_ANSWER(cuEventRecordWithFlags, event_record_with_flags),
+        KILN_FAKE_ANSWER(cuEventSynchronize, event_synchronize),
+        KILN_FAKE_ANSWER(cuEventQuery, event_query),
+        KILN_FAKE_ANSWER(cuEventElapsedTime, event_elapsed_time),
+        KILN_FAKE_ANSWER(cuStreamIsCapturing, stream_is_capturing),
+        KILN_FAKE_ANSWER(cuProfilerStart, profiler_start),
+        KILN_FAKE_ANSWER(cuProfilerStop, profiler_stop),
+        KILN_FAKE_ANSWER(cuMemAllocAsync, mem_alloc_async),
+        KILN_FAKE_ANSWER(cuMemFreeAsync, mem_free_async),
+        KILN_FAKE_ANSWER(cuMemAlloc, mem_alloc),
+        KILN_FAKE_ANSWER(cuMemFree, mem_free),
+        KILN_FAKE_ANSWER(cuDeviceGetDefaultMemPool, device_get_default_mem_pool),
+        KILN_FAKE_ANSWER(cuMemPoolGetAttribute, mem_pool_get_attribute),
+        KILN_FAKE_ANSWER(cuMemPoolSetAttribute, mem_pool_set_attribute),
+        KILN_FAKE_ANSWER(cuMemcpyHtoDAsync, memcpy_hto_d_async),
+        KILN_FAKE_ANSWER(cuMemcpyDtoHAsync, memcpy_dto_h_async),
+        KILN_FAKE_ANSWER(cuMemcpyDtoDAsync, memcpy_dto_d_async),
+        KILN_FAKE_ANSWER(cuMemsetD8Async, memset_d8_async),
+        KILN_FAKE_ANSWER(cuMemsetD16Async, memset_d16_async),
+        KILN_FAKE_ANSWER(cuMemsetD32Async, memset_d32_async),
+        KILN_FAKE_ANSWER(cuModuleLoadDataEx, module_load_data_ex),
+        KILN_FAKE_ANSWER(cuModuleUnload, module_unload),
+        KILN_FAKE_ANSWER(cuModuleGetFunction, module_get_function),
+        KILN_FAKE_ANSWER(cuModuleGetFunctionCount, module_get_function_count),
+        KILN_FAKE_ANSWER(cuFuncGetName, func_get_name),
+        KILN_FAKE_ANSWER(cuFuncGetAttribute, func_get_attribute),
+        KILN_FAKE_ANSWER(cuFuncSetAttribute, func_set_attribute),
+        KILN_FAKE_ANSWER(cuFuncGetParamInfo, func_get_param_info),
+        KILN_FAKE_ANSWER(cuLaunchKernel, launch_kernel),
+        KILN_FAKE_ANSWER(cuLaunchCooperativeKernel, launch_cooperative_kernel),
+        KILN_FAKE_ANSWER(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                         occupancy_max_active_blocks_per_multiprocessor),
     };
 #undef KILN_FAKE_ANSWER
     for (const Answer& answer : answers)
