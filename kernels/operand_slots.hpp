@@ -41,8 +41,8 @@ template <class T> class OperandSlots {
     }
     /// Operand @p k's value; a default-constructed one where none was made.
     const T& operator[](std::size_t k) const noexcept {
-        static const T kNone{};
-        return made(k) ? *slot(k) : kNone;
+        static const T none{};
+        return made(k) ? *slot(k) : none;
     }
 
   private:
