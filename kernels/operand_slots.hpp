@@ -36,7 +36,10 @@ template <class T> class OperandSlots {
 
     /// Operand @p k's value, default-constructed on first use.
     T& operator[](std::size_t k) {
-        if (!made(k)) make(k, T());
+        if (!made(k)) {
+            ::new (static_cast<void*>(m_storage[k])) T();
+            m_made |= std::uint32_t{1} << k;
+        }
         return *slot(k);
     }
     /// Operand @p k's value; a default-constructed one where none was made.
