@@ -118,8 +118,26 @@ class Dims {
   private:
     [[noreturn]] static void bad_size(int n);
     void copy_values(const Dims& other) noexcept {
-        std::memcpy(m_values.data(), other.m_values.data(),
-                    static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
+        // Most shapes have a few dimensions: copied inline, without a call to memcpy.
+        switch (other.m_size) {
+        case 4:
+            m_values[3] = other.m_values[3];
+            [[fallthrough]];
+        case 3:
+            m_values[2] = other.m_values[2];
+            [[fallthrough]];
+        case 2:
+            m_values[1] = other.m_values[1];
+            [[fallthrough]];
+        case 1:
+            m_values[0] = other.m_values[0];
+            [[fallthrough]];
+        case 0:
+            return;
+        default:
+            std::memcpy(m_values.data(), other.m_values.data(),
+                        static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
+        }
     }
     std::array<std::int64_t, kMaxDims> m_values;
     int m_size = 0;
