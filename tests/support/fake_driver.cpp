@@ -35,6 +35,7 @@ std::atomic<unsigned long long> g_launches{0};
 constexpr int kMaxParams = 64;
 
 struct FakeFunction {
+    FakeFunction* next = nullptr; // the module's other functions, freed with it
     char name[256];
     int count = 0;
     std::size_t offsets[kMaxParams] = {};
@@ -44,6 +45,7 @@ struct FakeFunction {
 struct FakeModule {
     char* image = nullptr;
     std::size_t size = 0;
+    FakeFunction* functions = nullptr;
 };
 
 template <class T> T read(const char* at) {
@@ -332,17 +334,24 @@ CUresult CUDAAPI module_load_data_ex(CUmodule* module, const void* image, unsign
 }
 CUresult CUDAAPI module_unload(CUmodule module) {
     auto* m = reinterpret_cast<FakeModule*>(module);
+    while (FakeFunction* f = m->functions) {
+        m->functions = f->next;
+        std::free(f);
+    }
     std::free(m->image);
     std::free(m);
     return CUDA_SUCCESS;
 }
-// Functions live as long as the process (a real driver frees them with their module).
+// A function lives as long as its module, as with a real driver.
 CUresult CUDAAPI module_get_function(CUfunction* function, CUmodule module, const char* name) {
+    auto* m = reinterpret_cast<FakeModule*>(module);
     auto* f = static_cast<FakeFunction*>(std::calloc(1, sizeof(FakeFunction)));
-    if (!read_parameters(*reinterpret_cast<FakeModule*>(module), name, *f)) {
+    if (!read_parameters(*m, name, *f)) {
         std::free(f);
         return CUDA_ERROR_NOT_FOUND;
     }
+    f->next = m->functions;
+    m->functions = f;
     *function = reinterpret_cast<CUfunction>(f);
     return CUDA_SUCCESS;
 }
