@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <utility>
+
 namespace {
 
 using kiln::Dims;
@@ -47,6 +49,12 @@ TEST(OperandSlots, ConstructsOnlyTheOperandsUsedAndDestroysThem) {
         const OperandSlots<Counted> copy = slots;
         EXPECT_EQ(copy[3].value, 8);
         EXPECT_EQ(Counted::alive, 5);
+        OperandSlots<Counted> assigned;
+        assigned[7].value = 1;
+        assigned = copy; // takes copy's operands only: slot 7 is gone
+        EXPECT_EQ(assigned[31].value, 9);
+        EXPECT_EQ(std::as_const(assigned)[7].value, 0);
+        EXPECT_EQ(Counted::alive, 7);
     }
     EXPECT_EQ(Counted::alive, 1); // only the function-local default is left
 }
