@@ -41,7 +41,7 @@ struct Prepared {
     detail::Operands ops;
     Dims shape; // loop shape, collapsed
     std::int64_t n = 0;
-    std::array<Dims, detail::kMaxParams> strides; // array operands' element strides over shape
+    detail::OperandStrides strides; // array operands' element strides over shape
     Dim3 grid, block;
     const CallOptions* call = nullptr; // for the description, when it compiles
 };
@@ -425,7 +425,7 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
     Outputs outputs;
     if (!m_impl->no_return)
         for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)
-            outputs.push_back(p.ops.arrays[k]);
+            outputs.push_back(std::move(p.ops.arrays[k]));
     return outputs;
 }
 

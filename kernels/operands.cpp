@@ -50,6 +50,18 @@ void bind_operands(const KernelParams& params, const Arg* args, std::size_t coun
 }
 
 std::optional<Dims> broadcast_inputs(const Operands& ops) {
+    // Most calls give inputs of one shape: that shape, without building a broadcast.
+    const Dims* first = nullptr;
+    bool same = true;
+    for (std::size_t k = 0; k < ops.inputs && same; ++k) {
+        if (!ops.is(k, OperandKind::array)) continue;
+        const Dims& s = ops.arrays[k].shape();
+        if (!first)
+            first = &s;
+        else
+            same = s == *first;
+    }
+    if (same) return first ? std::optional<Dims>(*first) : std::nullopt;
     std::optional<Dims> shape;
     for (std::size_t k = 0; k < ops.inputs; ++k) {
         if (!ops.is(k, OperandKind::array)) continue;
@@ -113,41 +125,49 @@ Dims element_strides(const KernelParams& params, const Operands& ops, std::size_
     return strides;
 }
 
-void collapse_axes(Dims& shape, std::array<Dims, kMaxParams>& strides, const OperandSet& walkers,
-                   bool merge) {
-    Dims collapsed;
-    std::array<Dims, kMaxParams> collapsed_strides;
-    for (int d = 0; d < shape.size(); ++d) {
-        if (shape[d] == 1) continue;
-        bool merges = merge && collapsed.size() > 0;
-        for (int k = 0; merges && k < kMaxParams; ++k) {
-            if (!walkers[k]) continue;
-            // A product that overflows is no stride of this array: the axes do not merge.
-            std::int64_t outer = 0;
-            merges = !__builtin_mul_overflow(strides[k][d], shape[d], &outer) &&
-                     collapsed_strides[k][collapsed.size() - 1] == outer;
-        }
-        if (merges) {
-            collapsed[collapsed.size() - 1] *= shape[d];
-            for (int k = 0; k < kMaxParams; ++k)
-                if (walkers[k]) collapsed_strides[k][collapsed.size() - 1] = strides[k][d];
-        } else {
-            collapsed.push_back(shape[d]);
-            for (int k = 0; k < kMaxParams; ++k)
-                if (walkers[k]) collapsed_strides[k].push_back(strides[k][d]);
-        }
-    }
-    shape = collapsed;
-    for (int k = 0; k < kMaxParams; ++k)
-        if (walkers[k]) strides[k] = collapsed_strides[k];
+namespace {
+
+// Calls @p f(k) for each operand k in @p set, in order: only the operands a call has, not
+// kMaxParams of them.
+template <class F> void for_each_operand(const OperandSet& set, F&& f) {
+    for (auto left = static_cast<std::uint32_t>(set.to_ulong()); left; left &= left - 1)
+        f(__builtin_ctz(left));
 }
 
-bool needs_index64(std::int64_t elements, const Dims& shape,
-                   const std::array<Dims, kMaxParams>& strides, const OperandSet& walkers) {
+} // namespace
+
+void collapse_axes(Dims& shape, OperandStrides& strides, const OperandSet& walkers, bool merge) {
+    // In place: axis d is read before it is overwritten (at <= d), so no second copy is needed.
+    int at = 0;
+    for (int d = 0; d < shape.size(); ++d) {
+        if (shape[d] == 1) continue;
+        bool merges = merge && at > 0;
+        for_each_operand(walkers, [&](int k) {
+            // A product that overflows is no stride of this array: the axes do not merge.
+            std::int64_t outer = 0;
+            merges = merges && !__builtin_mul_overflow(strides[k][d], shape[d], &outer) &&
+                     strides[k][at - 1] == outer;
+        });
+        if (merges) {
+            shape[at - 1] *= shape[d];
+            for_each_operand(walkers, [&](int k) { strides[k][at - 1] = strides[k][d]; });
+        } else {
+            shape[at] = shape[d];
+            for_each_operand(walkers, [&](int k) { strides[k][at] = strides[k][d]; });
+            ++at;
+        }
+    }
+    shape.resize(at);
+    for_each_operand(walkers, [&](int k) { strides[k].resize(at); });
+}
+
+bool needs_index64(std::int64_t elements, const Dims& shape, const OperandStrides& strides,
+                   const OperandSet& walkers) {
     if (elements >= kIndex32Limit) return true;
-    for (int k = 0; k < kMaxParams; ++k)
-        if (walkers[k] && max_offset(shape, strides[k]) >= kIndex32Limit) return true;
-    return false;
+    bool needs = false;
+    for_each_operand(
+        walkers, [&](int k) { needs = needs || max_offset(shape, strides[k]) >= kIndex32Limit; });
+    return needs;
 }
 
 bool vector_aligned(const Array& array, const Dims& strides, int axis, int vec) {

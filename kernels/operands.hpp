@@ -12,6 +12,7 @@
 #include "kiln/call_arguments.hpp"
 #include "kiln/scalar.hpp"
 #include "kiln/stream.hpp"
+#include "operand_slots.hpp"
 #include "signature.hpp"
 #include "type_binding.hpp"
 
@@ -27,13 +28,16 @@ namespace kiln::detail {
 /// A set of operands: bit k for operand k.
 using OperandSet = std::bitset<kMaxParams>;
 
+/// Element strides per operand, made only for the operands that have them.
+using OperandStrides = OperandSlots<Dims>;
+
 struct Operands {
     std::size_t inputs = 0; ///< the inputs come first, then the outputs
     std::size_t count = 0;  ///< inputs and outputs
     std::size_t given = 0;  ///< arguments given: the inputs, or the inputs and the outputs
     Bindings bindings{};
     std::array<OperandType, kMaxParams> types{};
-    std::array<Array, kMaxParams> arrays; ///< array and raw operands (outputs once made)
+    OperandSlots<Array> arrays; ///< array and raw operands (outputs once made)
     std::array<const Scalar*, kMaxParams> scalars{};
 
     bool is_output(std::size_t k) const noexcept { return k >= inputs; }
@@ -78,13 +82,12 @@ Dims element_strides(const KernelParams& params, const Operands& ops, std::size_
 /// each axis into its outer neighbour where every operand of @p walkers walks the two as one
 /// (outer stride = inner stride * inner extent). @p strides, the walkers' element strides over
 /// the same axes, are collapsed alongside.
-void collapse_axes(Dims& shape, std::array<Dims, kMaxParams>& strides, const OperandSet& walkers,
-                   bool merge);
+void collapse_axes(Dims& shape, OperandStrides& strides, const OperandSet& walkers, bool merge);
 
 /// Whether a loop over @p elements, or an offset some walker reaches over @p shape with its
 /// @p strides, needs 64-bit indexing.
-bool needs_index64(std::int64_t elements, const Dims& shape,
-                   const std::array<Dims, kMaxParams>& strides, const OperandSet& walkers);
+bool needs_index64(std::int64_t elements, const Dims& shape, const OperandStrides& strides,
+                   const OperandSet& walkers);
 
 /// Whether @p array can be read and written @p vec elements at a time along @p axis: its address
 /// is aligned to @p vec elements and its other @p strides (elements) are multiples of @p vec.

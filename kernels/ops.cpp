@@ -2,11 +2,11 @@
 
 #include "kiln/error.hpp"
 #include "op_rules.hpp"
+#include "per_context_cache.hpp"
 #include "scalar_overflow.hpp"
 
-#include <map>
-#include <memory>
-#include <mutex>
+#include <cstddef>
+#include <string>
 
 namespace kiln {
 
@@ -42,32 +42,40 @@ std::string operation_of(Op op) {
     }
 }
 
-// One ElementwiseKernel per (operation, compute type), built on first use and kept; each caches
-// its own specializations per dtypes and layout.
-const ElementwiseKernel& kernel_for(Op op, DType compute) {
-    static std::mutex mutex;
-    static std::map<std::pair<Op, DType>, std::unique_ptr<ElementwiseKernel>> kernels;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto& slot = kernels[{op, compute}];
-    if (!slot) {
-        ElementwiseOptions options;
-        options.preamble =
-            std::string("typedef ") + cuda_type(compute) + " P;\n" + detail::ops_preamble();
-        const std::string operation = operation_of(op);
-        if (op == Op::where)
-            slot = std::make_unique<ElementwiseKernel>("C c, T x, U y", "V z", operation,
-                                                       "kiln_where", options);
-        else if (op == Op::clip)
-            slot = std::make_unique<ElementwiseKernel>("T x, U lo, W hi", "V z", operation,
-                                                       "kiln_clip", options);
-        else if (detail::is_binary(op))
-            slot = std::make_unique<ElementwiseKernel>("T x, U y", "V z", operation, "kiln_binary",
-                                                       options);
-        else
-            slot =
-                std::make_unique<ElementwiseKernel>("T x", "V z", operation, "kiln_unary", options);
+// Which ready ElementwiseKernel: the operation and its compute type.
+struct KernelKey {
+    Op op;
+    DType compute;
+    bool operator==(const KernelKey& o) const noexcept {
+        return op == o.op && compute == o.compute;
     }
-    return *slot;
+};
+struct KernelKeyHash {
+    std::size_t operator()(const KernelKey& k) const noexcept {
+        return static_cast<std::size_t>(k.op) << 8 | static_cast<std::size_t>(k.compute);
+    }
+};
+
+ElementwiseKernel make_kernel(Op op, DType compute) {
+    ElementwiseOptions options;
+    options.preamble =
+        std::string("typedef ") + cuda_type(compute) + " P;\n" + detail::ops_preamble();
+    const std::string operation = operation_of(op);
+    if (op == Op::where)
+        return ElementwiseKernel("C c, T x, U y", "V z", operation, "kiln_where", options);
+    if (op == Op::clip)
+        return ElementwiseKernel("T x, U lo, W hi", "V z", operation, "kiln_clip", options);
+    if (detail::is_binary(op))
+        return ElementwiseKernel("T x, U y", "V z", operation, "kiln_binary", options);
+    return ElementwiseKernel("T x", "V z", operation, "kiln_unary", options);
+}
+
+// One ElementwiseKernel per (operation, compute type), built on first use and kept; each caches
+// its own specializations per dtypes and layout. A hot call finds its kernel without a lock: the
+// table is the lock-free per-context cache, used with no context.
+const ElementwiseKernel& kernel_for(Op op, DType compute) {
+    static detail::PerContextCache<ElementwiseKernel, KernelKey, KernelKeyHash> kernels;
+    return kernels.get(nullptr, KernelKey{op, compute}, [&] { return make_kernel(op, compute); });
 }
 
 detail::TypedOperand typed(const Arg& a) {

@@ -25,15 +25,9 @@ void ParamWriter::scalar(const Scalar& value, DType dtype) {
     put(converted, itemsize(dtype), device_alignment(dtype));
 }
 
-void ParamWriter::put(const void* data, std::size_t size, std::size_t alignment) {
-    const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
-    if (offset + size > kCapacity)
-        throw ArgumentError("too many kernel arguments: their total exceeds " +
-                            std::to_string(kCapacity) + " bytes");
-    std::memset(m_buffer + m_size, 0, offset - m_size);
-    if (size) std::memcpy(m_buffer + offset, data, size);
-    m_size = offset + size;
-    m_alignment = std::max(m_alignment, alignment);
+void ParamWriter::too_many() {
+    throw ArgumentError("too many kernel arguments: their total exceeds " +
+                        std::to_string(kCapacity) + " bytes");
 }
 
 std::size_t ParamWriter::finish() {

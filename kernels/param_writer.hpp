@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace kiln::detail {
 
@@ -35,7 +36,18 @@ class ParamWriter {
     static constexpr std::size_t kCapacity = 4096; // kernel parameters are at most 4 KiB here
 
   private:
-    void put(const void* data, std::size_t size, std::size_t alignment);
+    // Inline: a launch writes a dozen fields, each a few instructions once the compiler sees
+    // the size and alignment.
+    void put(const void* data, std::size_t size, std::size_t alignment) {
+        const std::size_t offset = (m_size + alignment - 1) / alignment * alignment;
+        if (offset + size > kCapacity) too_many();
+        for (std::size_t k = m_size; k < offset; ++k)
+            m_buffer[k] = 0;
+        if (size) std::memcpy(m_buffer + offset, data, size);
+        m_size = offset + size;
+        if (alignment > m_alignment) m_alignment = alignment;
+    }
+    [[noreturn]] static void too_many();
     alignas(16) unsigned char m_buffer[kCapacity];
     std::size_t m_size = 0;
     std::size_t m_alignment = 1;

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 
 // ReductionKernel is a thin front end over the generated-kernel core (operands, the source
 // writer, specialization): what is its own is its spec (map, reduce and post-map expressions, an
@@ -49,7 +50,7 @@ bool blank(const std::string& s) {
 struct Prepared {
     ReductionPlan plan{};
     detail::Operands ops;
-    std::array<Dims, detail::kMaxParams> strides; // elements: inputs kept+reduced, outputs kept
+    detail::OperandStrides strides; // elements: inputs kept+reduced, outputs kept
     Dims kshape, rshape;
     std::int64_t n_in = 0, n_out = 0, n_red = 0, split = 1;
     std::size_t partial_bytes = 0, counters = 0;
@@ -81,15 +82,19 @@ int multiprocessors(CUcontext context) {
     return counts.get(context, {}, [] { return Device::current().multiprocessor_count(); });
 }
 
-// sizeof(kiln_acc) for reduce types Kiln knows, else a generous slot the kernel checks.
-int slot_bytes(const std::string& reduce_type, bool has_identity) {
-    DType dtype;
+// The dtype a reduce type names, or nullopt where it names none Kiln knows (a struct, a pair).
+std::optional<DType> reduce_type_dtype(const std::string& reduce_type) {
     try {
-        dtype = parse_dtype(reduce_type);
+        return parse_dtype(reduce_type);
     } catch (const ArgumentError&) {
-        return kUnknownSlotBytes;
+        return std::nullopt;
     }
-    const std::size_t size = itemsize(dtype), align = detail::device_alignment(dtype);
+}
+
+// sizeof(kiln_acc) for reduce types Kiln knows, else a generous slot the kernel checks.
+int slot_bytes(std::optional<DType> dtype, bool has_identity) {
+    if (!dtype) return kUnknownSlotBytes;
+    const std::size_t size = itemsize(*dtype), align = detail::device_alignment(*dtype);
     const std::size_t acc = has_identity ? size : (size + 1 + align - 1) / align * align;
     return static_cast<int>((acc + 3) / 4 * 4);
 }
@@ -101,6 +106,8 @@ struct ReductionKernel::Impl {
         : def(std::move(definition)) {}
 
     detail::ReductionDefinition def;
+    // The reduce type parsed once, not per call (nullopt: not a dtype name).
+    std::optional<DType> named_reduce_dtype = reduce_type_dtype(def.reduce_type);
     std::vector<std::string> nvrtc_options;
     bool reduce_dims = true, empty_is_error = false, tune = false;
 
@@ -222,7 +229,7 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     // The kept and the reduced axes, each with the element strides of the operands that walk
     // them: the array inputs (0 where broadcast) both, the outputs the kept ones.
     Dims kshape, rshape;
-    std::array<Dims, detail::kMaxParams> kept, red;
+    detail::OperandStrides kept, red;
     for (int d = 0; d < ndim; ++d)
         (reduced[d] ? rshape : kshape).push_back(shape[d]);
     for (int k = 0; k < plan.count; ++k) {
@@ -272,11 +279,13 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
                    detail::needs_index64(0, kshape, p.strides, outputs);
     // The reduce type's dtype where Kiln can tell it: given by name, a bound placeholder, or the
     // first output's.
-    std::string reduce_dtype = def.reduce_type;
-    if (reduce_dtype.empty()) reduce_dtype = kiln::name(plan.operands[nin].dtype);
+    std::optional<DType> reduce_dtype = named_reduce_dtype;
+    const std::string& reduce_type = def.reduce_type;
     const auto& bindings = ops.bindings;
-    if (reduce_dtype.size() == 1 && bindings[static_cast<unsigned char>(reduce_dtype[0])])
-        reduce_dtype = kiln::name(*bindings[static_cast<unsigned char>(reduce_dtype[0])]);
+    if (reduce_type.empty())
+        reduce_dtype = plan.operands[nin].dtype;
+    else if (reduce_type.size() == 1 && bindings[static_cast<unsigned char>(reduce_type[0])])
+        reduce_dtype = *bindings[static_cast<unsigned char>(reduce_type[0])];
     plan.slot_bytes = static_cast<std::uint8_t>(slot_bytes(reduce_dtype, !def.identity.empty()));
     if (p.n_out == 0) return; // nothing to launch
 
@@ -543,7 +552,7 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     }
     Outputs outputs;
     for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)
-        outputs.push_back(p.ops.arrays[k]);
+        outputs.push_back(std::move(p.ops.arrays[k]));
     return outputs;
 }
 

@@ -1,12 +1,10 @@
 #include "kiln/reductions.hpp"
 
 #include "kiln/error.hpp"
+#include "per_context_cache.hpp"
 #include "reduction_recipes.hpp"
 
-#include <map>
-#include <memory>
-#include <mutex>
-#include <tuple>
+#include <cstddef>
 
 namespace kiln {
 
@@ -147,36 +145,52 @@ const char* reduce_op_name(ReduceOp op) {
     return names[static_cast<int>(op)];
 }
 
-ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
-                                 const Axes& axis) {
+namespace {
+
+// A reduction's types: computed in, accumulated in, given.
+struct ReductionTypes {
+    DType compute, accumulate, result;
+};
+
+// NumPy's rules for the single-pass reductions; no strings, so a hot call can ask.
+ReductionTypes reduction_types(ReduceOp op, DType input, std::optional<DType> dtype,
+                               const Axes& axis) {
     const char* what = reduce_op_name(op);
     switch (op) {
     case ReduceOp::sum:
     case ReduceOp::prod: {
         const DType result = dtype.value_or(sum_result(input));
-        return recipe_of(op, widen(result), widen(result), result);
+        return {widen(result), widen(result), result};
     }
     case ReduceOp::max:
     case ReduceOp::min:
-        return recipe_of(op, widen(input), widen(input), input);
+        return {widen(input), widen(input), input};
     case ReduceOp::argmax:
     case ReduceOp::argmin:
         if (!axis.is_all() && axis.size() != 1)
             throw AxisError(std::string(what) +
                             ": takes one axis or all of them, not axis=" + axis.to_string());
-        return recipe_of(op, widen(input), widen(input), DType::int64);
+        return {widen(input), widen(input), DType::int64};
     case ReduceOp::mean: {
         const DType result = dtype.value_or(mean_result(input));
-        return recipe_of(op, widen(result), widen(result), result);
+        return {widen(result), widen(result), result};
     }
     case ReduceOp::any:
     case ReduceOp::all:
-        return recipe_of(op, DType::bool_, DType::bool_, DType::bool_);
+        return {DType::bool_, DType::bool_, DType::bool_};
     case ReduceOp::count_nonzero:
-        return recipe_of(op, DType::int64, DType::int64, DType::int64);
+        return {DType::int64, DType::int64, DType::int64};
     default:
         throw ArgumentError(std::string(what) + " has no single-pass recipe");
     }
+}
+
+} // namespace
+
+ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
+                                 const Axes& axis) {
+    const ReductionTypes types = reduction_types(op, input, dtype, axis);
+    return recipe_of(op, types.compute, types.accumulate, types.result);
 }
 
 } // namespace detail
@@ -194,26 +208,42 @@ const char* kernel_name(ReduceOp op) {
     return names[static_cast<int>(op)];
 }
 
+// Which ready ReductionKernel: the operation and its types C, R and O.
+struct KernelKey {
+    ReduceOp op;
+    DType compute, accumulate, result;
+    bool sqrt_after;
+    bool operator==(const KernelKey& o) const noexcept {
+        return op == o.op && compute == o.compute && accumulate == o.accumulate &&
+               result == o.result && sqrt_after == o.sqrt_after;
+    }
+};
+struct KernelKeyHash {
+    std::size_t operator()(const KernelKey& k) const noexcept {
+        return static_cast<std::size_t>(k.op) << 32 | static_cast<std::size_t>(k.compute) << 24 |
+               static_cast<std::size_t>(k.accumulate) << 16 |
+               static_cast<std::size_t>(k.result) << 8 | static_cast<std::size_t>(k.sqrt_after);
+    }
+};
+
 // One ReductionKernel per (operation, computation type C, accumulation type R, result type O),
 // built on first use and kept; each caches its own specializations per input dtype and layout.
-const ReductionKernel& kernel_for(ReduceOp op, const ReductionRecipe& recipe,
+// A hot call finds its kernel without a lock or a string: the table is the lock-free
+// per-context cache, used with no context; the recipe's strings are built only for a new kernel.
+const ReductionKernel& kernel_for(ReduceOp op, DType compute, DType accumulate, DType result,
                                   bool sqrt_after = false) {
-    static std::mutex mutex;
-    static std::map<std::tuple<ReduceOp, DType, DType, DType, bool>,
-                    std::unique_ptr<ReductionKernel>>
-        kernels;
-    std::lock_guard<std::mutex> lock(mutex);
-    auto& slot = kernels[{op, recipe.compute, recipe.accumulate, recipe.result, sqrt_after}];
-    if (!slot) {
+    static detail::PerContextCache<ReductionKernel, KernelKey, KernelKeyHash> kernels;
+    return kernels.get(nullptr, KernelKey{op, compute, accumulate, result, sqrt_after}, [&] {
+        const ReductionRecipe recipe =
+            detail::recipe_of(op, compute, accumulate, result, sqrt_after);
         ReductionOptions options;
         options.preamble = recipe.preamble;
         options.reduce_type = recipe.reduce_type;
         options.empty_is_error = recipe.empty_is_error;
-        slot = std::make_unique<ReductionKernel>(
-            recipe.in, std::string(name(recipe.result)) + " y", recipe.map, recipe.reduce,
-            std::string("y = ") + recipe.value, recipe.identity, kernel_name(op), options);
-    }
-    return *slot;
+        return ReductionKernel(recipe.in, std::string(name(recipe.result)) + " y", recipe.map,
+                               recipe.reduce, std::string("y = ") + recipe.value, recipe.identity,
+                               kernel_name(op), options);
+    });
 }
 
 Array run(const ReductionKernel& kernel, std::initializer_list<Arg> inputs, const Axes& axis,
@@ -228,8 +258,9 @@ Array run(const ReductionKernel& kernel, std::initializer_list<Arg> inputs, cons
 
 // A single-pass reduction, by its shared recipe.
 Array run(ReduceOp op, const Array& a, const Axes& axis, const ReduceOptions& options) {
-    const ReductionRecipe recipe = detail::reduction_recipe(op, a.dtype(), options.dtype, axis);
-    return run(kernel_for(op, recipe), {a}, axis, options, options.keepdims);
+    const auto types = detail::reduction_types(op, a.dtype(), options.dtype, axis);
+    return run(kernel_for(op, types.compute, types.accumulate, types.result), {a}, axis, options,
+               options.keepdims);
 }
 
 // var and std: the mean (kept dims, accumulation precision), then squared deviations.
@@ -238,14 +269,10 @@ Array variance(const Array& a, const Axes& axis, const ReduceOptions& options, b
     const DType compute = detail::widen(detail::mean_result(a.dtype()));
     ReduceOptions mean_options;
     mean_options.stream = options.stream;
-    const Array m = run(
-        kernel_for(ReduceOp::mean, detail::recipe_of(ReduceOp::mean, compute, compute, compute)),
-        {a}, axis, mean_options, true);
+    const Array m =
+        run(kernel_for(ReduceOp::mean, compute, compute, compute), {a}, axis, mean_options, true);
     const DType accumulate = detail::real_of(compute);
-    return run(kernel_for(ReduceOp::squared_deviation,
-                          detail::recipe_of(ReduceOp::squared_deviation, compute, accumulate,
-                                            result, take_sqrt),
-                          take_sqrt),
+    return run(kernel_for(ReduceOp::squared_deviation, compute, accumulate, result, take_sqrt),
                {a, m, static_cast<std::int64_t>(options.ddof)}, axis, options, options.keepdims);
 }
 
@@ -290,9 +317,8 @@ Array std(const Array& a, const Axes& axis, const ReduceOptions& options) {
 Array norm(const Array& a, const Axes& axis, const ReduceOptions& options) {
     const DType result = detail::real_of(detail::mean_result(a.dtype()));
     const DType compute = detail::widen(detail::mean_result(a.dtype()));
-    return run(kernel_for(ReduceOp::norm, detail::recipe_of(ReduceOp::norm, compute,
-                                                            detail::real_of(compute), result)),
-               {a}, axis, options, options.keepdims);
+    return run(kernel_for(ReduceOp::norm, compute, detail::real_of(compute), result), {a}, axis,
+               options, options.keepdims);
 }
 
 Array any(const Array& a, const Axes& axis, const ReduceOptions& options) {

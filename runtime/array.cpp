@@ -146,19 +146,9 @@ Dims::Dims(const std::vector<std::int64_t>& values) {
         m_values[static_cast<std::size_t>(m_size++)] = v;
 }
 
-void Dims::push_back(std::int64_t value) {
-    if (m_size == kMaxDims) too_many_dimensions(kMaxDims + 1);
-    m_values[static_cast<std::size_t>(m_size++)] = value;
-}
-
-void Dims::resize(int n, std::int64_t value) {
+void Dims::bad_size(int n) {
     if (n < 0) throw ArgumentError("cannot resize dimensions to " + std::to_string(n));
-    if (n > kMaxDims) too_many_dimensions(n);
-    for (int i = m_size; i < n; ++i)
-        m_values[static_cast<std::size_t>(i)] = value;
-    for (int i = n; i < m_size; ++i)
-        m_values[static_cast<std::size_t>(i)] = 0;
-    m_size = n;
+    too_many_dimensions(n);
 }
 
 std::int64_t Dims::product() const noexcept {
@@ -476,10 +466,18 @@ Dims broadcast_shapes(std::initializer_list<Dims> shapes) {
 
 Array empty(Dims shape, DType dtype, StreamRef stream) {
     check_extents(shape);
-    const std::size_t bytes = checked_nbytes(shape, itemsize(dtype));
+    const std::size_t item = itemsize(dtype);
+    const std::size_t bytes = checked_nbytes(shape, item);
+    // One heap allocation: the buffer and its control block together. Built in place rather
+    // than through wrap(), whose checks the two lines above have made.
     auto buffer = std::make_shared<DeviceBuffer>(bytes, stream);
-    const CUdeviceptr pointer = buffer->get();
-    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer));
+    Array array;
+    array.m_data = buffer->get();
+    array.m_dtype = dtype;
+    array.m_strides = c_strides(shape, item);
+    array.m_shape = shape;
+    array.m_owner = std::move(buffer);
+    return array;
 }
 
 Array zeros(Dims shape, DType dtype, StreamRef stream) {

@@ -5,6 +5,7 @@
 #include "kiln/device.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -15,11 +16,20 @@ namespace kiln {
 
 namespace {
 
-std::mutex g_allocator_mutex;
-std::shared_ptr<Allocator>& allocator_slot() {
-    static std::shared_ptr<Allocator> slot = std::make_shared<StreamOrderedAllocator>();
-    return slot;
+// The stream-ordered allocator is one object for the process, never destroyed (buffers freed
+// during static destruction still reach it), handed out as a shared_ptr without a control block:
+// copying it touches no reference count. Until an application replaces it, every allocation
+// reads one atomic flag and takes no lock; a replaced allocator is read under the mutex.
+StreamOrderedAllocator& stream_ordered() {
+    static auto* allocator = new StreamOrderedAllocator;
+    return *allocator;
 }
+std::shared_ptr<Allocator> shared_stream_ordered() {
+    return std::shared_ptr<Allocator>(std::shared_ptr<Allocator>(), &stream_ordered());
+}
+std::atomic<bool> g_replaced{false};
+std::mutex g_allocator_mutex;
+std::shared_ptr<Allocator> g_replacement; // under g_allocator_mutex
 
 void check_range(std::size_t bytes, std::size_t size, const char* what) {
     if (bytes > size)
@@ -76,14 +86,18 @@ void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t,
 }
 
 std::shared_ptr<Allocator> default_allocator() {
+    if (!g_replaced.load(std::memory_order_acquire)) return shared_stream_ordered();
     std::lock_guard<std::mutex> lock(g_allocator_mutex);
-    return allocator_slot();
+    return g_replacement ? g_replacement : shared_stream_ordered();
 }
 
 void set_default_allocator(std::shared_ptr<Allocator> allocator) {
+    // Restoring the stream-ordered allocator (nullptr, or what default_allocator() gave) clears
+    // the replacement, so allocations are lock-free again.
+    if (allocator.get() == &stream_ordered()) allocator = nullptr;
     std::lock_guard<std::mutex> lock(g_allocator_mutex);
-    allocator_slot() =
-        allocator ? std::move(allocator) : std::make_shared<StreamOrderedAllocator>();
+    g_replacement = std::move(allocator);
+    g_replaced.store(g_replacement != nullptr, std::memory_order_release);
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -186,11 +187,26 @@ void check_fetches(const kiln::RawModule& module, const std::array<int, 3>& size
         module.get_function("fetch3")(grid, block, texture, x.data<float>(), y.data<float>(),
                                       z.data<float>(), out.data<float>(), n);
     const std::vector<float> got = out.to_host<float>();
+    // Every mismatch is counted and the first few shown with the data, so one run tells a wrong
+    // model from a wrong texture.
+    int mismatches = 0;
+    std::string shown;
     for (int i = 0; i < n; ++i) {
         const std::size_t u = static_cast<std::size_t>(i);
         const double want = model.fetch({coords[0][u], coords[1][u], coords[2][u]});
-        ASSERT_NEAR(got[u], want, 2e-6) << describe(options, ndim) << " at (" << coords[0][u]
-                                        << ", " << coords[1][u] << ", " << coords[2][u] << ")";
+        if (std::fabs(got[u] - want) <= 2e-6) continue;
+        if (++mismatches <= 6)
+            shown += "  at (" + std::to_string(coords[0][u]) + ", " + std::to_string(coords[1][u]) +
+                     ", " + std::to_string(coords[2][u]) + "): got " + std::to_string(got[u]) +
+                     ", want " + std::to_string(want) + "\n";
+    }
+    if (mismatches) {
+        std::string row;
+        for (std::size_t k = 0; k < std::min<std::size_t>(data.size(), 8); ++k)
+            row += std::to_string(data[k]) + " ";
+        ADD_FAILURE() << describe(options, ndim) << ": " << mismatches << " of " << n
+                      << " fetches differ from the model; data starts " << row << "\n"
+                      << shown;
     }
 }
 
@@ -247,8 +263,10 @@ extern "C" __global__ void read_unorm(cudaTextureObject_t t, const float* x, flo
     read_unorm({1}, {6}, unorm, x.data<float>(), out.data<float>());
     const std::vector<float> v = out.to_host<float>();
     const std::vector<double> want{0, 0.2, 0.4, 1.0, 0.3, 0.75 * 0 + 0.25 * 0.2};
+    // Element centres read exactly; filtered values come from the texture unit's reduced-precision
+    // blend (the H100 gives 0.30000764 for 0.3: within 2^-16).
     for (std::size_t i = 0; i < want.size(); ++i)
-        EXPECT_NEAR(v[i], want[i], 1e-6) << i;
+        EXPECT_NEAR(v[i], want[i], i < 4 ? 1e-6 : 2e-5) << i;
 
     // Linear filtering of integers read as integers, normalized floats from 32-bit integers.
     TextureOptions linear_elements;

@@ -80,12 +80,21 @@ class Dims {
     const std::int64_t* end() const noexcept { return m_values.data() + m_size; }
     /// Append a value.
     /// @param value the value.
-    void push_back(std::int64_t value); ///< @throws ArgumentError beyond kMaxDims
+    void push_back(std::int64_t value) { ///< @throws ArgumentError beyond kMaxDims
+        // Inline: the front ends build their loop shapes and strides with it on every call.
+        if (m_size == kMaxDims) bad_size(kMaxDims + 1);
+        m_values[static_cast<std::size_t>(m_size++)] = value;
+    }
     /// Keep the first @p n values, or append copies of @p value up to @p n.
     /// @param n the new size, from 0 to kMaxDims.
     /// @param value the value of appended entries.
     /// @throws ArgumentError for a negative @p n or one over kMaxDims.
-    void resize(int n, std::int64_t value = 0);
+    void resize(int n, std::int64_t value = 0) {
+        if (n < 0 || n > kMaxDims) bad_size(n);
+        for (auto i = static_cast<std::size_t>(m_size); i < static_cast<std::size_t>(n); ++i)
+            m_values[i] = value;
+        m_size = n;
+    }
     /// The values in use.
     /// @return the values in use, as a vector.
     std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
@@ -107,9 +116,28 @@ class Dims {
     friend bool operator!=(const Dims& a, const Dims& b) noexcept { return !(a == b); }
 
   private:
+    [[noreturn]] static void bad_size(int n);
     void copy_values(const Dims& other) noexcept {
-        std::memcpy(m_values.data(), other.m_values.data(),
-                    static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
+        // Most shapes have a few dimensions: copied inline, without a call to memcpy.
+        switch (other.m_size) {
+        case 4:
+            m_values[3] = other.m_values[3];
+            [[fallthrough]];
+        case 3:
+            m_values[2] = other.m_values[2];
+            [[fallthrough]];
+        case 2:
+            m_values[1] = other.m_values[1];
+            [[fallthrough]];
+        case 1:
+            m_values[0] = other.m_values[0];
+            [[fallthrough]];
+        case 0:
+            return;
+        default:
+            std::memcpy(m_values.data(), other.m_values.data(),
+                        static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
+        }
     }
     std::array<std::int64_t, kMaxDims> m_values;
     int m_size = 0;
@@ -279,6 +307,7 @@ class Array {
     void copy_from_host_bytes(const void* source, StreamRef stream = {}) const;
 
   private:
+    friend Array empty(Dims shape, DType dtype, StreamRef stream);
     void check_host_type(DType requested) const;
 
     CUdeviceptr m_data = 0;

@@ -1,0 +1,281 @@
+// A repeated call allocates nothing on the heap with its output given, and with its output
+// allocated only that output's owner (issue 16). This executable replaces the global operator new
+// and counts, on the test's own thread only, the allocations made during the second call of each
+// front end; the first call compiles, loads and fills the caches, and everything GoogleTest does
+// stays outside the counted region.
+//
+// Built twice: test_hot_path_allocations runs on a GPU; test_hot_path_allocations_fake_driver runs
+// the same calls over the fake driver (tests/support/fake_driver.cpp), so CI on machines without
+// a GPU catches a regression too. With an allocated output the count is 1: the output's owner,
+// a DeviceBuffer made together with its shared_ptr control block (one make_shared); its memory
+// comes from the driver's stream-ordered pool, not the heap.
+
+#include "gpu.hpp"
+#include "kiln/detail/driver.hpp"
+#include "kiln/kiln.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+thread_local bool t_counting = false;
+thread_local long t_allocations = 0;
+
+void* counted(std::size_t size, std::size_t alignment) {
+    if (t_counting) ++t_allocations;
+    void* p = nullptr;
+    if (alignment <= alignof(std::max_align_t))
+        p = std::malloc(size ? size : 1);
+    else if (posix_memalign(&p, alignment, size ? size : 1) != 0)
+        p = nullptr;
+    return p;
+}
+
+void* counted_or_throw(std::size_t size, std::size_t alignment) {
+    void* p = counted(size, alignment);
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
+} // namespace
+
+void* operator new(std::size_t size) {
+    return counted_or_throw(size, 0);
+}
+void* operator new[](std::size_t size) {
+    return counted_or_throw(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t alignment) {
+    return counted_or_throw(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment) {
+    return counted_or_throw(size, static_cast<std::size_t>(alignment));
+}
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+    return counted(size, 0);
+}
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+    return counted(size, 0);
+}
+void* operator new(std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+    return counted(size, static_cast<std::size_t>(alignment));
+}
+void* operator new[](std::size_t size, std::align_val_t alignment, const std::nothrow_t&) noexcept {
+    return counted(size, static_cast<std::size_t>(alignment));
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+    std::free(p);
+}
+
+// One source, two executables: distinct suite names keep the CTest names apart.
+#ifdef KILN_HOT_PATH_FAKE_DRIVER
+#define KILN_HOT_PATH_SUITE HotPathAllocationsFakeDriver
+#else
+#define KILN_HOT_PATH_SUITE HotPathAllocations
+#endif
+
+namespace {
+
+using kiln::Array;
+using kiln::DType;
+
+// Heap allocations on this thread during the second of two calls of @p call (its result
+// destroyed inside the region: freeing is not counted).
+template <class Call> long allocations_on_second_call(Call&& call) {
+    call(); // compiles, loads, sizes workspaces, fills the per-context caches and the pool
+    t_allocations = 0;
+    t_counting = true;
+    call();
+    t_counting = false;
+    return t_allocations;
+}
+
+// The operands, made once and shared by the cases: 1024 float32 elements and a 32 x 1024 matrix.
+struct Operands {
+    kiln::Stream stream;
+    Array x = kiln::zeros({1024}, DType::float32, stream);
+    Array y = kiln::zeros({1024}, DType::float32, stream);
+    Array z = kiln::empty({1024}, DType::float32, stream);
+    Array matrix = kiln::zeros({32, 1024}, DType::float32, stream);
+    Array rows = kiln::empty({32}, DType::float32, stream);
+};
+
+Operands& operands() {
+    static Operands* made = new Operands;
+    return *made;
+}
+
+const kiln::ElementwiseKernel& fma3() {
+    static const kiln::ElementwiseKernel k("T x, T y, T b", "T z", "z = x * y + b", "fma3");
+    return k;
+}
+
+const kiln::ReductionKernel& l2norm() {
+    static const kiln::ReductionKernel k("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0",
+                                         "l2norm");
+    return k;
+}
+
+// The floor the other cases stand on: the driver's own launch and stream-ordered allocation.
+// Should a driver allocate through the global operator new, every count below would include it.
+TEST(KILN_HOT_PATH_SUITE, DriverLaunchAndAllocationAllocateNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::RawKernel kernel(
+        "extern \"C\" __global__ void empty(float* p, int n) { if (n < 0) p[0] = 0; }", "empty");
+    kernel({1}, {32}, o.x.data<float>(), 1);
+    CUfunction function = kernel.function().handle();
+    float* p = o.x.data<float>();
+    int n = 1;
+    void* args[] = {&p, &n};
+    const auto& d = kiln::detail::driver();
+    CUresult results[3] = {};
+    EXPECT_EQ(allocations_on_second_call([&] {
+                  CUdeviceptr block = 0;
+                  results[0] = d.cuMemAllocAsync(&block, 4096, o.stream.get());
+                  results[1] = d.cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, o.stream.get(),
+                                                args, nullptr);
+                  results[2] = d.cuMemFreeAsync(block, o.stream.get());
+              }),
+              0);
+    for (CUresult result : results)
+        EXPECT_EQ(result, CUDA_SUCCESS);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, RawKernelAndFunctionAllocateNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::RawKernel kernel(
+        "extern \"C\" __global__ void empty(float* p, int n) { if (n < 0) p[0] = 0; }", "empty");
+    const kiln::LaunchConfig config{kiln::Dim3(1), kiln::Dim3(32), 0, o.stream};
+    float* p = o.x.data<float>();
+    EXPECT_EQ(allocations_on_second_call([&] { kernel(config, p, 1); }), 0);
+    const kiln::Function& function = kernel.function();
+    EXPECT_EQ(allocations_on_second_call([&] { function.launch(config, p, 1); }), 0);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ElementwiseKernelOutputGivenAllocatesNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    const kiln::CallOptions options{o.stream, {}, {}};
+    EXPECT_EQ(allocations_on_second_call([&] { fma3()(options, o.x, o.y, 1.0f, o.z); }), 0);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ElementwiseKernelOutputAllocatedAllocatesOnlyItsOwner) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    const kiln::CallOptions options{o.stream, {}, {}};
+    std::int64_t size = 0;
+    EXPECT_EQ(allocations_on_second_call([&] { size = fma3()(options, o.x, o.y, 1.0f)[0].size(); }),
+              1);
+    EXPECT_EQ(size, 1024);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReductionKernelOutputGivenAllocatesNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    const kiln::ReduceCall how{1, false, o.stream};
+    EXPECT_EQ(allocations_on_second_call([&] { l2norm()(how, o.matrix, o.rows); }), 0);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReductionKernelOutputAllocatedAllocatesOnlyItsOwner) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    const kiln::ReduceCall how{1, false, o.stream};
+    std::int64_t size = 0;
+    EXPECT_EQ(allocations_on_second_call([&] { size = l2norm()(how, o.matrix)[0].size(); }), 1);
+    EXPECT_EQ(size, 32);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReadyOperationOutputGivenAllocatesNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::OpOptions options;
+    options.stream = o.stream;
+    options.out = &o.z;
+    EXPECT_EQ(allocations_on_second_call([&] { kiln::add(o.x, o.y, options); }), 0);
+    EXPECT_EQ(allocations_on_second_call([&] { kiln::multiply(o.x, 2.0f, options); }), 0);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReadyOperationOutputAllocatedAllocatesOnlyItsOwner) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::OpOptions options;
+    options.stream = o.stream;
+    std::int64_t size = 0;
+    EXPECT_EQ(allocations_on_second_call([&] { size = kiln::add(o.x, o.y, options).size(); }), 1);
+    EXPECT_EQ(size, 1024);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReadyReductionOutputGivenAllocatesNothing) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::ReduceOptions options;
+    options.stream = o.stream;
+    options.out = &o.rows;
+    EXPECT_EQ(allocations_on_second_call([&] { kiln::sum(o.matrix, 1, options); }), 0);
+    o.stream.synchronize();
+}
+
+TEST(KILN_HOT_PATH_SUITE, ReadyReductionOutputAllocatedAllocatesOnlyItsOwner) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    kiln::ReduceOptions options;
+    options.stream = o.stream;
+    std::int64_t size = 0;
+    EXPECT_EQ(allocations_on_second_call([&] { size = kiln::sum(o.matrix, 1, options).size(); }),
+              1);
+    EXPECT_EQ(size, 32);
+    // To a scalar: split across blocks, through the reduction workspace (kept per stream).
+    EXPECT_EQ(allocations_on_second_call([&] { size = kiln::sum(o.matrix, {}, options).size(); }),
+              1);
+    EXPECT_EQ(size, 1);
+    o.stream.synchronize();
+}
+
+} // namespace

@@ -1,0 +1,493 @@
+// A stand-in for libcuda.so.1 that runs Kiln's host paths without a GPU: tests and benches point
+// KILN_DRIVER_LIBRARY at it to exercise a call from the front end down to cuLaunchKernel on a
+// machine with no device (allocation counts on the hot path, host-time profiles of Kiln's own
+// work). Nothing runs on a device: memory is address space only (never dereference it), copies
+// and launches do nothing, and launches are counted (kiln_fake_driver_launches()).
+//
+// Modules are real cubins (NVRTC compiles without a device): cuModuleGetFunction finds the
+// kernel's `.nv.info.<name>` section and reads its parameters from the EIATTR_KPARAM_INFO
+// records, so Kiln's launch checks see the sizes a real driver would report. The device looks
+// like an H100 (sm_90, 132 multiprocessors).
+//
+// Every entry point Kiln resolves is answered: those below with a plausible result, the others
+// with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
+// nothing, so a test counting operator new sees only Kiln's allocations.
+
+#include "kiln/detail/driver.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+namespace {
+
+struct FakeContext {
+    int device = 0;
+};
+FakeContext g_context;
+thread_local CUcontext t_current = nullptr;
+
+std::atomic<std::uint64_t> g_next_address{std::uint64_t{1} << 40};
+std::atomic<unsigned long long> g_launches{0};
+
+constexpr int kMaxParams = 64;
+
+struct FakeFunction {
+    FakeFunction* next = nullptr; // the module's other functions, freed with it
+    char name[256];
+    int count = 0;
+    std::size_t offsets[kMaxParams] = {};
+    std::size_t sizes[kMaxParams] = {};
+};
+
+struct FakeModule {
+    char* image = nullptr;
+    std::size_t size = 0;
+    FakeFunction* functions = nullptr;
+};
+
+template <class T> T read(const char* at) {
+    T value;
+    std::memcpy(&value, at, sizeof value);
+    return value;
+}
+
+// The parameters of kernel @p name in the 64-bit ELF cubin @p image: false when it has none
+// such kernel. .nv.info.<name> holds 4-byte records (format, attribute, a 16-bit value); format
+// 4 (EIFMT_SVAL) is followed by that many bytes of payload. EIATTR_KPARAM_INFO (0x17) gives a
+// parameter's ordinal, offset and, in the top 14 bits of its last word, its size.
+bool read_parameters(const FakeModule& module, const char* name, FakeFunction& f) {
+    const char* d = module.image;
+    const std::size_t n = module.size;
+    if (n < 64 ||
+        std::memcmp(d,
+                    "\x7f"
+                    "ELF",
+                    4) != 0 ||
+        d[4] != 2)
+        return false;
+    const auto shoff = read<std::uint64_t>(d + 0x28);
+    const auto shentsize = read<std::uint16_t>(d + 0x3a);
+    const auto shnum = read<std::uint16_t>(d + 0x3c);
+    const auto shstrndx = read<std::uint16_t>(d + 0x3e);
+    if (shoff + std::uint64_t{shnum} * shentsize > n || shstrndx >= shnum) return false;
+    const auto section = [&](int i) { return d + shoff + std::size_t(i) * shentsize; };
+    const auto strings = read<std::uint64_t>(section(shstrndx) + 24);
+    char wanted[300];
+    std::snprintf(wanted, sizeof wanted, ".nv.info.%s", name);
+    for (int i = 0; i < shnum; ++i) {
+        const char* header = section(i);
+        const auto name_at = strings + read<std::uint32_t>(header);
+        if (name_at >= n || std::strncmp(d + name_at, wanted, n - name_at) != 0) continue;
+        const auto offset = read<std::uint64_t>(header + 24);
+        const auto size = read<std::uint64_t>(header + 32);
+        if (offset + size > n) return false;
+        for (std::uint64_t p = offset; p + 4 <= offset + size;) {
+            const auto format = static_cast<unsigned char>(d[p]);
+            const auto attribute = static_cast<unsigned char>(d[p + 1]);
+            const auto value = read<std::uint16_t>(d + p + 2);
+            p += 4;
+            if (format != 4) continue;
+            if (attribute == 0x17 && value >= 12 && p + 12 <= offset + size) {
+                const auto ordinal = read<std::uint16_t>(d + p + 4);
+                const auto at = read<std::uint16_t>(d + p + 6);
+                const auto flags = read<std::uint32_t>(d + p + 8);
+                if (ordinal < kMaxParams) {
+                    f.offsets[ordinal] = at;
+                    f.sizes[ordinal] = (flags >> 18) & 0x3fff;
+                    if (ordinal + 1 > f.count) f.count = ordinal + 1;
+                }
+            }
+            p += value;
+        }
+        std::snprintf(f.name, sizeof f.name, "%s", name);
+        return true;
+    }
+    return false;
+}
+
+// Entry points not answered below: CUDA_ERROR_NOT_SUPPORTED, with the declared signature.
+template <class F> struct Unsupported;
+template <class... Args> struct Unsupported<CUresult (*)(Args...)> {
+    static CUresult CUDAAPI call(Args...) { return CUDA_ERROR_NOT_SUPPORTED; }
+};
+
+namespace fake {
+
+CUresult CUDAAPI init(unsigned) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI driver_get_version(int* version) {
+    *version = CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI get_error_name(CUresult, const char** name) {
+    *name = "CUDA_ERROR_FAKE_DRIVER";
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI get_error_string(CUresult, const char** text) {
+    *text = "not supported by Kiln's fake driver";
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get_count(int* count) {
+    *count = 1;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get(CUdevice* device, int ordinal) {
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *device = 0;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get_name(char* name, int length, CUdevice) {
+    std::snprintf(name, static_cast<std::size_t>(length), "Kiln fake driver (no device)");
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice) {
+    switch (attribute) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *value = 9;
+        break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *value = 0;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *value = 132;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+        *value = 1024;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+        *value = 64;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+        *value = 0x7fffffff;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+        *value = 65535;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+        *value = 232448;
+        break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+        *value = 32;
+        break;
+    default:
+        *value = 0;
+        break;
+    }
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_total_mem(std::size_t* bytes, CUdevice) {
+    *bytes = std::size_t{80} << 30;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_primary_ctx_retain(CUcontext* context, CUdevice) {
+    *context = reinterpret_cast<CUcontext>(&g_context);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_primary_ctx_release(CUdevice) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_primary_ctx_get_state(CUdevice, unsigned* flags, int* active) {
+    *flags = 0;
+    *active = 1;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI ctx_get_current(CUcontext* context) {
+    *context = t_current;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI ctx_set_current(CUcontext context) {
+    t_current = context;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI ctx_get_device(CUdevice* device) {
+    *device = 0;
+    return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+CUresult CUDAAPI ctx_synchronize() {
+    return CUDA_SUCCESS;
+}
+// Streams, events and pools are distinct addresses that are never dereferenced.
+template <class Handle> Handle new_handle() {
+    return reinterpret_cast<Handle>(std::malloc(16));
+}
+CUresult CUDAAPI stream_create(CUstream* stream, unsigned) {
+    *stream = new_handle<CUstream>();
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_destroy(CUstream stream) {
+    std::free(stream);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_synchronize(CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_query(CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_wait_event(CUstream, CUevent, unsigned) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_create(CUevent* event, unsigned) {
+    *event = new_handle<CUevent>();
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_destroy(CUevent event) {
+    std::free(event);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_record(CUevent, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_record_with_flags(CUevent, CUstream, unsigned) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_synchronize(CUevent) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_query(CUevent) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI event_elapsed_time(float* ms, CUevent, CUevent) {
+    *ms = 0.001f;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI profiler_start() {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI profiler_stop() {
+    return CUDA_SUCCESS;
+}
+// Memory: fresh 256-byte-aligned addresses, never reused, never backed.
+CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
+    *pointer = g_next_address.fetch_add((bytes + 255) / 256 * 256 + 256);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI mem_free_async(CUdeviceptr, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
+    return mem_alloc_async(pointer, bytes, nullptr);
+}
+CUresult CUDAAPI mem_free(CUdeviceptr) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI device_get_default_mem_pool(CUmemoryPool* pool, CUdevice) {
+    static char fake_pool;
+    *pool = reinterpret_cast<CUmemoryPool>(&fake_pool);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI mem_pool_get_attribute(CUmemoryPool, CUmemPool_attribute, void* value) {
+    std::memset(value, 0, sizeof(cuuint64_t));
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI mem_pool_set_attribute(CUmemoryPool, CUmemPool_attribute, void*) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memcpy_hto_d_async(CUdeviceptr, const void*, std::size_t, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memcpy_dto_h_async(void* destination, CUdeviceptr, std::size_t bytes, CUstream) {
+    std::memset(destination, 0, bytes);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memcpy_dto_d_async(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memset_d8_async(CUdeviceptr, unsigned char, std::size_t, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memset_d16_async(CUdeviceptr, unsigned short, std::size_t, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI module_load_data_ex(CUmodule* module, const void* image, unsigned, CUjit_option*,
+                                     void**) {
+    const auto* bytes = static_cast<const char*>(image);
+    if (std::memcmp(bytes,
+                    "\x7f"
+                    "ELF",
+                    4) != 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    // An ELF's size: its section headers end it (cubins keep them last).
+    const auto shoff = read<std::uint64_t>(bytes + 0x28);
+    const std::size_t size =
+        shoff + std::size_t{read<std::uint16_t>(bytes + 0x3c)} * read<std::uint16_t>(bytes + 0x3a);
+    auto* m = static_cast<FakeModule*>(std::calloc(1, sizeof(FakeModule)));
+    m->image = static_cast<char*>(std::malloc(size));
+    std::memcpy(m->image, bytes, size);
+    m->size = size;
+    *module = reinterpret_cast<CUmodule>(m);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI module_unload(CUmodule module) {
+    auto* m = reinterpret_cast<FakeModule*>(module);
+    while (FakeFunction* f = m->functions) {
+        m->functions = f->next;
+        std::free(f);
+    }
+    std::free(m->image);
+    std::free(m);
+    return CUDA_SUCCESS;
+}
+// A function lives as long as its module, as with a real driver.
+CUresult CUDAAPI module_get_function(CUfunction* function, CUmodule module, const char* name) {
+    auto* m = reinterpret_cast<FakeModule*>(module);
+    auto* f = static_cast<FakeFunction*>(std::calloc(1, sizeof(FakeFunction)));
+    if (!read_parameters(*m, name, *f)) {
+        std::free(f);
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    f->next = m->functions;
+    m->functions = f;
+    *function = reinterpret_cast<CUfunction>(f);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI module_get_function_count(unsigned* count, CUmodule) {
+    *count = 0;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_get_name(const char** name, CUfunction function) {
+    *name = reinterpret_cast<FakeFunction*>(function)->name;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_get_attribute(int* value, CUfunction_attribute attribute, CUfunction) {
+    *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_set_attribute(CUfunction, CUfunction_attribute, int) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI func_get_param_info(CUfunction function, std::size_t index, std::size_t* offset,
+                                     std::size_t* size) {
+    const auto* f = reinterpret_cast<FakeFunction*>(function);
+    if (index >= static_cast<std::size_t>(f->count)) return CUDA_ERROR_INVALID_VALUE;
+    *offset = f->offsets[index];
+    *size = f->sizes[index];
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               unsigned, unsigned, CUstream, void**, void**) {
+    g_launches.fetch_add(1, std::memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI launch_cooperative_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                                           unsigned, unsigned, unsigned, CUstream, void**) {
+    g_launches.fetch_add(1, std::memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI occupancy_max_active_blocks_per_multiprocessor(int* blocks, CUfunction, int,
+                                                                std::size_t) {
+    *blocks = 4;
+    return CUDA_SUCCESS;
+}
+
+} // namespace fake
+
+struct Answer {
+    const char* name;
+    void* function;
+};
+template <class Function> Answer make_answer(const char* name, Function function) {
+    return {name, reinterpret_cast<void*>(function)};
+}
+
+} // namespace
+
+extern "C" {
+
+/// Launches queued through this driver since the process started.
+__attribute__((visibility("default"))) unsigned long long kiln_fake_driver_launches() {
+    return g_launches.load();
+}
+
+__attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
+    const char* symbol, void** function, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
+    *function = nullptr;
+    // Each name Kiln asks for: the answer above where there is one, else "not supported".
+#define KILN_FAKE_RESOLVE(name)                                                                    \
+    if (std::strcmp(symbol, #name) == 0)                                                           \
+        *function = reinterpret_cast<void*>(&Unsupported<decltype(&::name)>::call);
+    KILN_DRIVER_FUNCTIONS(KILN_FAKE_RESOLVE)
+#undef KILN_FAKE_RESOLVE
+// {"cuName", the answer as cuName's own type}: a signature that drifts fails to compile.
+#define KILN_FAKE_ANSWER(name, answer) make_answer<decltype(&::name)>(#name, &fake::answer)
+    static const Answer answers[] = {
+        KILN_FAKE_ANSWER(cuInit, init),
+        KILN_FAKE_ANSWER(cuDriverGetVersion, driver_get_version),
+        KILN_FAKE_ANSWER(cuGetErrorName, get_error_name),
+        KILN_FAKE_ANSWER(cuGetErrorString, get_error_string),
+        KILN_FAKE_ANSWER(cuDeviceGetCount, device_get_count),
+        KILN_FAKE_ANSWER(cuDeviceGet, device_get),
+        KILN_FAKE_ANSWER(cuDeviceGetName, device_get_name),
+        KILN_FAKE_ANSWER(cuDeviceGetAttribute, device_get_attribute),
+        KILN_FAKE_ANSWER(cuDeviceTotalMem, device_total_mem),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRetain, device_primary_ctx_retain),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxRelease, device_primary_ctx_release),
+        KILN_FAKE_ANSWER(cuDevicePrimaryCtxGetState, device_primary_ctx_get_state),
+        KILN_FAKE_ANSWER(cuCtxGetCurrent, ctx_get_current),
+        KILN_FAKE_ANSWER(cuCtxSetCurrent, ctx_set_current),
+        KILN_FAKE_ANSWER(cuCtxGetDevice, ctx_get_device),
+        KILN_FAKE_ANSWER(cuCtxSynchronize, ctx_synchronize),
+        KILN_FAKE_ANSWER(cuStreamCreate, stream_create),
+        KILN_FAKE_ANSWER(cuStreamDestroy, stream_destroy),
+        KILN_FAKE_ANSWER(cuStreamSynchronize, stream_synchronize),
+        KILN_FAKE_ANSWER(cuStreamQuery, stream_query),
+        KILN_FAKE_ANSWER(cuStreamWaitEvent, stream_wait_event),
+        KILN_FAKE_ANSWER(cuEventCreate, event_create),
+        KILN_FAKE_ANSWER(cuEventDestroy, event_destroy),
+        KILN_FAKE_ANSWER(cuEventRecord, event_record),
+        KILN_FAKE_ANSWER(cuEventRecordWithFlags, event_record_with_flags),
+        KILN_FAKE_ANSWER(cuEventSynchronize, event_synchronize),
+        KILN_FAKE_ANSWER(cuEventQuery, event_query),
+        KILN_FAKE_ANSWER(cuEventElapsedTime, event_elapsed_time),
+        KILN_FAKE_ANSWER(cuStreamIsCapturing, stream_is_capturing),
+        KILN_FAKE_ANSWER(cuProfilerStart, profiler_start),
+        KILN_FAKE_ANSWER(cuProfilerStop, profiler_stop),
+        KILN_FAKE_ANSWER(cuMemAllocAsync, mem_alloc_async),
+        KILN_FAKE_ANSWER(cuMemFreeAsync, mem_free_async),
+        KILN_FAKE_ANSWER(cuMemAlloc, mem_alloc),
+        KILN_FAKE_ANSWER(cuMemFree, mem_free),
+        KILN_FAKE_ANSWER(cuDeviceGetDefaultMemPool, device_get_default_mem_pool),
+        KILN_FAKE_ANSWER(cuMemPoolGetAttribute, mem_pool_get_attribute),
+        KILN_FAKE_ANSWER(cuMemPoolSetAttribute, mem_pool_set_attribute),
+        KILN_FAKE_ANSWER(cuMemcpyHtoDAsync, memcpy_hto_d_async),
+        KILN_FAKE_ANSWER(cuMemcpyDtoHAsync, memcpy_dto_h_async),
+        KILN_FAKE_ANSWER(cuMemcpyDtoDAsync, memcpy_dto_d_async),
+        KILN_FAKE_ANSWER(cuMemsetD8Async, memset_d8_async),
+        KILN_FAKE_ANSWER(cuMemsetD16Async, memset_d16_async),
+        KILN_FAKE_ANSWER(cuMemsetD32Async, memset_d32_async),
+        KILN_FAKE_ANSWER(cuModuleLoadDataEx, module_load_data_ex),
+        KILN_FAKE_ANSWER(cuModuleUnload, module_unload),
+        KILN_FAKE_ANSWER(cuModuleGetFunction, module_get_function),
+        KILN_FAKE_ANSWER(cuModuleGetFunctionCount, module_get_function_count),
+        KILN_FAKE_ANSWER(cuFuncGetName, func_get_name),
+        KILN_FAKE_ANSWER(cuFuncGetAttribute, func_get_attribute),
+        KILN_FAKE_ANSWER(cuFuncSetAttribute, func_set_attribute),
+        KILN_FAKE_ANSWER(cuFuncGetParamInfo, func_get_param_info),
+        KILN_FAKE_ANSWER(cuLaunchKernel, launch_kernel),
+        KILN_FAKE_ANSWER(cuLaunchCooperativeKernel, launch_cooperative_kernel),
+        KILN_FAKE_ANSWER(cuOccupancyMaxActiveBlocksPerMultiprocessor,
+                         occupancy_max_active_blocks_per_multiprocessor),
+    };
+#undef KILN_FAKE_ANSWER
+    for (const Answer& answer : answers)
+        if (std::strcmp(symbol, answer.name) == 0) *function = answer.function;
+    if (status)
+        *status = *function ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return *function ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+} // extern "C"
