@@ -117,6 +117,12 @@ class Dims {
 
   private:
     [[noreturn]] static void bad_size(int n);
+#if defined(__GNUC__) && !defined(__clang__)
+// Only the values in use are copied, and only those are ever read; GCC cannot see that m_size
+// bounds them and warns about the unset rest of a Dims built by push_back.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
     void copy_values(const Dims& other) noexcept {
         // Most shapes have a few dimensions: copied inline, without a call to memcpy.
         switch (other.m_size) {
@@ -139,6 +145,9 @@ class Dims {
                         static_cast<std::size_t>(other.m_size) * sizeof(std::int64_t));
         }
     }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
     std::array<std::int64_t, kMaxDims> m_values;
     int m_size = 0;
 };
