@@ -66,8 +66,13 @@ void Texture::create(const CudaArray& array) {
     resource.resType = CU_RESOURCE_TYPE_ARRAY;
     resource.res.array.hArray = array.get();
     CUDA_TEXTURE_DESC texture{};
+    // Dimensions the array lacks are clamped: the H100 fetches a 1-D array as a row at y = 0,
+    // and linear filtering with border addressing there would blend in half the border colour.
+    const int ndim = array.format().ndim();
     for (int k = 0; k < 3; ++k)
-        texture.addressMode[k] = address_of(m_options.address[static_cast<std::size_t>(k)]);
+        texture.addressMode[k] = k < ndim
+                                     ? address_of(m_options.address[static_cast<std::size_t>(k)])
+                                     : CU_TR_ADDRESS_MODE_CLAMP;
     texture.filterMode =
         m_options.filter == FilterMode::linear ? CU_TR_FILTER_MODE_LINEAR : CU_TR_FILTER_MODE_POINT;
     // Integers are read as stored unless normalized floats are asked for; floats are floats.
