@@ -5,8 +5,10 @@
 #include "index_math.hpp"
 #include "kernel_description.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "operand_devices.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -84,6 +86,7 @@ void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
                           " is out of range: use 1 to 1024 threads");
     p.call = &options;
     detail::bind_operands(params(), args, count, p.ops);
+    if (allocate) detail::check_operand_devices(params(), p.ops);
     p.shape = loop_shape(options, p.ops);
     detail::make_outputs(p.ops, p.shape, allocate, options.stream);
     p.n = p.shape.product();
@@ -320,6 +323,7 @@ ElementwiseKernel& ElementwiseKernel::operator=(ElementwiseKernel&&) noexcept = 
 
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
+    const detail::DeviceScope on_device(options.device.value_or(-1));
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
     if (p.n > 0) m_impl->launch(p, m_impl->function(p), options.stream);

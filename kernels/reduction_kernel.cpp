@@ -3,8 +3,10 @@
 #include "index_math.hpp"
 #include "kernel_description.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "operand_devices.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -116,6 +118,7 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
                                        bool allocate, Prepared& p) const {
     p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
+    if (allocate) detail::check_operand_devices(params(), p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
     if (!input_shape) params().bad_call("at least one input must be an array");
     const Dims& shape = *input_shape;
@@ -426,6 +429,7 @@ ReductionKernel::ReductionKernel(ReductionKernel&&) noexcept = default;
 ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = default;
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
+    const detail::DeviceScope on_device(how.device.value_or(-1));
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();

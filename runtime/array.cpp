@@ -185,7 +185,7 @@ bool operator==(const Dims& a, const Dims& b) noexcept {
 // ---- Array ----
 
 Array Array::wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides,
-                  std::shared_ptr<void> owner) {
+                  std::shared_ptr<void> owner, int device) {
     check_extents(shape);
     if (!strides.empty() && strides.size() != shape.size())
         throw ArgumentError("strides " + strides.to_string() + " do not match shape " +
@@ -199,6 +199,7 @@ Array Array::wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides,
     array.m_strides = strides.empty() ? c_strides(shape, kiln::itemsize(dtype)) : strides;
     array.m_shape = shape;
     array.m_owner = std::move(owner);
+    array.m_device = device;
     return array;
 }
 
@@ -479,7 +480,8 @@ Array empty(Dims shape, DType dtype, StreamRef stream) {
     const std::size_t bytes = checked_nbytes(shape, itemsize(dtype));
     auto buffer = std::make_shared<DeviceBuffer>(bytes, stream);
     const CUdeviceptr pointer = buffer->get();
-    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer));
+    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer),
+                       detail::current_device_ordinal());
 }
 
 Array zeros(Dims shape, DType dtype, StreamRef stream) {

@@ -55,3 +55,10 @@ TEST(Readme, FuseSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_fuse();
 }
+
+void readme_multi_gpu();
+
+TEST(Readme, MultiGpuSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_multi_gpu();
+}

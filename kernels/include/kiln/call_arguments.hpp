@@ -23,6 +23,9 @@ struct CallOptions {
     std::optional<std::int64_t> size;
     /// Threads per block; unset chooses. 0 or over 1024 is an ArgumentError.
     std::optional<int> block_size;
+    /// The device the call runs on (its primary context is current for the call, as with a
+    /// DeviceGuard); unset: the current context's. Every array given must be on it.
+    std::optional<int> device;
 };
 
 /// One argument of a call: an array or a scalar. An Arg refers to its array, it does not copy it:

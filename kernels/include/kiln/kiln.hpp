@@ -11,6 +11,7 @@
 #include "kiln/call_arguments.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/dlpack.hpp"
 #include "kiln/dtype.hpp"
 #include "kiln/elementwise_kernel.hpp"

@@ -50,6 +50,8 @@ struct ReduceCall {
     bool keepdims = false; ///< keep reduced axes as extent-1 dimensions
     /// The stream the call's allocations and launches are ordered on.
     StreamRef stream;
+    /// The device the call runs on, as CallOptions::device; unset: the current context's.
+    std::optional<int> device;
 };
 
 /// The construction-time options of a ReductionKernel (CuPy's keyword arguments).
