@@ -197,7 +197,9 @@ TEST(TwoGpuKernels, TheSameKernelsRunOnEachDeviceFromTwoThreads) {
         ASSERT_EQ(run_and_check(12), "");
     }
     const kiln::CompileStatistics after = kiln::Compiler::global().statistics();
-    if (same_arch) EXPECT_EQ(after.compiles, before.compiles);
+    if (same_arch) {
+        EXPECT_EQ(after.compiles, before.compiles);
+    }
     std::string failures[2];
     std::vector<std::thread> threads;
     for (int d = 0; d < 2; ++d)
