@@ -86,8 +86,9 @@ void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
                           " is out of range: use 1 to 1024 threads");
     p.call = &options;
     detail::bind_operands(params(), args, count, p.ops);
-    if (allocate) detail::check_operand_devices(params(), p.ops);
     p.shape = loop_shape(options, p.ops);
+    // After the argument checks, which need no driver; before any allocation.
+    if (allocate) detail::check_operand_devices(params(), p.ops);
     detail::make_outputs(p.ops, p.shape, allocate, options.stream);
     p.n = p.shape.product();
     choose_layout(options, p);

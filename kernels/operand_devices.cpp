@@ -39,15 +39,28 @@ std::string device_mismatch_message(const OperandDevice* operands, std::size_t c
     return text;
 }
 
-void check_operand_devices(const KernelParams& params, const Operands& ops) {
-    const int call_device = current_device_ordinal();
+namespace {
+
+// Out of line: only a call that fails builds the list and the message.
+[[noreturn, gnu::noinline]] void report_mismatch(const KernelParams& params, const Operands& ops,
+                                                 int call_device) {
     std::array<OperandDevice, kMaxParams> devices;
     std::size_t count = 0;
     for (std::size_t k = 0; k < ops.given; ++k)
         if (!ops.is(k, OperandKind::scalar))
             devices[count++] = {params[k].name, operand_device(ops.arrays[k])};
-    if (find_foreign_operand(devices.data(), count, call_device) >= 0)
-        params.bad_call(device_mismatch_message(devices.data(), count, call_device));
+    params.bad_call(device_mismatch_message(devices.data(), count, call_device));
+}
+
+} // namespace
+
+void check_operand_devices(const KernelParams& params, const Operands& ops) {
+    const int call_device = current_device_ordinal();
+    for (std::size_t k = 0; k < ops.given; ++k) {
+        if (ops.is(k, OperandKind::scalar)) continue;
+        const int device = operand_device(ops.arrays[k]);
+        if (device >= 0 && device != call_device) report_mismatch(params, ops, call_device);
+    }
 }
 
 } // namespace kiln::detail

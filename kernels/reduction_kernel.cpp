@@ -118,7 +118,6 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
                                        bool allocate, Prepared& p) const {
     p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
-    if (allocate) detail::check_operand_devices(params(), p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
     if (!input_shape) params().bad_call("at least one input must be an array");
     const Dims& shape = *input_shape;
@@ -166,7 +165,10 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
     // every operand's strides: a bad call is the same error with or without a device.
     detail::make_outputs(p.ops, out_shape, /*allocate=*/false, how.stream);
     choose_layout(p, reduced, shape, how.keepdims);
-    if (allocate) detail::make_outputs(p.ops, out_shape, /*allocate=*/true, how.stream);
+    if (allocate) {
+        detail::check_operand_devices(params(), p.ops); // the last check: it asks the driver
+        detail::make_outputs(p.ops, out_shape, /*allocate=*/true, how.stream);
+    }
 }
 
 void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kMaxDims>& reduced,

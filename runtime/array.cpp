@@ -480,8 +480,10 @@ Array empty(Dims shape, DType dtype, StreamRef stream) {
     const std::size_t bytes = checked_nbytes(shape, itemsize(dtype));
     auto buffer = std::make_shared<DeviceBuffer>(bytes, stream);
     const CUdeviceptr pointer = buffer->get();
-    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer),
-                       detail::current_device_ordinal());
+    // The device the memory came from: the current context's. An empty array has no memory (and
+    // needs no driver); an application allocator may run without one.
+    const int device = bytes && detail::driver_available() ? detail::current_device_ordinal() : -1;
+    return Array::wrap(pointer, shape, dtype, {}, std::move(buffer), device);
 }
 
 Array zeros(Dims shape, DType dtype, StreamRef stream) {
