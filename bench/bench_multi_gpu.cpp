@@ -59,10 +59,10 @@ int first_call_on_second_device() {
     const kiln::ElementwiseKernel fma("T x, T y", "T z", "z = x * y + 1", "fma_multi_gpu_bench");
     const kiln::ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0",
                                     "sum_multi_gpu_bench");
-    constexpr std::int64_t n = 1 << 20;
+    constexpr std::int64_t kCount = 1 << 20;
     {
         kiln::DeviceGuard on(0);
-        const kiln::Array x = kiln::full({n}, 1.0, kiln::DType::float32);
+        const kiln::Array x = kiln::full({kCount}, 1.0, kiln::DType::float32);
         fma(x, x);
         sum(x);
         kiln::Device(0).synchronize();
@@ -77,7 +77,7 @@ int first_call_on_second_device() {
     }
     const char* where = two ? "device 1 (same architecture as device 0)"
                             : "a second context on device 0 (one GPU: stand-in for device 1)";
-    const kiln::Array x = kiln::full({n}, 1.0, kiln::DType::float32); // allocation not timed
+    const kiln::Array x = kiln::full({kCount}, 1.0, kiln::DType::float32); // allocation not timed
     kiln::detail::current_context();
     int status = 0;
     struct Case {
@@ -115,7 +115,7 @@ void data_parallel() {
         return;
     }
     const kiln::ElementwiseKernel fma("T x, T y", "T z", "z = x * y + 1", "fma_multi_gpu_bench");
-    constexpr std::int64_t n = std::int64_t{1} << 28; // 1 GiB per array
+    constexpr std::int64_t kElements = std::int64_t{1} << 28; // 1 GiB per array
     constexpr int kRepeats = 20;
     // Device-resident data: the whole array on device 0, and each half on its own device.
     struct Part {
@@ -129,8 +129,8 @@ void data_parallel() {
         kiln::Device(device).synchronize();
         return p;
     };
-    const Part whole = make(0, n);
-    const Part halves[2] = {make(0, n / 2), make(1, n - n / 2)};
+    const Part whole = make(0, kElements);
+    const Part halves[2] = {make(0, kElements / 2), make(1, kElements - kElements / 2)};
     auto run_one = [&] {
         kiln::CallOptions on0;
         on0.device = 0;
@@ -155,11 +155,12 @@ void data_parallel() {
         return median(ms);
     };
     const double one = wall(run_one, 1), two = wall(run_two, 2);
-    const double bytes = 3.0 * 4.0 * static_cast<double>(n);
+    const double bytes = 3.0 * 4.0 * static_cast<double>(kElements);
     std::printf(
         "data-parallel elementwise z = x * y + 1, %lld float32: one GPU %.3f ms (%.0f GB/s), "
         "two GPUs %.3f ms (%.0f GB/s): %.2fx\n",
-        static_cast<long long>(n), one, bytes / one / 1e6, two, bytes / two / 1e6, one / two);
+        static_cast<long long>(kElements), one, bytes / one / 1e6, two, bytes / two / 1e6,
+        one / two);
     kiln::BenchmarkOptions options;
     options.name = "split fma";
     options.n_repeat = 20;

@@ -94,11 +94,11 @@ void BenchmarkResult::check() const {
         throw ArgumentError("a benchmark result needs at least one repeat, got none");
     for (const DeviceTimes& d : m_devices)
         if (d.times.size() != m_cpu_times.size())
-            throw ArgumentError("a benchmark result needs one GPU time per CPU time: got " +
-                                std::to_string(m_cpu_times.size()) + " CPU and " +
-                                std::to_string(d.times.size()) + " GPU times" +
-                                (m_devices.size() > 1 ? " for GPU-" + std::to_string(d.device)
-                                                      : std::string()));
+            throw ArgumentError(
+                "a benchmark result needs one GPU time per CPU time: got " +
+                std::to_string(m_cpu_times.size()) + " CPU and " + std::to_string(d.times.size()) +
+                " GPU times" +
+                (m_devices.size() > 1 ? " for GPU-" + std::to_string(d.device) : std::string()));
 }
 
 std::string BenchmarkResult::to_string(bool show_gpu) const {
@@ -193,6 +193,7 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable,
         if (duration > options.max_duration) break;
     }
     std::vector<DeviceTimes> results;
+    results.reserve(timed.size());
     for (Timed& t : timed)
         results.push_back({t.device, std::move(t.times)});
     return BenchmarkResult::with_devices(options.name, std::move(cpu_times), std::move(results));

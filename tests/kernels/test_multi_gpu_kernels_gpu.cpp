@@ -202,6 +202,7 @@ TEST(TwoGpuKernels, TheSameKernelsRunOnEachDeviceFromTwoThreads) {
     }
     std::string failures[2];
     std::vector<std::thread> threads;
+    threads.reserve(2);
     for (int d = 0; d < 2; ++d)
         threads.emplace_back([&, d] {
             try {

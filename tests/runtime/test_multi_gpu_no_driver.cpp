@@ -116,9 +116,9 @@ TEST(BenchmarkResult, OneGpuPartPerDevice) {
 }
 
 TEST(BenchmarkResult, EveryDeviceNeedsOneTimePerRepeat) {
-    EXPECT_THROW(kiln::BenchmarkResult::with_devices("bad", {1e-6, 2e-6},
-                                                     {{0, {1e-6, 2e-6}}, {1, {1e-6}}}),
-                 kiln::ArgumentError);
+    EXPECT_THROW(
+        kiln::BenchmarkResult::with_devices("bad", {1e-6, 2e-6}, {{0, {1e-6, 2e-6}}, {1, {1e-6}}}),
+        kiln::ArgumentError);
     EXPECT_THROW(kiln::BenchmarkResult::with_devices("bad", {1e-6}, {}), kiln::ArgumentError);
 }
 

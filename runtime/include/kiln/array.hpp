@@ -220,11 +220,12 @@ class Array {
     /// @return the owner, shared by every view of the memory.
     const std::shared_ptr<void>& owner() const noexcept { return m_owner; }
     /// The device the memory was recorded on: where it was allocated, or as given to wrap().
-    /// @return the ordinal, or -1 when wrap() was not told (see device()).
+    /// @return the ordinal, or -1 when wrap() was not told or there is no memory (see device()).
     int recorded_device() const noexcept { return m_device; }
     /// The device the memory is on: the recorded one, else the driver's answer for data()
     /// (cuPointerGetAttribute, not remembered: give wrap() the device to spare the query).
-    /// @return the ordinal, or -1 for memory the driver does not know (host memory, address 0).
+    /// @return the ordinal; -1 for managed memory (usable from every device), for memory the
+    /// driver does not know, and for an array without memory (an empty one, address 0).
     /// @throws NoDeviceError without a driver when no device is recorded.
     int device() const;
     /// A copy of the elements on device @p device: across devices through peer access where the
