@@ -3,6 +3,7 @@
 #include "internal_kernels.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 
 #include <algorithm>
@@ -377,7 +378,7 @@ Array Array::broadcast_to(const Dims& shape) const {
 
 void Array::copy_to_host_bytes(void* destination, StreamRef stream) const {
     if (size() == 0) return;
-    detail::current_context();
+    const detail::OnDevice on_device(m_device); // the default stream is the array's device's
     if (is_c_contiguous()) {
         KILN_CU(cuMemcpyDtoHAsync(destination, m_data, nbytes(), stream.get()));
         stream.synchronize();
@@ -417,7 +418,7 @@ void Array::copy_from_host_bytes(const void* source, StreamRef stream) const {
                             " and strides " + m_strides.to_string() +
                             ": the destination must be C-contiguous");
     if (size() == 0) return;
-    detail::current_context();
+    const detail::OnDevice on_device(m_device);
     KILN_CU(cuMemcpyHtoDAsync(m_data, source, nbytes(), stream.get()));
     // Pinned sources are read asynchronously: wait so the caller may reuse the memory at once.
     stream.synchronize();

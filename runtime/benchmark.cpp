@@ -43,16 +43,6 @@ struct Timed {
     std::vector<double> times;
 };
 
-// The device's primary context made current for a scope, unless it is the current context's.
-class OnDevice {
-  public:
-    OnDevice(int device, int current)
-        : m_scope(device == current ? -1 : device) {}
-
-  private:
-    detail::DeviceScope m_scope;
-};
-
 nlohmann::json statistics_us(const std::vector<double>& seconds) {
     const Statistics s = Statistics::of(seconds);
     return {{"mean_us", s.mean * 1e6},
@@ -147,15 +137,14 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable,
     if (options.n_warmup < 0)
         throw ArgumentError("benchmark needs n_warmup >= 0, got " +
                             std::to_string(options.n_warmup));
-    const int current = detail::current_device_ordinal();
     std::vector<BenchmarkDevice> devices = options.devices;
-    if (devices.empty()) devices.push_back({current, options.stream});
+    if (devices.empty()) devices.push_back({current_device_ordinal(), options.stream});
     // Each device's events live in its context: the current one for the current device (an
     // application's own context included), the device's primary context for the others.
     std::vector<Timed> timed;
     timed.reserve(devices.size());
     for (const BenchmarkDevice& d : devices) {
-        OnDevice on(d.device, current);
+        OnDevice on(d.device);
         timed.push_back({d.device, d.stream, Event(true), Event(true), {}});
         timed.back().times.reserve(static_cast<std::size_t>(options.n_repeat));
     }
@@ -163,7 +152,7 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable,
         call(callable);
     // Drain the warm-up work so the first repeat does not wait for it.
     for (Timed& t : timed) {
-        OnDevice on(t.device, current);
+        OnDevice on(t.device);
         t.start.record(t.stream);
         t.start.synchronize();
     }
@@ -174,14 +163,14 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable,
     double duration = 0;
     for (int i = 0; i < options.n_repeat; ++i) {
         for (Timed& t : timed) {
-            OnDevice on(t.device, current);
+            OnDevice on(t.device);
             t.start.record(t.stream);
         }
         const auto t1 = Clock::now();
         call(callable);
         const auto t2 = Clock::now();
         for (Timed& t : timed) {
-            OnDevice on(t.device, current);
+            OnDevice on(t.device);
             t.end.record(t.stream);
         }
         for (Timed& t : timed) {

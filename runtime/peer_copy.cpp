@@ -24,17 +24,6 @@ constexpr int kMaxPeers = 64;
 // enough not to pin a large array's worth of host memory.
 constexpr std::size_t kStagingChunk = std::size_t{32} << 20;
 
-// The device @p ordinal made current for a scope, unless the current context is already on it
-// (an application's own context on that device stays current, with its streams).
-class OnDevice {
-  public:
-    explicit OnDevice(int ordinal)
-        : m_scope(ordinal < 0 || current_device_ordinal() == ordinal ? -1 : ordinal) {}
-
-  private:
-    DeviceScope m_scope;
-};
-
 void check_copy(const Array& dst, const Array& src) {
     if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
         throw ArgumentError(std::string("cannot copy an array of dtype ") + name(src.dtype()) +

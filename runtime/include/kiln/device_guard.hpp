@@ -68,6 +68,21 @@ class DeviceScope {
     std::optional<DeviceGuard> m_guard;
 };
 
+/// Device @p ordinal's primary context current for a scope, unless the current context is on that
+/// device already (an application's own context there stays current, with its streams). For a
+/// negative ordinal (a device not known), the current context stays, as current_context() makes
+/// sure there is one.
+class OnDevice {
+  public:
+    explicit OnDevice(int ordinal)
+        : m_scope(ordinal >= 0 && current_device_ordinal() != ordinal ? ordinal : -1) {
+        if (ordinal < 0) current_context();
+    }
+
+  private:
+    DeviceScope m_scope;
+};
+
 /// Makes @p context current for a scope when another one is (null: leaves the thread as it is),
 /// and restores the previous one. Never throws: for destructors that free memory in the context
 /// it came from (stream-ordered frees go on that context's streams).
