@@ -5,9 +5,11 @@
 #include "index_math.hpp"
 #include "kernel_description.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
 #include "launch_tuner.hpp"
+#include "operand_devices.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -126,6 +128,8 @@ void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
     p.call = &options;
     detail::bind_operands(params(), args, count, p.ops);
     p.shape = loop_shape(options, p.ops);
+    // After the argument checks, which need no driver; before any allocation.
+    if (allocate) detail::check_operand_devices(params(), p.ops);
     detail::make_outputs(p.ops, p.shape, allocate, options.stream);
     p.n = p.shape.product();
     choose_layout(options, p);
@@ -414,6 +418,7 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
 
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
+    const detail::DeviceScope on_device(options.device.value_or(-1));
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
     if (p.n > 0) {

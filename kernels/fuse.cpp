@@ -141,6 +141,7 @@ Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& o
         if (t.elementwise) return t.elementwise->call(args, count, options);
         ReduceCall how = t.how;
         how.stream = options.stream;
+        how.device = options.device;
         return t.reduction->call(args, count, how);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);

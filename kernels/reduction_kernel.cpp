@@ -3,9 +3,11 @@
 #include "index_math.hpp"
 #include "kernel_description.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
 #include "launch_tuner.hpp"
+#include "operand_devices.hpp"
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
@@ -212,7 +214,10 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
     // every operand's strides: a bad call is the same error with or without a device.
     detail::make_outputs(p.ops, out_shape, /*allocate=*/false, how.stream);
     choose_layout(p, reduced, shape, how.keepdims);
-    if (allocate) detail::make_outputs(p.ops, out_shape, /*allocate=*/true, how.stream);
+    if (allocate) {
+        detail::check_operand_devices(params(), p.ops); // the last check: it asks the driver
+        detail::make_outputs(p.ops, out_shape, /*allocate=*/true, how.stream);
+    }
 }
 
 void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kMaxDims>& reduced,
@@ -538,6 +543,7 @@ ReductionKernel::ReductionKernel(ReductionKernel&&) noexcept = default;
 ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = default;
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
+    const detail::DeviceScope on_device(how.device.value_or(-1));
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();

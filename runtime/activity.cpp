@@ -245,7 +245,10 @@ void ObservedActivity::start(Activity kind, std::string_view name, std::size_t b
         if (!range && !timed) return;
         std::string label = display_name(kind, name);
         if (range) {
-            nvtx::push_range(label, nvtx::kBlue);
+            // The device in the range's name: with several GPUs, Nsight Systems shows which one
+            // each launch went to ("kernel add@GPU1").
+            nvtx::push_range(label + "@GPU" + std::to_string(current_device_ordinal()),
+                             nvtx::kBlue);
             m_range = true;
         }
         if (timed) {

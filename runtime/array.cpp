@@ -3,6 +3,7 @@
 #include "internal_kernels.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 
 #include <algorithm>
@@ -175,7 +176,7 @@ bool operator==(const Dims& a, const Dims& b) noexcept {
 // ---- Array ----
 
 Array Array::wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides,
-                  std::shared_ptr<void> owner) {
+                  std::shared_ptr<void> owner, int device) {
     check_extents(shape);
     if (!strides.empty() && strides.size() != shape.size())
         throw ArgumentError("strides " + strides.to_string() + " do not match shape " +
@@ -189,6 +190,7 @@ Array Array::wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides,
     array.m_strides = strides.empty() ? c_strides(shape, kiln::itemsize(dtype)) : strides;
     array.m_shape = shape;
     array.m_owner = std::move(owner);
+    array.m_device = device;
     return array;
 }
 
@@ -366,7 +368,7 @@ Array Array::broadcast_to(const Dims& shape) const {
 
 void Array::copy_to_host_bytes(void* destination, StreamRef stream) const {
     if (size() == 0) return;
-    detail::current_context();
+    const detail::OnDevice on_device(m_device); // the default stream is the array's device's
     if (is_c_contiguous()) {
         KILN_CU(cuMemcpyDtoHAsync(destination, m_data, nbytes(), stream.get()));
         stream.synchronize();
@@ -406,7 +408,7 @@ void Array::copy_from_host_bytes(const void* source, StreamRef stream) const {
                             " and strides " + m_strides.to_string() +
                             ": the destination must be C-contiguous");
     if (size() == 0) return;
-    detail::current_context();
+    const detail::OnDevice on_device(m_device);
     KILN_CU(cuMemcpyHtoDAsync(m_data, source, nbytes(), stream.get()));
     // Pinned sources are read asynchronously: wait so the caller may reuse the memory at once.
     stream.synchronize();
@@ -471,12 +473,16 @@ Array empty(Dims shape, DType dtype, StreamRef stream) {
     // One heap allocation: the buffer and its control block together. Built in place rather
     // than through wrap(), whose checks the two lines above have made.
     auto buffer = std::make_shared<DeviceBuffer>(bytes, stream);
+    // The device the memory came from: the current context's. An empty array has no memory (and
+    // needs no driver); an application allocator may run without one.
+    const int device = bytes && detail::driver_available() ? detail::current_device_ordinal() : -1;
     Array array;
     array.m_data = buffer->get();
     array.m_dtype = dtype;
     array.m_strides = c_strides(shape, item);
     array.m_shape = shape;
     array.m_owner = std::move(buffer);
+    array.m_device = device;
     return array;
 }
 

@@ -2,6 +2,7 @@
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"
 
@@ -34,6 +35,14 @@ std::string format_item(const std::string& device_name, const std::vector<double
     return item;
 }
 
+// One device's events and times.
+struct Timed {
+    int device;
+    StreamRef stream;
+    Event start, end;
+    std::vector<double> times;
+};
+
 nlohmann::json statistics_us(const std::vector<double>& seconds) {
     const Statistics s = Statistics::of(seconds);
     return {{"mean_us", s.mean * 1e6},
@@ -54,15 +63,32 @@ nlohmann::json microseconds(const std::vector<double>& seconds) {
 BenchmarkResult::BenchmarkResult(std::string name, std::vector<double> cpu_times,
                                  std::vector<double> gpu_times, int device)
     : m_name(std::move(name))
-    , m_cpu_times(std::move(cpu_times))
-    , m_gpu_times(std::move(gpu_times))
-    , m_device(device) {
+    , m_cpu_times(std::move(cpu_times)) {
+    m_devices.push_back({device, std::move(gpu_times)});
+    check();
+}
+
+BenchmarkResult BenchmarkResult::with_devices(std::string name, std::vector<double> cpu_times,
+                                              std::vector<DeviceTimes> devices) {
+    if (devices.empty())
+        throw ArgumentError("a benchmark result needs the GPU times of at least one device");
+    BenchmarkResult result(std::move(name), std::move(cpu_times), devices.front().times,
+                           devices.front().device);
+    result.m_devices = std::move(devices);
+    result.check();
+    return result;
+}
+
+void BenchmarkResult::check() const {
     if (m_cpu_times.empty())
         throw ArgumentError("a benchmark result needs at least one repeat, got none");
-    if (m_gpu_times.size() != m_cpu_times.size())
-        throw ArgumentError("a benchmark result needs one GPU time per CPU time: got " +
-                            std::to_string(m_cpu_times.size()) + " CPU and " +
-                            std::to_string(m_gpu_times.size()) + " GPU times");
+    for (const DeviceTimes& d : m_devices)
+        if (d.times.size() != m_cpu_times.size())
+            throw ArgumentError(
+                "a benchmark result needs one GPU time per CPU time: got " +
+                std::to_string(m_cpu_times.size()) + " CPU and " + std::to_string(d.times.size()) +
+                " GPU times" +
+                (m_devices.size() > 1 ? " for GPU-" + std::to_string(d.device) : std::string()));
 }
 
 std::string BenchmarkResult::to_string(bool show_gpu) const {
@@ -70,21 +96,30 @@ std::string BenchmarkResult::to_string(bool show_gpu) const {
     if (line.size() < 20) line.append(20 - line.size(), ' ');
     line += ':';
     line += format_item("CPU", m_cpu_times);
-    if (show_gpu) {
-        line += ' ';
-        line += format_item("GPU-" + std::to_string(m_device), m_gpu_times);
-    }
+    if (show_gpu)
+        for (const DeviceTimes& d : m_devices) {
+            line += ' ';
+            line += format_item("GPU-" + std::to_string(d.device), d.times);
+        }
     return line;
 }
 
 std::string BenchmarkResult::to_json() const {
-    const nlohmann::json json = {{"name", m_name},
-                                 {"device", m_device},
-                                 {"n_repeat", m_cpu_times.size()},
-                                 {"cpu", statistics_us(m_cpu_times)},
-                                 {"gpu", statistics_us(m_gpu_times)},
-                                 {"cpu_times_us", microseconds(m_cpu_times)},
-                                 {"gpu_times_us", microseconds(m_gpu_times)}};
+    nlohmann::json json = {{"name", m_name},
+                           {"device", device()},
+                           {"n_repeat", m_cpu_times.size()},
+                           {"cpu", statistics_us(m_cpu_times)},
+                           {"gpu", statistics_us(gpu_times())},
+                           {"cpu_times_us", microseconds(m_cpu_times)},
+                           {"gpu_times_us", microseconds(gpu_times())}};
+    if (m_devices.size() > 1) {
+        nlohmann::json devices = nlohmann::json::array();
+        for (const DeviceTimes& d : m_devices)
+            devices.push_back({{"device", d.device},
+                               {"gpu", statistics_us(d.times)},
+                               {"gpu_times_us", microseconds(d.times)}});
+        json["devices"] = std::move(devices);
+    }
     return json.dump(2);
 }
 
@@ -102,32 +137,55 @@ BenchmarkResult run_benchmark(void (*call)(void*), void* callable,
     if (options.n_warmup < 0)
         throw ArgumentError("benchmark needs n_warmup >= 0, got " +
                             std::to_string(options.n_warmup));
-    const int device = Device::current().ordinal();
-    const Event start(true), end(true);
+    std::vector<BenchmarkDevice> devices = options.devices;
+    if (devices.empty()) devices.push_back({current_device_ordinal(), options.stream});
+    // Each device's events live in its context: the current one for the current device (an
+    // application's own context included), the device's primary context for the others.
+    std::vector<Timed> timed;
+    timed.reserve(devices.size());
+    for (const BenchmarkDevice& d : devices) {
+        OnDevice on(d.device);
+        timed.push_back({d.device, d.stream, Event(true), Event(true), {}});
+        timed.back().times.reserve(static_cast<std::size_t>(options.n_repeat));
+    }
     for (int i = 0; i < options.n_warmup; ++i)
         call(callable);
     // Drain the warm-up work so the first repeat does not wait for it.
-    start.record(options.stream);
-    start.synchronize();
+    for (Timed& t : timed) {
+        OnDevice on(t.device);
+        t.start.record(t.stream);
+        t.start.synchronize();
+    }
 
     using Clock = std::chrono::steady_clock;
-    std::vector<double> cpu_times, gpu_times;
+    std::vector<double> cpu_times;
     cpu_times.reserve(static_cast<std::size_t>(options.n_repeat));
-    gpu_times.reserve(static_cast<std::size_t>(options.n_repeat));
     double duration = 0;
     for (int i = 0; i < options.n_repeat; ++i) {
-        start.record(options.stream);
+        for (Timed& t : timed) {
+            OnDevice on(t.device);
+            t.start.record(t.stream);
+        }
         const auto t1 = Clock::now();
         call(callable);
         const auto t2 = Clock::now();
-        end.record(options.stream);
-        end.synchronize();
+        for (Timed& t : timed) {
+            OnDevice on(t.device);
+            t.end.record(t.stream);
+        }
+        for (Timed& t : timed) {
+            t.end.synchronize();
+            t.times.push_back(elapsed_ms(t.start, t.end) * 1e-3);
+        }
         cpu_times.push_back(std::chrono::duration<double>(t2 - t1).count());
-        gpu_times.push_back(elapsed_ms(start, end) * 1e-3);
         duration += std::chrono::duration<double>(Clock::now() - t1).count();
         if (duration > options.max_duration) break;
     }
-    return BenchmarkResult(options.name, std::move(cpu_times), std::move(gpu_times), device);
+    std::vector<DeviceTimes> results;
+    results.reserve(timed.size());
+    for (Timed& t : timed)
+        results.push_back({t.device, std::move(t.times)});
+    return BenchmarkResult::with_devices(options.name, std::move(cpu_times), std::move(results));
 }
 
 } // namespace detail

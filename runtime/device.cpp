@@ -14,11 +14,19 @@ constexpr int kMaxDevices = 64;
 
 // Primary contexts retained once per device and kept for the process: releasing them at exit
 // would race with other libraries' teardown.
+struct Primaries {
+    std::array<CUcontext, kMaxDevices> contexts{};
+    std::mutex mutex;
+};
+Primaries& primaries() {
+    static Primaries p;
+    return p;
+}
+
 CUcontext retain_primary(CUdevice device, int ordinal) {
-    static std::array<CUcontext, kMaxDevices> contexts{};
-    static std::mutex mutex;
-    std::lock_guard<std::mutex> lock(mutex);
-    CUcontext& context = contexts.at(static_cast<std::size_t>(ordinal));
+    Primaries& p = primaries();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    CUcontext& context = p.contexts.at(static_cast<std::size_t>(ordinal));
     if (!context) KILN_CU(cuDevicePrimaryCtxRetain(&context, device));
     return context;
 }
@@ -126,6 +134,55 @@ CUcontext current_context() {
         checked = context;
     }
     return context;
+}
+
+int current_device_ordinal() {
+    const CUcontext context = current_context();
+    // CUdevice is the ordinal for the driver's visible devices. Cached per thread and context,
+    // as current_context() is: a context's device never changes.
+    thread_local CUcontext cached_context = nullptr;
+    thread_local int cached_ordinal = -1;
+    if (context != cached_context) {
+        CUdevice device = 0;
+        KILN_CU(cuCtxGetDevice(&device));
+        cached_ordinal = static_cast<int>(device);
+        cached_context = context;
+    }
+    return cached_ordinal;
+}
+
+CUcontext primary_context(int ordinal) {
+    const Device device(ordinal);
+    return retain_primary(device.handle(), ordinal);
+}
+
+void synchronize_devices() {
+    const CUcontext current = current_context();
+    KILN_CU(cuCtxSynchronize());
+    std::array<CUcontext, kMaxDevices> contexts{};
+    {
+        Primaries& p = primaries();
+        std::lock_guard<std::mutex> lock(p.mutex);
+        contexts = p.contexts;
+    }
+    struct Restore {
+        CUcontext context;
+        ~Restore() { driver().cuCtxSetCurrent(context); }
+    } restore{current};
+    for (CUcontext context : contexts)
+        if (context && context != current) {
+            KILN_CU(cuCtxSetCurrent(context));
+            KILN_CU(cuCtxSynchronize());
+        }
+}
+
+int visible_device_count() noexcept {
+    static const int count = [] {
+        if (!driver_available()) return 0;
+        int n = 0;
+        return driver().cuDeviceGetCount(&n) == CUDA_SUCCESS ? n : 0;
+    }();
+    return count;
 }
 
 } // namespace detail

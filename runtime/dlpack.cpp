@@ -157,7 +157,9 @@ Array from_dlpack(DLManagedTensor* managed) {
     // From here the array owns the tensor; if making the owner fails, shared_ptr calls the
     // deleter itself.
     std::shared_ptr<void> owner(static_cast<void*>(managed), call_deleter);
-    return Array::wrap(data, shape, dtype, strides, std::move(owner));
+    // The tensor names its device; managed memory is usable from any, so it records none.
+    const int device = t.device.device_type == kDLCUDA ? static_cast<int>(t.device.device_id) : -1;
+    return Array::wrap(data, shape, dtype, strides, std::move(owner), device);
 }
 
 DLManagedTensor* to_dlpack(const Array& array) {

@@ -139,6 +139,10 @@ void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,
                                    " bytes but parameter " + std::to_string(i) + " takes " +
                                    std::to_string(s.parameter_sizes[i]) +
                                    " bytes: pass a value of the parameter's exact type");
+    if (c.device >= 0 && c.device != s.device)
+        bad_launch(s.name, "it is loaded on GPU " + std::to_string(s.device) +
+                               " but the launch asks for GPU " + std::to_string(c.device) +
+                               ": load it on that device (RawKernel does, per device)");
     const Dim3 b = c.block, g = c.grid;
     if (b.x == 0 || b.y == 0 || b.z == 0)
         bad_launch(s.name, "block " + dims(b) + " has a zero dimension");

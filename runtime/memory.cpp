@@ -3,6 +3,7 @@
 #include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -106,7 +107,10 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
     , m_stream(stream)
     , m_allocator(std::move(allocator)) {
     if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
-    if (bytes) m_pointer = m_allocator->allocate(bytes, stream);
+    if (bytes) {
+        m_pointer = m_allocator->allocate(bytes, stream);
+        if (detail::driver_available()) detail::driver().cuCtxGetCurrent(&m_context);
+    }
 }
 
 DeviceBuffer::~DeviceBuffer() {
@@ -117,7 +121,8 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     : m_pointer(std::exchange(other.m_pointer, 0))
     , m_bytes(std::exchange(other.m_bytes, 0))
     , m_stream(std::exchange(other.m_stream, StreamRef{}))
-    , m_allocator(std::move(other.m_allocator)) {}
+    , m_allocator(std::move(other.m_allocator))
+    , m_context(std::exchange(other.m_context, nullptr)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
@@ -126,12 +131,17 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         m_bytes = std::exchange(other.m_bytes, 0);
         m_stream = std::exchange(other.m_stream, StreamRef{});
         m_allocator = std::move(other.m_allocator);
+        m_context = std::exchange(other.m_context, nullptr);
     }
     return *this;
 }
 
 void DeviceBuffer::release() noexcept {
-    if (m_pointer && m_allocator) m_allocator->deallocate(m_pointer, m_bytes, m_stream);
+    if (m_pointer && m_allocator) {
+        // Freed from another device's context, the legacy default stream would be that device's.
+        const detail::InContext in_allocating_context(m_context);
+        m_allocator->deallocate(m_pointer, m_bytes, m_stream);
+    }
     m_pointer = 0;
 }
 

@@ -174,6 +174,7 @@ Function Module::function(const std::string& name) const {
                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function));
     CUdevice device = 0;
     KILN_CU(cuCtxGetDevice(&device));
+    state->device = static_cast<int>(device);
     const CUdevice_attribute dims[] = {
         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
         CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,

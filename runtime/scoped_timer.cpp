@@ -16,9 +16,9 @@ namespace {
 // Nesting depth of printing timers on this thread; the outermost prints at depth 0.
 thread_local int t_depth = 0;
 
+// Every device Kiln has used, not only the current one: a timed block may drive several GPUs.
 void synchronize_device() {
-    detail::current_context();
-    KILN_CU(cuCtxSynchronize());
+    detail::synchronize_devices();
 }
 
 } // namespace

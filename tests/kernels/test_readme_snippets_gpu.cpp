@@ -87,3 +87,10 @@ TEST(Readme, TuningSnippetRuns) {
     KILN_REQUIRE_GPU();
     readme_tuning();
 }
+
+void readme_multi_gpu();
+
+TEST(Readme, MultiGpuSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    readme_multi_gpu();
+}

@@ -28,6 +28,9 @@ struct CallOptions {
     /// Tune the launch configuration of this call (kiln/tuning.hpp); a call that gives
     /// block_size is never tuned.
     bool tune = false;
+    /// The device the call runs on (its primary context is current for the call, as with a
+    /// DeviceGuard); unset: the current context's. Every array given must be on it.
+    std::optional<int> device;
 };
 
 /// One argument of a call: an array, a scalar, or a texture or surface (passed as its 64-bit

@@ -12,6 +12,7 @@
 #include "kiln/compiler.hpp"
 #include "kiln/cuda_array.hpp"
 #include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/dlpack.hpp"
 #include "kiln/dtype.hpp"
 #include "kiln/elementwise_kernel.hpp"

@@ -14,6 +14,7 @@
 /// @endcode
 
 #include "kiln/compiler.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/launch.hpp"
 #include "kiln/module.hpp"
 
@@ -101,13 +102,16 @@ class RawKernel {
     template <class... Args> void operator()(Dim3 grid, Dim3 block, const Args&... args) const {
         function().launch(LaunchConfig{grid, block}, args...);
     }
-    /// Launch with a full configuration (stream, dynamic shared memory, cooperative).
+    /// Launch with a full configuration (stream, dynamic shared memory, cooperative, device:
+    /// with LaunchConfig::device set, the launch runs on that device, loading the kernel there on
+    /// first use; pointer arguments are not checked, they must be that device's).
     /// @tparam Args the argument types, as Function::launch() takes them.
-    /// @param config the grid, block, dynamic shared memory, stream and cooperative switch.
+    /// @param config the grid, block, dynamic shared memory, stream, cooperative switch, device.
     /// @param args the kernel's arguments.
     /// @throws ArgumentError, CompileError, CudaError, NoDeviceError.
     template <class... Args>
     void operator()(const LaunchConfig& config, const Args&... args) const {
+        const detail::DeviceScope on_device(config.device);
         function().launch(config, args...);
     }
 

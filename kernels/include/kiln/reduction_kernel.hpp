@@ -53,6 +53,8 @@ struct ReduceCall {
     StreamRef stream;
     /// Tune this call's launch configuration (kiln/tuning.hpp; ReductionOptions::tune says what).
     bool tune = false;
+    /// The device the call runs on, as CallOptions::device; unset: the current context's.
+    std::optional<int> device;
 };
 
 /// The construction-time options of a ReductionKernel (CuPy's keyword arguments).

@@ -214,11 +214,13 @@ class Array {
     /// @param dtype the element type.
     /// @param strides the strides in bytes, one per extent; empty for C order.
     /// @param owner anything that keeps the memory alive, or nullptr.
+    /// @param device the ordinal of the device the memory is on, or -1 when not known: then
+    /// device() asks the driver when it is needed (only ever with several devices visible).
     /// @return a view of the memory.
     /// @throws ArgumentError for a negative extent, strides that do not match the shape, or a
     /// size or stride span over 2^63 - 1 bytes.
     static Array wrap(CUdeviceptr data, Dims shape, DType dtype, Dims strides = {},
-                      std::shared_ptr<void> owner = nullptr);
+                      std::shared_ptr<void> owner = nullptr, int device = -1);
 
     /// The element type.
     /// @return the element type.
@@ -254,6 +256,24 @@ class Array {
     /// The memory's owner (nullptr for wrapped memory with no owner given).
     /// @return the owner, shared by every view of the memory.
     const std::shared_ptr<void>& owner() const noexcept { return m_owner; }
+    /// The device the memory was recorded on: where it was allocated, or as given to wrap().
+    /// @return the ordinal, or -1 when wrap() was not told or there is no memory (see device()).
+    int recorded_device() const noexcept { return m_device; }
+    /// The device the memory is on: the recorded one, else the driver's answer for data()
+    /// (cuPointerGetAttribute, not remembered: give wrap() the device to spare the query).
+    /// @return the ordinal; -1 for managed memory (usable from every device), for memory the
+    /// driver does not know, and for an array without memory (an empty one, address 0).
+    /// @throws NoDeviceError without a driver when no device is recorded.
+    int device() const;
+    /// A copy of the elements on device @p device: across devices through peer access where the
+    /// two allow it, else staged through pinned host memory (the same result either way). See
+    /// kiln::copy() for the ordering rules.
+    /// @param device the destination device.
+    /// @param stream a stream of @p device the copy is queued on (its legacy default stream when
+    /// omitted).
+    /// @return a C-contiguous array on @p device.
+    /// @throws ArgumentError, NoDeviceError, CudaError.
+    Array copy_to(int device, StreamRef stream = {}) const;
     /// Whether the array is C-contiguous.
     /// @return whether the elements lie in C (row-major) order without gaps.
     bool is_c_contiguous() const noexcept;
@@ -323,7 +343,24 @@ class Array {
     DType m_dtype = DType::float32;
     Dims m_shape, m_strides;
     std::shared_ptr<void> m_owner;
+    int m_device = -1; // the device ordinal, -1 when not recorded
 };
+
+/// Copy @p src's elements into @p dst, which may be on another device: same shape and dtype, both
+/// C-contiguous. Between devices, the copy goes directly over peer access where the two devices
+/// allow it (enabled once per pair and remembered), otherwise through pinned host memory; on one
+/// device it is a device-to-device copy.
+///
+/// Ordering: the copy is queued on @p stream, a stream of @p dst's device, after the work already
+/// there. Work on @p src's device that writes @p src must be complete, or ordered before the
+/// call by the caller (for example by synchronizing that device). The staged copy returns when it
+/// is done; the others may return before.
+/// @param dst the destination.
+/// @param src the source.
+/// @param stream a stream of @p dst's device; its legacy default stream when omitted.
+/// @throws ArgumentError for different shapes or dtypes, or arrays that are not C-contiguous;
+/// NoDeviceError, CudaError.
+void copy(const Array& dst, const Array& src, StreamRef stream = {});
 
 /// C-order strides in bytes for @p shape.
 /// @param shape the extents.

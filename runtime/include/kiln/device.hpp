@@ -87,6 +87,18 @@ namespace detail {
 /// none; an application's context also gets Kiln's reference to its device's primary context.
 /// The fast path, on every launch, is one cuCtxGetCurrent and a thread-local comparison.
 CUcontext current_context();
+/// The ordinal of the device of the calling thread's current context (making device 0's primary
+/// context current if there is none). One cuCtxGetCurrent and a thread-local comparison after the
+/// first call per thread and context.
+int current_device_ordinal();
+/// Device @p ordinal's primary context, retained once for the process (not made current).
+/// @throws ArgumentError for an ordinal out of range; NoDeviceError, CudaError.
+CUcontext primary_context(int ordinal);
+/// Wait for the work of the current context and of every device whose primary context Kiln has
+/// used. @throws CudaError, including errors of earlier asynchronous work.
+void synchronize_devices();
+/// How many devices the driver sees, asked once per process; 0 without a driver. Never throws.
+int visible_device_count() noexcept;
 } // namespace detail
 
 } // namespace kiln

@@ -48,6 +48,9 @@ struct LaunchConfig {
     StreamRef stream;
     /// Launch cooperatively (grid-wide synchronization); the grid must fit on the device at once.
     bool cooperative = false;
+    /// The device to launch on; -1: the current context's. RawKernel makes its primary context
+    /// current for the launch; Function::launch checks that the kernel was loaded there.
+    int device = -1;
 };
 
 namespace detail {

@@ -149,6 +149,7 @@ class DeviceBuffer {
     std::size_t m_bytes = 0;
     StreamRef m_stream;
     std::shared_ptr<Allocator> m_allocator;
+    CUcontext m_context = nullptr; // current at allocation: the free goes there (its streams)
 };
 
 } // namespace kiln

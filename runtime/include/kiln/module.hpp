@@ -237,6 +237,7 @@ class Function {
         int max_grid[3] = {};
         int max_shared_optin = 0;
         int multiprocessors = 0;
+        int device = 0; // the ordinal of the module's context's device
         mutable std::atomic<std::size_t> shared_limit{std::size_t{48} * 1024};
     };
     explicit Function(std::shared_ptr<const State> state)

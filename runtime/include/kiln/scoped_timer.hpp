@@ -39,8 +39,10 @@ struct ScopedTimerOptions {
     bool active = true;
     /// Print `NAME took X.XX ms` (and the activity report) when the scope ends.
     bool print = true;
-    /// Wait for the current context's work before and after the scope, so the time includes the
-    /// GPU work issued inside it.
+    /// Wait for the GPU work before and after the scope, so the time includes the work issued
+    /// inside it: the current context's and that of every device Kiln has used (a scope that
+    /// drives several GPUs waits for all of them). The activity report has one line per device
+    /// in its device summary.
     bool synchronize = false;
     /// Open an NVTX range named after the timer for the scope.
     bool nvtx = false;

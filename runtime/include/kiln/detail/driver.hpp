@@ -61,6 +61,12 @@
     X(cuMemsetD16Async)                                                                            \
     X(cuMemsetD32Async)                                                                            \
     X(cuPointerGetAttribute)                                                                       \
+    X(cuPointerGetAttributes)                                                                      \
+    X(cuDeviceCanAccessPeer)                                                                       \
+    X(cuCtxEnablePeerAccess)                                                                       \
+    X(cuMemcpyPeerAsync)                                                                           \
+    X(cuMemHostAlloc)                                                                              \
+    X(cuMemFreeHost)                                                                               \
     X(cuModuleLoadDataEx)                                                                          \
     X(cuModuleUnload)                                                                              \
     X(cuModuleGetFunction)                                                                         \
