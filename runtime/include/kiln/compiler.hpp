@@ -179,6 +179,9 @@ struct CompileStatistics {
     /// Requests answered from memory, including those that waited for another thread's compile
     /// of the same program.
     std::uint64_t memory_hits = 0;
+    /// Generated kernels found on disk through their memo (kiln/cache/memo_store.hpp), without
+    /// generating their source; also counted in disk_hits.
+    std::uint64_t memo_hits = 0;
 };
 
 /// Compiles CUDA source with NVRTC. Each distinct (source, options, headers, name expressions,
@@ -236,6 +239,18 @@ class Compiler {
     /// @return the program, compiled afresh.
     std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch,
                                              const std::vector<cache::LinkInput>& link_inputs = {});
+
+    /// The program stored on disk under @p key, read and verified as compile() reads an entry,
+    /// without its source (Program::source() is empty) and without a driver-rejection retry: for
+    /// a generated kernel found through its memo. Counts as a disk hit and a memo hit.
+    /// @param key the entry's key.
+    /// @param arch the architecture the key was made for (recorded in the program).
+    /// @param kernel a kernel the entry must hold (when it records its kernel names).
+    /// @return the program, or nullptr (no usable disk cache, no entry, a damaged entry, an entry
+    /// without @p kernel, or a
+    /// compile-time trace or source saving asked for, which need a real compile or the source).
+    std::shared_ptr<const Program> load_cached(const cache::Key& key, const std::string& arch,
+                                               const std::string& kernel);
 
     /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.
