@@ -129,6 +129,9 @@ Function load_memoized(const KernelParams& params, const CompiledSpecialization&
     try {
         return load_specialization(params, compiled);
     } catch (const Error&) {
+        // The full path reads the entry again, with the source to recompile it when the driver
+        // rejects it, or reports the error as a call without memos would.
+        Compiler::global().forget(compiled.program->key());
         return load_specialization(params, full());
     }
 }

@@ -456,6 +456,29 @@ std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, cons
     if (!m_impl->disk_usable() || m_impl->store->config().save_source ||
         detail::compile_time_trace_enabled())
         return nullptr;
+    {
+        // Compiled or read before in this process (another kernel object, another context).
+        std::shared_future<std::shared_ptr<const Program>> known;
+        {
+            std::lock_guard<std::mutex> lock(m_impl->mutex);
+            auto found = m_impl->programs.find(key);
+            if (found != m_impl->programs.end()) known = found->second;
+        }
+        if (known.valid()) {
+            try {
+                auto program = known.get();
+                // A memo only names a key: the program must hold the kernel it was asked for.
+                const auto held = cache::cubin_kernel_names(program->cubin());
+                if (held && std::find(held->begin(), held->end(), kernel) == held->end())
+                    return nullptr;
+                m_impl->memory_hits.fetch_add(1, std::memory_order_relaxed);
+                m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
+                return program;
+            } catch (const std::exception&) {
+                return nullptr; // that compile failed: the caller takes the full path
+            }
+        }
+    }
     const auto start = std::chrono::steady_clock::now();
     auto entry = m_impl->store->load(key);
     if (!entry || entry->kind != cache::PayloadKind::cubin) return nullptr;
@@ -470,9 +493,21 @@ std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, cons
     program->m_lowered_names = std::move(entry->lowered_names);
     program->m_origin = ProgramOrigin::disk_cache;
     program->m_ms = ms_since(start);
+    {
+        // Later requests for the key in this process share it, as compile()'s would.
+        std::promise<std::shared_ptr<const Program>> ready;
+        ready.set_value(program);
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        m_impl->programs.emplace(key, ready.get_future().share());
+    }
     m_impl->disk_hits.fetch_add(1, std::memory_order_relaxed);
     m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
     return program;
+}
+
+void Compiler::forget(const cache::Key& key) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->programs.erase(key);
 }
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {
