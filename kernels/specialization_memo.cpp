@@ -2,6 +2,7 @@
 
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/compiler.hpp"
+#include "kiln/env.hpp"
 #include "nvrtc_version.hpp"
 
 #include <algorithm>
@@ -65,6 +66,8 @@ MemoSignature::MemoSignature(const char* front_end, const KernelParams& params,
     m_key.add("nvrtc", identity.nvrtc);
     m_key.add("front-end", front_end);
     m_key.add("arch", arch);
+    // The one default of the compile that the environment sets (the key holds it as an option).
+    m_key.add("lineinfo", std::uint64_t{env::get_flag("KILN_LINEINFO", true)});
     m_key.add("name", params.name);
     m_key.add("in", params.in_spec);
     m_key.add("out", params.out_spec);

@@ -202,3 +202,14 @@ TEST(SpecializationMemo, AMemoFromAnotherKilnOrNvrtcBuildIsAMiss) {
     squared_diff();
     EXPECT_EQ(memo_hits(), hits + 1);
 }
+
+TEST(SpecializationMemo, TheLineinfoSettingIsPartOfTheSignature) {
+    const auto with_lineinfo = squared_diff();
+    squared_diff(); // the memo is valid now
+    const std::uint64_t hits = memo_hits();
+    ::setenv("KILN_LINEINFO", "0", 1);
+    const auto without = squared_diff();
+    ::unsetenv("KILN_LINEINFO");
+    EXPECT_EQ(memo_hits(), hits); // not led to the entry compiled with -lineinfo
+    EXPECT_NE(without->key(), with_lineinfo->key());
+}

@@ -131,7 +131,8 @@ class Program {
     /// @return the target architecture, e.g. "sm_90".
     const std::string& arch() const noexcept { return m_arch; }
     /// The CUDA source it was compiled from.
-    /// @return the CUDA source it was compiled from.
+    /// @return the CUDA source it was compiled from; empty for a generated kernel found on disk
+    /// through its memo (Compiler::load_cached()), whose source was not generated.
     const std::string& source() const noexcept { return m_source; }
     /// Whether it was compiled here or read from the disk cache.
     /// @return whether it was compiled here or read from the disk cache.
