@@ -195,7 +195,7 @@ TEST(SpecializationMemo, AMemoFromAnotherKilnOrNvrtcBuildIsAMiss) {
     // No build identity: memos are off, nothing is written or read.
     kiln::detail::set_memo_identity_for_testing({"", mine.nvrtc});
     const auto files = memo_files().size();
-    EXPECT_EQ(squared_diff("memo_no_identity")->source().empty(), false);
+    EXPECT_FALSE(squared_diff("memo_no_identity")->source().empty());
     EXPECT_EQ(memo_files().size(), files);
 
     kiln::detail::set_memo_identity_for_testing(mine);
