@@ -20,6 +20,7 @@
 
 #include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
+#include "specialization_memo.hpp"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -220,6 +221,8 @@ int main(int argc, char** argv) {
     const bool gpu = !no_gpu && kiln::Device::available();
     if (mode == "sample") {
         if (gpu) kiln::Device::current(); // the context, untimed
+        // The path without memos, for a before/after in one build (nothing is computed here).
+        if (std::getenv("KILN_BENCH_NO_MEMO")) kiln::detail::set_memo_identity_for_testing({});
         std::int64_t t0 = 0, t1 = 0;
         if (!first_call(kind, arch, gpu, t0, t1)) {
             std::fprintf(stderr,

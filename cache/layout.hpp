@@ -25,6 +25,7 @@ inline constexpr std::string_view kEntrySuffix = ".kiln";
 inline constexpr std::string_view kSourceSuffix = ".cu";
 inline constexpr std::string_view kTraceSuffix = ".json";
 inline constexpr std::string_view kTuneSuffix = ".tune";
+inline constexpr std::string_view kMemoSuffix = ".memo";
 inline constexpr std::string_view kTempPrefix = ".tmp.";
 inline constexpr std::string_view kStatsName = "stats";
 inline constexpr std::string_view kUsageName = "usage";

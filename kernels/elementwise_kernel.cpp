@@ -14,6 +14,7 @@
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
 #include "specialization.hpp"
+#include "specialization_memo.hpp"
 #include "write_only_outputs.hpp"
 
 #include <algorithm>
@@ -108,9 +109,22 @@ struct ElementwiseKernel::Impl {
         return generate_elementwise(def, p.plan, p.ops.bindings);
     }
     std::string describe(const Prepared& p) const;
-    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
-        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch,
-                                              describe(p));
+    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch,
+                                           bool memo = true) const {
+        return detail::compile_memoized(
+            def.params, memo ? signature(p, arch) : std::nullopt, nvrtc_options, arch,
+            [&] { return source(p); }, [&] { return describe(p); });
+    }
+    // Everything that decides source(p) for @p arch (specialization_memo.hpp).
+    std::optional<cache::Key> signature(const Prepared& p, const std::string& arch) const {
+        return detail::MemoSignature("elementwise", def.params, nvrtc_options, arch)
+            .text("operation", def.operation)
+            .text("preamble", def.preamble)
+            .text("loop-prep", def.loop_prep)
+            .text("after-loop", def.after_loop)
+            .number("write-only", def.outputs_write_only)
+            .bytes("plan", &p.plan, p.plan.used_bytes())
+            .finish();
     }
     const Function& function(const Prepared& p) const;
     void launch(const Prepared& p, const Function& f, StreamRef stream) const;
@@ -285,7 +299,9 @@ std::string ElementwiseKernel::Impl::describe(const Prepared& p) const {
 const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     return functions.get(detail::current_context(), p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
-        return detail::load_specialization(def.params, compile(p, Device::current().arch()));
+        const std::string arch = Device::current().arch();
+        return detail::load_memoized(def.params, compile(p, arch),
+                                     [&] { return compile(p, arch, /*memo=*/false); });
     });
 }
 

@@ -16,6 +16,7 @@
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
 #include "specialization.hpp"
+#include "specialization_memo.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -86,6 +87,9 @@ int multiprocessors(CUcontext context) {
 
 // The dtype a reduce type names, or nullopt where it names none Kiln knows (a struct, a pair).
 std::optional<DType> reduce_type_dtype(const std::string& reduce_type) {
+    // Not a dtype name, without the exception: a process's first throw costs ~0.1 ms (the
+    // unwinder's first use), which the first call of every default ReductionKernel paid.
+    if (reduce_type.empty()) return std::nullopt;
     try {
         return parse_dtype(reduce_type);
     } catch (const ArgumentError&) {
@@ -132,9 +136,23 @@ struct ReductionKernel::Impl {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
     std::string describe(const Prepared& p) const;
-    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch) const {
-        return detail::compile_specialization(def.params, source(p), nvrtc_options, arch,
-                                              describe(p));
+    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch,
+                                           bool memo = true) const {
+        return detail::compile_memoized(
+            def.params, memo ? signature(p, arch) : std::nullopt, nvrtc_options, arch,
+            [&] { return source(p); }, [&] { return describe(p); });
+    }
+    // Everything that decides source(p) for @p arch (specialization_memo.hpp).
+    std::optional<cache::Key> signature(const Prepared& p, const std::string& arch) const {
+        return detail::MemoSignature("reduction", def.params, nvrtc_options, arch)
+            .text("map", def.map_expr)
+            .text("reduce", def.reduce_expr)
+            .text("post-map", def.post_map_expr)
+            .text("identity", def.identity)
+            .text("preamble", def.preamble)
+            .text("reduce-type", def.reduce_type)
+            .bytes("plan", &p.plan, p.plan.used_bytes())
+            .finish();
     }
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
@@ -408,7 +426,9 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepa
                                                                      CUcontext context) const {
     return functions.get(context, p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
-        Function f = detail::load_specialization(def.params, compile(p, Device::current().arch()));
+        const std::string arch = Device::current().arch();
+        Function f = detail::load_memoized(def.params, compile(p, arch),
+                                           [&] { return compile(p, arch, /*memo=*/false); });
         const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
         return Loaded{std::move(f), blocks};
     });

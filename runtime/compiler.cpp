@@ -308,7 +308,7 @@ struct Compiler::Impl {
     std::unordered_map<cache::Key, std::shared_future<std::shared_ptr<const Program>>,
                        cache::KeyHash>
         programs;
-    std::atomic<std::uint64_t> compiles{0}, disk_hits{0}, memory_hits{0};
+    std::atomic<std::uint64_t> compiles{0}, disk_hits{0}, memory_hits{0}, memo_hits{0};
 
     bool disk_usable() const { return store && !store->config().disabled; }
 
@@ -447,7 +447,67 @@ CompileStatistics Compiler::statistics() const noexcept {
     s.compiles = m_impl->compiles.load(std::memory_order_relaxed);
     s.disk_hits = m_impl->disk_hits.load(std::memory_order_relaxed);
     s.memory_hits = m_impl->memory_hits.load(std::memory_order_relaxed);
+    s.memo_hits = m_impl->memo_hits.load(std::memory_order_relaxed);
     return s;
+}
+
+std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, const std::string& arch,
+                                                     const std::string& kernel) {
+    if (!m_impl->disk_usable() || m_impl->store->config().save_source ||
+        detail::compile_time_trace_enabled())
+        return nullptr;
+    {
+        // Compiled or read before in this process (another kernel object, another context).
+        std::shared_future<std::shared_ptr<const Program>> known;
+        {
+            std::lock_guard<std::mutex> lock(m_impl->mutex);
+            auto found = m_impl->programs.find(key);
+            if (found != m_impl->programs.end()) known = found->second;
+        }
+        if (known.valid()) {
+            try {
+                auto program = known.get();
+                // A memo only names a key: the program must hold the kernel it was asked for.
+                const auto held = cache::cubin_kernel_names(program->cubin());
+                if (held && std::find(held->begin(), held->end(), kernel) == held->end())
+                    return nullptr;
+                m_impl->memory_hits.fetch_add(1, std::memory_order_relaxed);
+                m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
+                return program;
+            } catch (const std::exception&) {
+                return nullptr; // that compile failed: the caller takes the full path
+            }
+        }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    auto entry = m_impl->store->load(key);
+    if (!entry || entry->kind != cache::PayloadKind::cubin) return nullptr;
+    const auto& names = entry->kernel_names;
+    if (!names.empty() && std::find(names.begin(), names.end(), kernel) == names.end())
+        return nullptr;
+    auto program = std::make_shared<Program>();
+    program->m_key = key;
+    program->m_arch = arch;
+    program->m_cubin = std::move(entry->payload);
+    program->m_log = std::move(entry->log);
+    program->m_lowered_names = std::move(entry->lowered_names);
+    program->m_origin = ProgramOrigin::disk_cache;
+    program->m_ms = ms_since(start);
+    {
+        // Later requests for the key in this process share it, as compile()'s would.
+        std::promise<std::shared_ptr<const Program>> ready;
+        ready.set_value(program);
+        std::lock_guard<std::mutex> lock(m_impl->mutex);
+        m_impl->programs.emplace(key, ready.get_future().share());
+    }
+    m_impl->disk_hits.fetch_add(1, std::memory_order_relaxed);
+    m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
+    return program;
+}
+
+void Compiler::forget(const cache::Key& key) {
+    std::lock_guard<std::mutex> lock(m_impl->mutex);
+    m_impl->programs.erase(key);
 }
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {

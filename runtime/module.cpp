@@ -9,6 +9,9 @@
 #include <algorithm>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 namespace kiln {
@@ -52,6 +55,36 @@ CUresult try_load(const std::string& image, CUmodule* module, std::string* error
     return result;
 }
 
+// What a Function checks launches against, per device: read once per process, not on every
+// module's first function.
+struct DeviceLimits {
+    int max_block[3] = {}, max_grid[3] = {};
+    int max_shared_optin = 0, multiprocessors = 0;
+};
+
+const DeviceLimits& device_limits(CUdevice device) {
+    static std::mutex mutex;
+    static std::map<CUdevice, std::unique_ptr<const DeviceLimits>> known; // stable addresses
+    std::lock_guard<std::mutex> lock(mutex);
+    auto& slot = known[device];
+    if (slot) return *slot;
+    auto limits = std::make_unique<DeviceLimits>();
+    const CUdevice_attribute dims[] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    for (int i = 0; i < 3; ++i) {
+        KILN_CU(cuDeviceGetAttribute(&limits->max_block[i], dims[i], device));
+        KILN_CU(cuDeviceGetAttribute(&limits->max_grid[i], dims[i + 3], device));
+    }
+    KILN_CU(cuDeviceGetAttribute(&limits->max_shared_optin,
+                                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
+    KILN_CU(cuDeviceGetAttribute(&limits->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                 device));
+    slot = std::move(limits);
+    return *slot;
+}
+
 } // namespace
 
 std::shared_ptr<const Module> Module::load(const std::string& image, std::string description) {
@@ -77,8 +110,10 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
     CUmodule module = nullptr;
     std::string log;
     CUresult result = try_load(program->cubin(), &module, &log);
+    // A program read through a memo has no source to recompile: its caller falls back to the
+    // full path, which finds the same entry and recompiles it here.
     if (result != CUDA_SUCCESS && rejected_image(result) &&
-        program->origin() == ProgramOrigin::disk_cache) {
+        program->origin() == ProgramOrigin::disk_cache && !program->source().empty()) {
         // A cached cubin the driver rejects is a damaged entry, not a user error.
         program = compiler.recompile(*program, options);
         result = try_load(program->cubin(), &module, &log);
@@ -175,18 +210,13 @@ Function Module::function(const std::string& name) const {
     CUdevice device = 0;
     KILN_CU(cuCtxGetDevice(&device));
     state->device = static_cast<int>(device);
-    const CUdevice_attribute dims[] = {
-        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
-        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
-        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    const DeviceLimits& limits = device_limits(device);
     for (int i = 0; i < 3; ++i) {
-        KILN_CU(cuDeviceGetAttribute(&state->max_block[i], dims[i], device));
-        KILN_CU(cuDeviceGetAttribute(&state->max_grid[i], dims[i + 3], device));
+        state->max_block[i] = limits.max_block[i];
+        state->max_grid[i] = limits.max_grid[i];
     }
-    KILN_CU(cuDeviceGetAttribute(&state->max_shared_optin,
-                                 CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
-    KILN_CU(cuDeviceGetAttribute(&state->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                 device));
+    state->max_shared_optin = limits.max_shared_optin;
+    state->multiprocessors = limits.multiprocessors;
     return Function(std::move(state));
 }
 

@@ -131,7 +131,8 @@ class Program {
     /// @return the target architecture, e.g. "sm_90".
     const std::string& arch() const noexcept { return m_arch; }
     /// The CUDA source it was compiled from.
-    /// @return the CUDA source it was compiled from.
+    /// @return the CUDA source it was compiled from; empty for a generated kernel found on disk
+    /// through its memo (Compiler::load_cached()), whose source was not generated.
     const std::string& source() const noexcept { return m_source; }
     /// Whether it was compiled here or read from the disk cache.
     /// @return whether it was compiled here or read from the disk cache.
@@ -179,6 +180,9 @@ struct CompileStatistics {
     /// Requests answered from memory, including those that waited for another thread's compile
     /// of the same program.
     std::uint64_t memory_hits = 0;
+    /// Generated kernels found through their memo (kiln/cache/memo_store.hpp) without generating
+    /// their source; also counted in disk_hits or memory_hits.
+    std::uint64_t memo_hits = 0;
 };
 
 /// Compiles CUDA source with NVRTC. Each distinct (source, options, headers, name expressions,
@@ -236,6 +240,24 @@ class Compiler {
     /// @return the program, compiled afresh.
     std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch,
                                              const std::vector<cache::LinkInput>& link_inputs = {});
+
+    /// The program of @p key from this compiler's memory, else read from disk and verified as
+    /// compile() reads an entry, then kept in memory: for a generated kernel found through its
+    /// memo. A program read from disk here has no source (Program::source() is empty) and no
+    /// driver-rejection retry. Counts as a memory or disk hit, and as a memo hit.
+    /// @param key the entry's key.
+    /// @param arch the architecture the key was made for (recorded in the program).
+    /// @param kernel a kernel the entry must hold (when it records its kernel names).
+    /// @return the program, or nullptr (no usable disk cache, no entry, a damaged entry, an entry
+    /// without @p kernel, or a
+    /// compile-time trace or source saving asked for, which need a real compile or the source).
+    std::shared_ptr<const Program> load_cached(const cache::Key& key, const std::string& arch,
+                                               const std::string& kernel);
+
+    /// Drop the program of @p key from this compiler's memory: the next compile() of it reads or
+    /// compiles it again (a program read by load_cached() that the driver rejects).
+    /// @param key the program's key.
+    void forget(const cache::Key& key);
 
     /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.

@@ -1,0 +1,142 @@
+#include "specialization_memo.hpp"
+
+#include "kiln/cache/memo_store.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/env.hpp"
+#include "nvrtc_version.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+
+namespace kiln::detail {
+
+namespace {
+
+// Bumped when what goes into a signature changes meaning.
+constexpr std::uint64_t kSignatureSchema = 1;
+
+struct IdentityState {
+    std::mutex mutex;
+    bool known = false;
+    MemoIdentity identity;
+};
+
+IdentityState& identity_state() {
+    static IdentityState state;
+    return state;
+}
+
+// Whether the memo can stand in for the source: a disk cache that reads, and nothing asked of a
+// compile that needs the source (saving it beside the entry; a compile-time trace, which
+// Compiler::load_cached() refuses too).
+bool memo_usable(const Compiler& compiler) {
+    const cache::Store* store = compiler.store();
+    return store && !store->config().disabled && !store->config().save_source;
+}
+
+} // namespace
+
+const MemoIdentity& memo_identity() {
+    IdentityState& state = identity_state();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    if (!state.known) {
+        // The build id of the object this function is linked into: Kiln's code generators and
+        // device headers are in it, so a different Kiln build is a different identity.
+        state.identity = {loaded_build_id(reinterpret_cast<const void*>(&memo_identity)),
+                          nvrtc_full_version()};
+        state.known = true;
+    }
+    return state.identity;
+}
+
+void set_memo_identity_for_testing(MemoIdentity identity) {
+    IdentityState& state = identity_state();
+    std::lock_guard<std::mutex> lock(state.mutex);
+    state.identity = std::move(identity);
+    state.known = true;
+}
+
+MemoSignature::MemoSignature(const char* front_end, const KernelParams& params,
+                             const std::vector<std::string>& nvrtc_options,
+                             const std::string& arch) {
+    const MemoIdentity& identity = memo_identity();
+    m_key.add("memo-schema", kSignatureSchema);
+    m_key.add("kiln", identity.kiln);
+    m_key.add("nvrtc", identity.nvrtc);
+    m_key.add("front-end", front_end);
+    m_key.add("arch", arch);
+    // The one default of the compile that the environment sets (the key holds it as an option).
+    m_key.add("lineinfo", std::uint64_t{env::get_flag("KILN_LINEINFO", true)});
+    m_key.add("name", params.name);
+    m_key.add("in", params.in_spec);
+    m_key.add("out", params.out_spec);
+    m_key.add("options", std::uint64_t{nvrtc_options.size()});
+    for (const auto& option : nvrtc_options)
+        m_key.add("option", option);
+}
+
+MemoSignature& MemoSignature::text(std::string_view field, std::string_view value) {
+    m_key.add(field, value);
+    return *this;
+}
+
+MemoSignature& MemoSignature::number(std::string_view field, std::uint64_t value) {
+    m_key.add(field, value);
+    return *this;
+}
+
+MemoSignature& MemoSignature::bytes(std::string_view field, const void* data, std::size_t size) {
+    m_key.add(field, std::string_view(static_cast<const char*>(data), size));
+    return *this;
+}
+
+std::optional<cache::Key> MemoSignature::finish() {
+    if (memo_identity().kiln.empty()) return std::nullopt;
+    return m_key.finish();
+}
+
+CompiledSpecialization compile_memoized(const KernelParams& params,
+                                        const std::optional<cache::Key>& signature,
+                                        const std::vector<std::string>& nvrtc_options,
+                                        const std::string& arch,
+                                        const std::function<GeneratedSource()>& generate,
+                                        const std::function<std::string()>& describe) {
+    Compiler& compiler = Compiler::global();
+    const bool memo = signature && memo_usable(compiler);
+    std::optional<cache::MemoStore> memos;
+    if (memo) {
+        memos.emplace(compiler.store()->config());
+        if (auto found = memos->load(*signature); found && found->name == params.name) {
+            if (auto program = compiler.load_cached(found->entry, arch, params.name)) {
+                CompiledSpecialization hit;
+                hit.program = std::move(program);
+                hit.options.arch = arch;
+                hit.options.options = nvrtc_options;
+                return hit;
+            }
+        }
+    }
+    CompiledSpecialization compiled =
+        compile_specialization(params, generate(), nvrtc_options, arch, describe());
+    // Only a program the disk holds is worth a memo (a hit read it, a compile stored it).
+    if (memo && !compiler.store()->config().readonly)
+        memos->store(*signature, {compiled.program->key(), params.name});
+    return compiled;
+}
+
+Function load_memoized(const KernelParams& params, const CompiledSpecialization& compiled,
+                       const std::function<CompiledSpecialization()>& full) {
+    // Generated source is never empty: an empty one is a program read through a memo.
+    if (!compiled.program->source().empty()) return load_specialization(params, compiled);
+    try {
+        return load_specialization(params, compiled);
+    } catch (const Error&) {
+        // The full path reads the entry again, with the source to recompile it when the driver
+        // rejects it, or reports the error as a call without memos would.
+        Compiler::global().forget(compiled.program->key());
+        return load_specialization(params, full());
+    }
+}
+
+} // namespace kiln::detail
