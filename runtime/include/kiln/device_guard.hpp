@@ -57,7 +57,9 @@ class DeviceGuard {
 
 namespace detail {
 /// A DeviceGuard for @p ordinal when it is 0 or more; nothing for a negative one (the current
-/// context stays). What the front ends do with CallOptions::device and LaunchConfig::device.
+/// context stays). What the front ends do with CallOptions::device and LaunchConfig::device, at
+/// the start of a call: the call's current context is then asked of the driver once
+/// (CallContextScope).
 class DeviceScope {
   public:
     explicit DeviceScope(int ordinal) {
@@ -65,6 +67,7 @@ class DeviceScope {
     }
 
   private:
+    CallContextScope m_call; // first: it outlives the guard, which puts the previous context back
     std::optional<DeviceGuard> m_guard;
 };
 
