@@ -398,6 +398,44 @@ TEST(HotPathDriverCallsFakeDriver, ReadyOperationAndReduction) {
     expect_calls(driver_calls_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), false);
 }
 
+// A call asks the driver for the current context once and keeps the answer while it runs, through
+// Kiln's own switches; between calls the application may switch, so the next call asks again.
+TEST(HotPathDriverCallsFakeDriver, CallKnowsItsContextOnlyWhileItRuns) {
+    namespace kd = kiln::detail;
+    const auto& d = kd::driver();
+    const CUcontext primary = kd::current_context();
+    const DriverCalls before = driver_calls_now();
+    {
+        const kd::CallContextScope call;
+        EXPECT_EQ(kd::current_context(), primary);
+        EXPECT_EQ(kd::current_context(), primary);
+        EXPECT_EQ(kd::current_device_ordinal(), 0);
+        EXPECT_EQ(kd::current_context_or_null(), primary);
+    }
+    EXPECT_EQ(driver_calls_now().get_current - before.get_current, 1u);
+
+    int storage = 0; // the fake driver never reads a context: any distinct address will do
+    const auto other = reinterpret_cast<CUcontext>(&storage);
+    ASSERT_EQ(d.cuCtxSetCurrent(other), CUDA_SUCCESS);
+    {
+        const kd::CallContextScope call;
+        EXPECT_EQ(kd::current_context(), other);
+        {
+            const kiln::DeviceGuard on(0);
+            EXPECT_EQ(kd::current_context(), primary);
+        }
+        EXPECT_EQ(kd::current_context(), other);
+        // After code outside Kiln, such as an application's allocator, the call asks again.
+        ASSERT_EQ(d.cuCtxSetCurrent(primary), CUDA_SUCCESS);
+        kd::forget_current_context();
+        EXPECT_EQ(kd::current_context(), primary);
+    }
+    ASSERT_EQ(d.cuCtxSetCurrent(other), CUDA_SUCCESS);
+    EXPECT_EQ(kd::current_context(), other);
+    ASSERT_EQ(d.cuCtxSetCurrent(primary), CUDA_SUCCESS);
+    EXPECT_EQ(kd::current_context(), primary);
+}
+
 } // namespace
 
 #endif
