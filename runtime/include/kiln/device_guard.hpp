@@ -57,9 +57,7 @@ class DeviceGuard {
 
 namespace detail {
 /// A DeviceGuard for @p ordinal when it is 0 or more; nothing for a negative one (the current
-/// context stays). What the front ends do with CallOptions::device and LaunchConfig::device, at
-/// the start of a call: the call's current context is then asked of the driver once
-/// (CallContextScope).
+/// context stays). What the front ends do with CallOptions::device and LaunchConfig::device.
 class DeviceScope {
   public:
     explicit DeviceScope(int ordinal) {
@@ -67,8 +65,21 @@ class DeviceScope {
     }
 
   private:
-    CallContextScope m_call; // first: it outlives the guard, which puts the previous context back
     std::optional<DeviceGuard> m_guard;
+};
+
+/// The start of a generated front end's call: its device (DeviceScope) and, for the whole call,
+/// the current context asked of the driver once (CallContextScope) and shared by the device check,
+/// the outputs' allocation and the launch. A RawKernel launch asks once anyway and uses only the
+/// DeviceScope.
+class CallScope {
+  public:
+    explicit CallScope(int ordinal)
+        : m_device(ordinal) {}
+
+  private:
+    CallContextScope m_call; // first: it outlives the guard, which puts the previous context back
+    DeviceScope m_device;
 };
 
 /// Device @p ordinal's primary context current for a scope, unless the current context is on that
