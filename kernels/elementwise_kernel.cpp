@@ -434,7 +434,7 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
 
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
-    const detail::DeviceScope on_device(options.device.value_or(-1));
+    const detail::CallScope on_device(options.device.value_or(-1));
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
     if (p.n > 0) {

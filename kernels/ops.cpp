@@ -1,5 +1,6 @@
 #include "kiln/ops.hpp"
 
+#include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "op_rules.hpp"
 #include "per_context_cache.hpp"
@@ -95,6 +96,8 @@ void need_an_array(const Arg& a, const Arg& b, const char* what) {
 
 Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DType result,
           const OpOptions& options) {
+    // The output's allocation and the call ask the driver for the current context once.
+    const detail::CallContextScope call_scope;
     CallOptions call;
     call.stream = options.stream;
     // The output is allocated here so that its placeholder V is bound to the result dtype.
@@ -206,6 +209,7 @@ Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions&
     const DType result = types.result;
     check_scalar(x, result, "where");
     check_scalar(y, result, "where");
+    const detail::CallContextScope call_scope;
     CallOptions call;
     call.stream = o.stream;
     Array out =
@@ -223,6 +227,7 @@ Array clip(const Array& a, const Arg& lo, const Arg& hi, const OpOptions& o) {
     const detail::OpTypes types = detail::clip_types(a.dtype());
     check_scalar(lo, types.compute, "clip");
     check_scalar(hi, types.compute, "clip");
+    const detail::CallContextScope call_scope;
     CallOptions call;
     call.stream = o.stream;
     const DType result = types.result;

@@ -563,7 +563,7 @@ ReductionKernel::ReductionKernel(ReductionKernel&&) noexcept = default;
 ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = default;
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
-    const detail::DeviceScope on_device(how.device.value_or(-1));
+    const detail::CallScope on_device(how.device.value_or(-1));
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();

@@ -98,7 +98,9 @@ int Device::multiprocessor_count() const {
 }
 
 void Device::make_current() const {
-    KILN_CU(cuCtxSetCurrent(retain_primary(m_device, m_ordinal)));
+    const CUcontext context = retain_primary(m_device, m_ordinal);
+    KILN_CU(cuCtxSetCurrent(context));
+    detail::note_current_context(context);
 }
 
 void Device::synchronize() const {
@@ -106,17 +108,60 @@ void Device::synchronize() const {
     KILN_CU(cuCtxGetCurrent(&previous));
     make_current();
     KILN_CU(cuCtxSynchronize());
-    if (previous) KILN_CU(cuCtxSetCurrent(previous));
+    if (previous) {
+        KILN_CU(cuCtxSetCurrent(previous));
+        detail::note_current_context(previous);
+    }
 }
 
 namespace detail {
 
+namespace {
+
+// The calling thread's call in progress: how many CallContextScopes are open, and the current
+// context once asked (null: not asked yet, or forgotten). Outside a scope nothing is kept: an
+// application may switch contexts between calls.
+struct KnownContext {
+    int depth = 0;
+    CUcontext context = nullptr;
+};
+thread_local KnownContext t_known;
+
+} // namespace
+
+CallContextScope::CallContextScope() noexcept {
+    ++t_known.depth;
+}
+
+// Kiln's own switches inside the scope (a DeviceGuard's restore included) kept the known context
+// right, so a nested scope leaves it as it is; the outermost forgets it.
+CallContextScope::~CallContextScope() {
+    if (--t_known.depth == 0) t_known.context = nullptr;
+}
+
+void note_current_context(CUcontext context) noexcept {
+    if (t_known.depth) t_known.context = context;
+}
+
+void forget_current_context() noexcept {
+    t_known.context = nullptr;
+}
+
+CUcontext current_context_or_null() noexcept {
+    if (t_known.context) return t_known.context;
+    CUcontext context = nullptr;
+    if (!driver_available() || driver().cuCtxGetCurrent(&context) != CUDA_SUCCESS) return nullptr;
+    return context;
+}
+
 CUcontext current_context() {
+    if (t_known.context) return t_known.context; // set only inside a scope
     CUcontext context = nullptr;
     KILN_CU(cuCtxGetCurrent(&context));
     if (!context) {
         Device(0).make_current();
         KILN_CU(cuCtxGetCurrent(&context));
+        note_current_context(context);
         return context;
     }
     // The application's context. Where its device's primary context is active (the one the CUDA
@@ -133,6 +178,7 @@ CUcontext current_context() {
         if (active) retain_primary(device, static_cast<int>(device));
         checked = context;
     }
+    note_current_context(context);
     return context;
 }
 
@@ -167,11 +213,15 @@ void synchronize_devices() {
     }
     struct Restore {
         CUcontext context;
-        ~Restore() { driver().cuCtxSetCurrent(context); }
+        ~Restore() {
+            driver().cuCtxSetCurrent(context);
+            note_current_context(context);
+        }
     } restore{current};
     for (CUcontext context : contexts)
         if (context && context != current) {
             KILN_CU(cuCtxSetCurrent(context));
+            note_current_context(context);
             KILN_CU(cuCtxSynchronize());
         }
 }

@@ -7,8 +7,10 @@ namespace kiln {
 DeviceGuard::DeviceGuard(const Device& device)
     : m_context(detail::primary_context(device.ordinal()))
     , m_ordinal(device.ordinal()) {
-    KILN_CU(cuCtxGetCurrent(&m_previous));
+    m_previous = detail::current_context_or_null();
+    if (!m_previous) KILN_CU(cuCtxGetCurrent(&m_previous)); // not known: ask, failures included
     if (m_previous != m_context) KILN_CU(cuCtxSetCurrent(m_context));
+    detail::note_current_context(m_context);
 }
 
 DeviceGuard::DeviceGuard(int ordinal)
@@ -17,19 +19,23 @@ DeviceGuard::DeviceGuard(int ordinal)
 DeviceGuard::~DeviceGuard() {
     // The driver is loaded: the constructor used it. A failure here has nowhere to go.
     detail::driver().cuCtxSetCurrent(m_previous);
+    detail::note_current_context(m_previous);
 }
 
 namespace detail {
 
 InContext::InContext(CUcontext context) noexcept {
     if (!context || !driver_available()) return;
-    const Driver& d = driver();
-    if (d.cuCtxGetCurrent(&m_previous) != CUDA_SUCCESS || m_previous == context) return;
-    m_switched = d.cuCtxSetCurrent(context) == CUDA_SUCCESS;
+    m_previous = current_context_or_null();
+    if (m_previous == context) return;
+    m_switched = driver().cuCtxSetCurrent(context) == CUDA_SUCCESS;
+    if (m_switched) note_current_context(context);
 }
 
 InContext::~InContext() {
-    if (m_switched) driver().cuCtxSetCurrent(m_previous);
+    if (!m_switched) return;
+    driver().cuCtxSetCurrent(m_previous);
+    note_current_context(m_previous);
 }
 
 } // namespace detail

@@ -109,7 +109,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
     if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
     if (bytes) {
         m_pointer = m_allocator->allocate(bytes, stream);
-        if (detail::driver_available()) detail::driver().cuCtxGetCurrent(&m_context);
+        // An application's allocator may switch contexts: ask the driver again after it.
+        if (m_allocator.get() != &stream_ordered()) detail::forget_current_context();
+        m_context = detail::current_context_or_null();
     }
 }
 
@@ -137,12 +139,24 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 }
 
 void DeviceBuffer::release() noexcept {
-    if (m_pointer && m_allocator) {
+    if (m_pointer && m_allocator && !free_on_own_stream()) {
         // Freed from another device's context, the legacy default stream would be that device's.
         const detail::InContext in_allocating_context(m_context);
         m_allocator->deallocate(m_pointer, m_bytes, m_stream);
     }
     m_pointer = 0;
+}
+
+// A stream-ordered free on a stream of its own (not a default stream, which stands for the current
+// context's) is ordered on that stream, in its context, whichever is current: no need to ask the
+// driver which context is current (a call on the hot path). Should the driver refuse it anyway,
+// the caller frees from the allocating context.
+bool DeviceBuffer::free_on_own_stream() noexcept {
+    const CUstream stream = m_stream.get();
+    if (!stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD ||
+        m_allocator.get() != &stream_ordered())
+        return false;
+    return detail::driver().cuMemFreeAsync(m_pointer, stream) == CUDA_SUCCESS;
 }
 
 void DeviceBuffer::copy_from_host(const void* source, std::size_t bytes, StreamRef stream) const {

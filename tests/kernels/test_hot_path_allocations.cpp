@@ -279,3 +279,164 @@ TEST(KILN_HOT_PATH_SUITE, ReadyReductionOutputAllocatedAllocatesOnlyItsOwner) {
 }
 
 } // namespace
+
+#ifdef KILN_HOT_PATH_FAKE_DRIVER
+
+#include <dlfcn.h>
+
+namespace {
+
+// Driver calls on a repeated call, counted by the fake driver per entry point: each real one costs
+// 50-300 ns of host time (an allocation or a free about a microsecond), as much as Kiln's own work.
+struct DriverCalls {
+    unsigned long long get_current = 0, set_current = 0, get_device = 0, launches = 0, allocs = 0,
+                       frees = 0, other = 0;
+};
+
+using CallsFunction = unsigned long long (*)(const char*);
+
+CallsFunction fake_driver_calls() {
+    if (!kiln::detail::driver_available()) return nullptr; // loads it: a test may run alone
+    const char* library = std::getenv("KILN_DRIVER_LIBRARY");
+    void* handle = library ? dlopen(library, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    return handle ? reinterpret_cast<CallsFunction>(dlsym(handle, "kiln_fake_driver_calls"))
+                  : nullptr;
+}
+
+DriverCalls driver_calls_now() {
+    static const CallsFunction calls = fake_driver_calls();
+    DriverCalls now;
+    if (!calls) return now;
+    now.get_current = calls("cuCtxGetCurrent");
+    now.set_current = calls("cuCtxSetCurrent");
+    now.get_device = calls("cuCtxGetDevice");
+    now.launches = calls("cuLaunchKernel");
+    now.allocs = calls("cuMemAllocAsync");
+    now.frees = calls("cuMemFreeAsync");
+    for (const char* name : {"cuDevicePrimaryCtxGetState", "cuStreamIsCapturing",
+                             "cuDeviceGetAttribute", "cuFuncGetAttribute", "cuEventRecord",
+                             "cuMemsetD8Async", "cuMemcpyDtoDAsync", "cuDeviceGetDefaultMemPool"})
+        now.other += calls(name);
+    return now;
+}
+
+// The driver calls made by the second of two calls of @p call, its result released inside.
+template <class Call> DriverCalls driver_calls_on_second_call(Call&& call) {
+    call();
+    const DriverCalls before = driver_calls_now();
+    call();
+    const DriverCalls after = driver_calls_now();
+    return {after.get_current - before.get_current,
+            after.set_current - before.set_current,
+            after.get_device - before.get_device,
+            after.launches - before.launches,
+            after.allocs - before.allocs,
+            after.frees - before.frees,
+            after.other - before.other};
+}
+
+// With the output given: one cuCtxGetCurrent (the context, reused by the device check and the
+// launch) and the launch. Allocated: the output's cuMemAllocAsync, and its cuMemFreeAsync when the
+// result is released, in the context it came from (no switch: it is current).
+void expect_calls(const DriverCalls& calls, bool allocated) {
+    EXPECT_EQ(calls.launches, 1u);
+    EXPECT_EQ(calls.get_current, 1u);
+    EXPECT_EQ(calls.set_current, 0u);
+    EXPECT_EQ(calls.get_device, 0u);
+    EXPECT_EQ(calls.allocs, allocated ? 1u : 0u);
+    EXPECT_EQ(calls.frees, allocated ? 1u : 0u);
+    EXPECT_EQ(calls.other, 0u);
+}
+
+TEST(HotPathDriverCallsFakeDriver, CountsAreAvailable) {
+    ASSERT_NE(fake_driver_calls(), nullptr) << "KILN_DRIVER_LIBRARY must name the fake driver";
+}
+
+TEST(HotPathDriverCallsFakeDriver, ElementwiseKernel) {
+    Operands& o = operands();
+    const kiln::CallOptions options{o.stream, {}, {}};
+    {
+        SCOPED_TRACE("output given");
+        expect_calls(driver_calls_on_second_call([&] { fma3()(options, o.x, o.y, 1.0f, o.z); }),
+                     false);
+    }
+    SCOPED_TRACE("output allocated");
+    expect_calls(driver_calls_on_second_call([&] { fma3()(options, o.x, o.y, 1.0f); }), true);
+}
+
+TEST(HotPathDriverCallsFakeDriver, ReductionKernel) {
+    Operands& o = operands();
+    const kiln::ReduceCall how{1, false, o.stream};
+    {
+        SCOPED_TRACE("output given");
+        expect_calls(driver_calls_on_second_call([&] { l2norm()(how, o.matrix, o.rows); }), false);
+    }
+    SCOPED_TRACE("output allocated");
+    expect_calls(driver_calls_on_second_call([&] { l2norm()(how, o.matrix); }), true);
+}
+
+TEST(HotPathDriverCallsFakeDriver, ReadyOperationAndReduction) {
+    Operands& o = operands();
+    kiln::OpOptions op;
+    op.stream = o.stream;
+    kiln::ReduceOptions reduce;
+    reduce.stream = o.stream;
+    {
+        SCOPED_TRACE("add, output allocated");
+        expect_calls(driver_calls_on_second_call([&] { kiln::add(o.x, o.y, op); }), true);
+    }
+    {
+        SCOPED_TRACE("sum over an axis, output allocated");
+        expect_calls(driver_calls_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), true);
+    }
+    op.out = &o.z;
+    reduce.out = &o.rows;
+    {
+        SCOPED_TRACE("add, output given");
+        expect_calls(driver_calls_on_second_call([&] { kiln::add(o.x, o.y, op); }), false);
+    }
+    SCOPED_TRACE("sum over an axis, output given");
+    expect_calls(driver_calls_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), false);
+}
+
+// A call asks the driver for the current context once and keeps the answer while it runs, through
+// Kiln's own switches; between calls the application may switch, so the next call asks again.
+TEST(HotPathDriverCallsFakeDriver, CallKnowsItsContextOnlyWhileItRuns) {
+    namespace kd = kiln::detail;
+    const auto& d = kd::driver();
+    const CUcontext primary = kd::current_context();
+    const DriverCalls before = driver_calls_now();
+    {
+        const kd::CallContextScope call;
+        EXPECT_EQ(kd::current_context(), primary);
+        EXPECT_EQ(kd::current_context(), primary);
+        EXPECT_EQ(kd::current_device_ordinal(), 0);
+        EXPECT_EQ(kd::current_context_or_null(), primary);
+    }
+    EXPECT_EQ(driver_calls_now().get_current - before.get_current, 1u);
+
+    int storage = 0; // the fake driver never reads a context: any distinct address will do
+    const auto other = reinterpret_cast<CUcontext>(&storage);
+    ASSERT_EQ(d.cuCtxSetCurrent(other), CUDA_SUCCESS);
+    {
+        const kd::CallContextScope call;
+        EXPECT_EQ(kd::current_context(), other);
+        {
+            const kiln::DeviceGuard on(0);
+            EXPECT_EQ(kd::current_context(), primary);
+        }
+        EXPECT_EQ(kd::current_context(), other);
+        // After code outside Kiln, such as an application's allocator, the call asks again.
+        ASSERT_EQ(d.cuCtxSetCurrent(primary), CUDA_SUCCESS);
+        kd::forget_current_context();
+        EXPECT_EQ(kd::current_context(), primary);
+    }
+    ASSERT_EQ(d.cuCtxSetCurrent(other), CUDA_SUCCESS);
+    EXPECT_EQ(kd::current_context(), other);
+    ASSERT_EQ(d.cuCtxSetCurrent(primary), CUDA_SUCCESS);
+    EXPECT_EQ(kd::current_context(), primary);
+}
+
+} // namespace
+
+#endif

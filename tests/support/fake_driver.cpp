@@ -2,7 +2,9 @@
 // KILN_DRIVER_LIBRARY at it to exercise a call from the front end down to cuLaunchKernel on a
 // machine with no device (allocation counts on the hot path, host-time profiles of Kiln's own
 // work). Nothing runs on a device: memory is address space only (never dereference it), copies
-// and launches do nothing, and launches are counted (kiln_fake_driver_launches()).
+// and launches do nothing, and launches are counted (kiln_fake_driver_launches()), as are the
+// calls of the entry points a hot call may reach (kiln_fake_driver_calls("cuCtxGetCurrent")), so a
+// test can hold the number of driver calls per call to what it is.
 //
 // Modules are real cubins (NVRTC compiles without a device): cuModuleGetFunction finds the
 // kernel's `.nv.info.<name>` section and reads its parameters from the EIATTR_KPARAM_INFO
@@ -33,6 +35,36 @@ std::atomic<std::uint64_t> g_next_address{std::uint64_t{1} << 40};
 std::atomic<unsigned long long> g_launches{0};
 
 constexpr int kMaxParams = 64;
+
+// The entry points whose calls are counted: those a call from a front end may make.
+const char* const kCounted[] = {"cuCtxGetCurrent",      "cuCtxSetCurrent",
+                                "cuCtxGetDevice",       "cuDevicePrimaryCtxGetState",
+                                "cuLaunchKernel",       "cuMemAllocAsync",
+                                "cuMemFreeAsync",       "cuStreamIsCapturing",
+                                "cuDeviceGetAttribute", "cuFuncGetAttribute",
+                                "cuEventRecord",        "cuMemsetD8Async",
+                                "cuMemcpyDtoDAsync",    "cuDeviceGetDefaultMemPool"};
+constexpr int kCountedEntries = sizeof kCounted / sizeof kCounted[0];
+enum class Counted {
+    ctx_get_current,
+    ctx_set_current,
+    ctx_get_device,
+    primary_ctx_get_state,
+    launch_kernel,
+    mem_alloc_async,
+    mem_free_async,
+    stream_is_capturing,
+    device_get_attribute,
+    func_get_attribute,
+    event_record,
+    memset_d8_async,
+    memcpy_dto_d_async,
+    device_get_default_mem_pool,
+};
+std::atomic<unsigned long long> g_calls[kCountedEntries] = {};
+void count(Counted entry) {
+    g_calls[static_cast<int>(entry)].fetch_add(1, std::memory_order_relaxed);
+}
 
 struct FakeFunction {
     FakeFunction* next = nullptr; // the module's other functions, freed with it
@@ -145,6 +177,7 @@ CUresult CUDAAPI device_get_name(char* name, int length, CUdevice) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI device_get_attribute(int* value, CUdevice_attribute attribute, CUdevice) {
+    count(Counted::device_get_attribute);
     switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
         *value = 9;
@@ -194,19 +227,23 @@ CUresult CUDAAPI device_primary_ctx_release(CUdevice) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI device_primary_ctx_get_state(CUdevice, unsigned* flags, int* active) {
+    count(Counted::primary_ctx_get_state);
     *flags = 0;
     *active = 1;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI ctx_get_current(CUcontext* context) {
+    count(Counted::ctx_get_current);
     *context = t_current;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI ctx_set_current(CUcontext context) {
+    count(Counted::ctx_set_current);
     t_current = context;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI ctx_get_device(CUdevice* device) {
+    count(Counted::ctx_get_device);
     *device = 0;
     return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
@@ -243,6 +280,7 @@ CUresult CUDAAPI event_destroy(CUevent event) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI event_record(CUevent, CUstream) {
+    count(Counted::event_record);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI event_record_with_flags(CUevent, CUstream, unsigned) {
@@ -259,6 +297,7 @@ CUresult CUDAAPI event_elapsed_time(float* ms, CUevent, CUevent) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
+    count(Counted::stream_is_capturing);
     *status = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
@@ -270,10 +309,12 @@ CUresult CUDAAPI profiler_stop() {
 }
 // Memory: fresh 256-byte-aligned addresses, never reused, never backed.
 CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
+    count(Counted::mem_alloc_async);
     *pointer = g_next_address.fetch_add((bytes + 255) / 256 * 256 + 256);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI mem_free_async(CUdeviceptr, CUstream) {
+    count(Counted::mem_free_async);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
@@ -283,6 +324,7 @@ CUresult CUDAAPI mem_free(CUdeviceptr) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI device_get_default_mem_pool(CUmemoryPool* pool, CUdevice) {
+    count(Counted::device_get_default_mem_pool);
     static char fake_pool;
     *pool = reinterpret_cast<CUmemoryPool>(&fake_pool);
     return CUDA_SUCCESS;
@@ -302,9 +344,11 @@ CUresult CUDAAPI memcpy_dto_h_async(void* destination, CUdeviceptr, std::size_t 
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI memcpy_dto_d_async(CUdeviceptr, CUdeviceptr, std::size_t, CUstream) {
+    count(Counted::memcpy_dto_d_async);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI memset_d8_async(CUdeviceptr, unsigned char, std::size_t, CUstream) {
+    count(Counted::memset_d8_async);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI memset_d16_async(CUdeviceptr, unsigned short, std::size_t, CUstream) {
@@ -364,6 +408,7 @@ CUresult CUDAAPI func_get_name(const char** name, CUfunction function) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI func_get_attribute(int* value, CUfunction_attribute attribute, CUfunction) {
+    count(Counted::func_get_attribute);
     *value = attribute == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : 0;
     return CUDA_SUCCESS;
 }
@@ -380,6 +425,7 @@ CUresult CUDAAPI func_get_param_info(CUfunction function, std::size_t index, std
 }
 CUresult CUDAAPI launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                unsigned, unsigned, CUstream, void**, void**) {
+    count(Counted::launch_kernel);
     g_launches.fetch_add(1, std::memory_order_relaxed);
     return CUDA_SUCCESS;
 }
@@ -411,6 +457,13 @@ extern "C" {
 /// Launches queued through this driver since the process started.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_launches() {
     return g_launches.load();
+}
+
+/// Calls of entry point @p name (one of kCounted) since the process started; 0 for another name.
+__attribute__((visibility("default"))) unsigned long long kiln_fake_driver_calls(const char* name) {
+    for (int k = 0; k < kCountedEntries; ++k)
+        if (std::strcmp(name, kCounted[k]) == 0) return g_calls[k].load();
+    return 0;
 }
 
 __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(

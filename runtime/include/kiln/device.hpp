@@ -85,11 +85,32 @@ class Device {
 namespace detail {
 /// The calling thread's current context, making device 0's primary context current if there is
 /// none; an application's context also gets Kiln's reference to its device's primary context.
-/// The fast path, on every launch, is one cuCtxGetCurrent and a thread-local comparison.
+/// The fast path, on every launch, is one cuCtxGetCurrent and a thread-local comparison; inside a
+/// front end's call (a CallContextScope) the first answer is kept, and later ones cost nothing.
 CUcontext current_context();
+/// The calling thread's current context, or null when it has none; makes none current and never
+/// throws. Inside a CallContextScope, the context already known is answered without the driver.
+CUcontext current_context_or_null() noexcept;
+/// Kiln made @p context current on the calling thread (null: none, or not known): a call in
+/// progress keeps it as the context it knows. Every cuCtxSetCurrent of Kiln's reports here.
+void note_current_context(CUcontext context) noexcept;
+/// Code outside Kiln ran (an application's allocator) and may have changed the current context:
+/// the next question asks the driver again.
+void forget_current_context() noexcept;
+/// For the length of one call from a front end, the calling thread's current context is asked of
+/// the driver once and kept: the device check, the allocation of outputs and the launch share the
+/// answer. Kiln's own context switches inside the scope keep it up to date (note_current_context);
+/// scopes nest. Not for code that runs an application's callbacks in between.
+class CallContextScope {
+  public:
+    CallContextScope() noexcept;
+    ~CallContextScope();
+    CallContextScope(const CallContextScope&) = delete;
+    CallContextScope& operator=(const CallContextScope&) = delete;
+};
 /// The ordinal of the device of the calling thread's current context (making device 0's primary
 /// context current if there is none). One cuCtxGetCurrent and a thread-local comparison after the
-/// first call per thread and context.
+/// first call per thread and context (none inside a CallContextScope once the context is known).
 int current_device_ordinal();
 /// Device @p ordinal's primary context, retained once for the process (not made current).
 /// @throws ArgumentError for an ordinal out of range; NoDeviceError, CudaError.

@@ -68,6 +68,20 @@ class DeviceScope {
     std::optional<DeviceGuard> m_guard;
 };
 
+/// The start of a generated front end's call: its device (DeviceScope) and, for the whole call,
+/// the current context asked of the driver once (CallContextScope) and shared by the device check,
+/// the outputs' allocation and the launch. A RawKernel launch asks once anyway and uses only the
+/// DeviceScope.
+class CallScope {
+  public:
+    explicit CallScope(int ordinal)
+        : m_device(ordinal) {}
+
+  private:
+    CallContextScope m_call; // first: it outlives the guard, which puts the previous context back
+    DeviceScope m_device;
+};
+
 /// Device @p ordinal's primary context current for a scope, unless the current context is on that
 /// device already (an application's own context there stays current, with its streams). For a
 /// negative ordinal (a device not known), the current context stays, as current_context() makes

@@ -144,6 +144,7 @@ class DeviceBuffer {
 
   private:
     void release() noexcept;
+    bool free_on_own_stream() noexcept;
 
     CUdeviceptr m_pointer = 0;
     std::size_t m_bytes = 0;
