@@ -2,6 +2,7 @@
 // with the same options (issue 16, item 2: Kiln at most 1.1x plain NVRTC plus loading).
 //
 //   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu] [--nvrtc-cache] [--phases]
+//                      [--comment-salt]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty Kiln
 // cache directory and a fresh, empty CUDA_CACHE_PATH (where NVRTC 12.9+ keeps its own cache). It
@@ -22,6 +23,8 @@
 // both sides with it on (KILN_NVRTC_CACHE=1 in the samples, so Kiln's options lack --no-cache).
 // --phases times Kiln's side in parts instead (Compiler::compile, Module::load, Module::function),
 // with the compile split by Program::phases(): key and options, cache lookup, NVRTC, store.
+// --comment-salt salts the sources in a comment only, as this benchmark did before: with
+// --nvrtc-cache on a GPU host that shows what NVRTC's cache did to the plain side's figures.
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
@@ -46,17 +49,20 @@ extern char** environ;
 
 namespace {
 
-// A comment alone would not do: NVRTC's cache keys what is left after preprocessing.
+// --comment-salt: salts in a comment only, as this benchmark had them before.
+bool g_comment_salt = false;
+
+// The salt is also in the code: NVRTC's cache may key what is left after preprocessing (or the
+// PTX), where a comment is gone.
 std::string my_add(long salt) {
+    const std::string code_salt =
+        g_comment_salt ? "" : "    if (n == -" + std::to_string(salt) + ") z[0] = 0.f;\n";
     return "// salt " + std::to_string(salt) + R"(
 extern "C" __global__ void my_add(const float* x, const float* y, float* z, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) z[i] = x[i] + y[i];
-    if (n == -)" +
-           std::to_string(salt) +
-           R"() z[0] = 0.f;
-}
-)";
+)" + code_salt +
+           "}\n";
 }
 
 // The options the plain side gives NVRTC: Kiln's, as it gave them (set by the parent).
@@ -176,6 +182,7 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
         "--salt", salt_text.c_str()};
     if (no_gpu) argv.push_back("--no-gpu");
     if (g_phases) argv.push_back("--phases");
+    if (g_comment_salt) argv.push_back("--comment-salt");
     for (const auto& option : g_options) {
         argv.push_back("--option");
         argv.push_back(option.c_str());
@@ -273,9 +280,12 @@ int run(int argc, char** argv) {
             nvrtc_cache = true;
         else if (a == "--phases")
             g_phases = true;
+        else if (a == "--comment-salt")
+            g_comment_salt = true;
         else {
-            std::fprintf(stderr, "usage: bench_cold_compile [--samples N] [--arch sm_XX] "
-                                 "[--no-gpu] [--nvrtc-cache] [--phases]\n");
+            std::fprintf(stderr,
+                         "usage: bench_cold_compile [--samples N] [--arch sm_XX] [--no-gpu] "
+                         "[--nvrtc-cache] [--phases] [--comment-salt]\n");
             return 2;
         }
     }
@@ -324,8 +334,11 @@ int run(int argc, char** argv) {
                 : nvrtc_cache ? "ON for both sides (KILN_NVRTC_CACHE=1), a fresh empty "
                                 "CUDA_CACHE_PATH per sample"
                               : "OFF for both sides (--no-cache)");
-    std::printf("CUDA_CACHE_DISABLE=%s; code-salted sources (no cache can answer)\n",
-                env_or("CUDA_CACHE_DISABLE", "(unset)").c_str());
+    std::printf("CUDA_CACHE_DISABLE=%s; %s\n", env_or("CUDA_CACHE_DISABLE", "(unset)").c_str(),
+                g_comment_salt ? "sources salted in a comment only (NVRTC's cache may answer the "
+                                 "plain side; Kiln's program name, the entry's path, differs "
+                                 "per source)"
+                               : "code-salted sources (no cache can answer)");
     std::printf("options, both sides:");
     for (const auto& option : g_options)
         std::printf(" %s", option.c_str());
