@@ -159,7 +159,7 @@ struct Timing {
 
 // Runs one sample process and reads its four timings, in the order they ran.
 bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bool no_gpu,
-                  bool nvrtc_cache, long salt, std::vector<Timing>& out) {
+                  bool nvrtc_cache, long salt, std::vector<Timing>& out, std::size_t& cache_files) {
     char dir_template[] = "/tmp/kiln-cold-XXXXXX";
     const char* dir = ::mkdtemp(dir_template);
     if (!dir) return false;
@@ -224,7 +224,7 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
         at += used;
         out.push_back(t);
     }
-    return true;
+    return std::sscanf(at, " C %zu", &cache_files) == 1;
 }
 
 void print_timing(const Timing& t) {
@@ -313,6 +313,14 @@ int run(int argc, char** argv) {
         }
         for (const auto& t : timings)
             print_timing(t);
+        // What NVRTC's cache wrote: evidence of whether it was on.
+        std::size_t files = 0;
+        std::error_code ec;
+        if (const char* nv = std::getenv("CUDA_CACHE_PATH"))
+            for (auto it = std::filesystem::recursive_directory_iterator(nv, ec);
+                 !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+                files += it->is_regular_file(ec) ? 1 : 0;
+        std::printf("C %zu\n", files);
         return 0;
     }
 
@@ -345,13 +353,17 @@ int run(int argc, char** argv) {
     std::printf("\n");
 
     std::vector<Timing> kiln_first, nvrtc_first, kiln_later, nvrtc_later;
+    std::size_t cache_files = 0; // the most any sample's CUDA_CACHE_PATH held
     const long base_salt = static_cast<long>(::getpid()) * 1000;
     for (int s = 0; s < samples; ++s) {
         std::vector<Timing> out;
-        if (!spawn_sample(argv[0], s % 2 == 0, arch, !gpu, nvrtc_cache, base_salt + s, out)) {
+        std::size_t files = 0;
+        if (!spawn_sample(argv[0], s % 2 == 0, arch, !gpu, nvrtc_cache, base_salt + s, out,
+                          files)) {
             std::fprintf(stderr, "sample %d failed\n", s);
             return 1;
         }
+        cache_files = std::max(cache_files, files);
         (out[0].side == 'K' ? kiln_first : nvrtc_first).push_back(out[0]);
         kiln_later.push_back(out[0].side == 'K' ? out[2] : out[3]);
         nvrtc_later.push_back(out[0].side == 'K' ? out[3] : out[2]);
@@ -365,6 +377,8 @@ int run(int argc, char** argv) {
                 kf.total, nf.total, kf.total / nf.total);
     std::printf("  a later compile:              Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",
                 kl.total, nl.total, kl.total / nl.total);
+    std::printf("  files NVRTC's cache wrote in a sample's fresh CUDA_CACHE_PATH: at most %zu\n",
+                cache_files);
     if (g_phases) {
         std::printf("phases (medians, ms): Kiln = key and options + cache lookup + NVRTC + store "
                     "+ module load + function(); plain = NVRTC + load and get function\n");
