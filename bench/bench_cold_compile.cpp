@@ -1,19 +1,32 @@
 // A raw kernel's first compile with an empty cache beside a plain NVRTC compile of the same source
 // with the same options (issue 16, item 2: Kiln at most 1.1x plain NVRTC plus loading).
 //
-//   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu]
+//   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu] [--nvrtc-cache] [--phases]
+//                      [--comment-salt]
 //
-// Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty cache
-// directory. It compiles `my_add` four times, each with a different salt in a comment so that no
-// cache can answer: Kiln then plain NVRTC then Kiln then NVRTC, or the other way round (samples
-// alternate). NVRTC's first compile in a process is much slower than later ones, so the first
-// compile is reported as "first in process" and the second compile of each side as "later".
+// Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty Kiln
+// cache directory and a fresh, empty CUDA_CACHE_PATH (where NVRTC 12.9+ keeps its own cache). It
+// compiles `my_add` four times, each with a different salt in the code (a constant the kernel
+// compares with, so that it reaches the PTX and no cache can answer, NVRTC's included): Kiln then
+// plain NVRTC then Kiln then NVRTC, or the other way round (samples alternate). NVRTC's first
+// compile in a process is much slower than later ones, so the first compile is reported as "first
+// in process" and the second compile of each side as "later".
 //
-// Kiln's side is kiln::compile (empty cache: NVRTC, the entry written); plain NVRTC is
-// nvrtcCreateProgram, nvrtcCompileProgram, nvrtcGetCUBIN with Kiln's default options (-arch,
-// -lineinfo, -std=c++17). With a GPU, Kiln's side is RawKernel(...).function() and the plain
-// side adds cuModuleLoadData (Module::load of the cubin), the context created before any timing.
+// Kiln's side is RawKernel(...).function() with a GPU (compile, entry written, module loaded, the
+// function's attributes read), kiln::compile without one. The plain side is nvrtcCreateProgram,
+// nvrtcCompileProgram, nvrtcGetCUBIN with exactly the options Kiln gave NVRTC (asked of Kiln by
+// the parent process, before any sample: Program::nvrtc_options(), include directories and
+// --no-cache included) and, with a GPU, cuModuleLoadData and cuModuleGetFunction, the context
+// created before any timing.
+//
+// NVRTC's own cache: Kiln turns it off (--no-cache) unless KILN_NVRTC_CACHE=1. --nvrtc-cache runs
+// both sides with it on (KILN_NVRTC_CACHE=1 in the samples, so Kiln's options lack --no-cache).
+// --phases times Kiln's side in parts instead (Compiler::compile, Module::load, Module::function),
+// with the compile split by Program::phases(): key and options, cache lookup, NVRTC, store.
+// --comment-salt salts the sources in a comment only, as this benchmark did before: with
+// --nvrtc-cache on a GPU host that shows what NVRTC's cache did to the plain side's figures.
 
+#include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <nvrtc.h>
@@ -36,14 +49,28 @@ extern char** environ;
 
 namespace {
 
-std::string my_add(const std::string& salt) {
-    return "// " + salt + R"(
+// --comment-salt: salts in a comment only, as this benchmark had them before.
+bool g_comment_salt = false;
+
+// The salt is also in the code: NVRTC's cache may key what is left after preprocessing (or the
+// PTX), where a comment is gone.
+std::string my_add(long salt) {
+    const std::string code_salt =
+        g_comment_salt ? "" : "    if (n == -" + std::to_string(salt) + ") z[0] = 0.f;\n";
+    return "// salt " + std::to_string(salt) + R"(
 extern "C" __global__ void my_add(const float* x, const float* y, float* z, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) z[i] = x[i] + y[i];
+)" + code_salt +
+           "}\n";
 }
-)";
-}
+
+// The options the plain side gives NVRTC: Kiln's, as it gave them (set by the parent).
+std::vector<std::string> g_options;
+
+struct Phases {
+    double other = 0, lookup = 0, nvrtc = 0, store = 0, load = 0, function = 0;
+};
 
 double now_ms() {
     timespec ts{};
@@ -55,26 +82,61 @@ void check(nvrtcResult result) {
     if (result != NVRTC_SUCCESS) throw std::runtime_error(nvrtcGetErrorString(result));
 }
 
-// Plain NVRTC, as an application without Kiln would write it.
-double plain(const std::string& source, const std::string& arch, bool gpu) {
+void check(CUresult result) {
+    if (result != CUDA_SUCCESS) throw std::runtime_error("a CUDA driver call failed");
+}
+
+// Plain NVRTC and the driver, as an application without Kiln would write them.
+double plain(const std::string& source, bool gpu, Phases& phases) {
     const double t0 = now_ms();
     nvrtcProgram program = nullptr;
     check(nvrtcCreateProgram(&program, source.c_str(), "my_add.cu", 0, nullptr, nullptr));
-    const std::string arch_option = "-arch=" + arch;
-    const char* options[] = {arch_option.c_str(), "-lineinfo", "-std=c++17"};
-    check(nvrtcCompileProgram(program, 3, options));
+    std::vector<const char*> options;
+    for (const auto& option : g_options)
+        options.push_back(option.c_str());
+    check(nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data()));
     std::size_t size = 0;
     check(nvrtcGetCUBINSize(program, &size));
     std::string cubin(size, '\0');
     check(nvrtcGetCUBIN(program, cubin.data()));
     nvrtcDestroyProgram(&program);
-    if (gpu) kiln::Module::load(cubin, "my_add")->function("my_add");
+    const double t1 = now_ms();
+    phases.nvrtc = t1 - t0;
+    if (gpu) {
+        const auto& driver = kiln::detail::driver();
+        CUmodule module = nullptr;
+        CUfunction function = nullptr;
+        check(driver.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr));
+        check(driver.cuModuleGetFunction(&function, module, "my_add"));
+        phases.load = now_ms() - t1;
+        const double total = now_ms() - t0;
+        driver.cuModuleUnload(module); // untimed: Kiln's modules stay loaded too
+        return total;
+    }
     return now_ms() - t0;
 }
 
-double with_kiln(const std::string& source, const std::string& arch, bool gpu) {
+bool g_phases = false;
+
+double with_kiln(const std::string& source, const std::string& arch, bool gpu, Phases& phases) {
     const double t0 = now_ms();
-    if (gpu) {
+    if (g_phases) {
+        const auto options = kiln::CompileOptions::for_arch(arch);
+        auto program = kiln::compile(source, options);
+        const double t1 = now_ms();
+        const kiln::CompilePhases& p = program->phases();
+        phases.lookup = p.lookup_ms;
+        phases.nvrtc = p.nvrtc_ms;
+        phases.store = p.store_ms;
+        phases.other = (t1 - t0) - p.lookup_ms - p.nvrtc_ms - p.store_ms;
+        if (gpu) {
+            auto module = kiln::Module::load(program, options);
+            const double t2 = now_ms();
+            module->function("my_add");
+            phases.load = t2 - t1;
+            phases.function = now_ms() - t2;
+        }
+    } else if (gpu) {
         kiln::RawKernel kernel(source, "my_add");
         kernel.function();
     } else {
@@ -88,24 +150,43 @@ double median(std::vector<double> v) {
     return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Runs one sample process and reads "kiln_first nvrtc_first kiln_later nvrtc_later" (one of the
-// two firsts is 0: the side that went second).
+// One timed compile of a sample: which side, its total and its phases.
+struct Timing {
+    char side = '?'; // 'K' Kiln, 'N' plain NVRTC
+    double total = 0;
+    Phases phases;
+};
+
+// Runs one sample process and reads its four timings, in the order they ran.
 bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bool no_gpu,
-                  int index, double (&out)[4]) {
+                  bool nvrtc_cache, long salt, std::vector<Timing>& out, std::size_t& cache_files) {
     char dir_template[] = "/tmp/kiln-cold-XXXXXX";
     const char* dir = ::mkdtemp(dir_template);
     if (!dir) return false;
-    const std::string cache_env = std::string("KILN_CACHE_DIR=") + dir;
+    const std::string cache_env = std::string("KILN_CACHE_DIR=") + dir + "/kiln";
+    const std::string cuda_cache_env = std::string("CUDA_CACHE_PATH=") + dir + "/nv";
+    const std::string nvrtc_cache_env = nvrtc_cache ? "KILN_NVRTC_CACHE=1" : "KILN_NVRTC_CACHE=0";
     std::vector<const char*> env;
     for (char** e = environ; *e; ++e)
-        if (std::strncmp(*e, "KILN_CACHE_DIR=", 15) != 0) env.push_back(*e);
+        if (std::strncmp(*e, "KILN_CACHE_DIR=", 15) != 0 &&
+            std::strncmp(*e, "CUDA_CACHE_PATH=", 16) != 0 &&
+            std::strncmp(*e, "KILN_NVRTC_CACHE=", 17) != 0)
+            env.push_back(*e);
     env.push_back(cache_env.c_str());
+    env.push_back(cuda_cache_env.c_str());
+    env.push_back(nvrtc_cache_env.c_str());
     env.push_back(nullptr);
-    const std::string salt = std::to_string(::getpid()) + "-" + std::to_string(index);
-    std::vector<const char*> argv = {self,        "--sample",   kiln_first ? "kiln" : "nvrtc",
-                                     "--arch",    arch.c_str(), "--salt",
-                                     salt.c_str()};
+    const std::string salt_text = std::to_string(salt);
+    std::vector<const char*> argv = {
+        self,     "--sample",       kiln_first ? "kiln" : "nvrtc", "--arch", arch.c_str(),
+        "--salt", salt_text.c_str()};
     if (no_gpu) argv.push_back("--no-gpu");
+    if (g_phases) argv.push_back("--phases");
+    if (g_comment_salt) argv.push_back("--comment-salt");
+    for (const auto& option : g_options) {
+        argv.push_back("--option");
+        argv.push_back(option.c_str());
+    }
     argv.push_back(nullptr);
 
     int pipe_fds[2];
@@ -130,14 +211,56 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
                     WEXITSTATUS(status) == 0;
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
-    return ok &&
-           std::sscanf(text.c_str(), "%lf %lf %lf %lf", &out[0], &out[1], &out[2], &out[3]) == 4;
+    if (!ok) return false;
+    out.clear();
+    const char* at = text.c_str();
+    for (int i = 0; i < 4; ++i) {
+        Timing t;
+        int used = 0;
+        if (std::sscanf(at, " %c %lf %lf %lf %lf %lf %lf %lf%n", &t.side, &t.total, &t.phases.other,
+                        &t.phases.lookup, &t.phases.nvrtc, &t.phases.store, &t.phases.load,
+                        &t.phases.function, &used) != 8)
+            return false;
+        at += used;
+        out.push_back(t);
+    }
+    return std::sscanf(at, " C %zu", &cache_files) == 1;
+}
+
+void print_timing(const Timing& t) {
+    std::printf("%c %.3f %.3f %.3f %.3f %.3f %.3f %.3f\n", t.side, t.total, t.phases.other,
+                t.phases.lookup, t.phases.nvrtc, t.phases.store, t.phases.load, t.phases.function);
+}
+
+// The medians of a list of timings, field by field.
+Timing medians(const std::vector<Timing>& timings) {
+    auto field = [&](auto get) {
+        std::vector<double> v;
+        for (const auto& t : timings)
+            v.push_back(get(t));
+        return median(v);
+    };
+    Timing m;
+    m.total = field([](const Timing& t) { return t.total; });
+    m.phases.other = field([](const Timing& t) { return t.phases.other; });
+    m.phases.lookup = field([](const Timing& t) { return t.phases.lookup; });
+    m.phases.nvrtc = field([](const Timing& t) { return t.phases.nvrtc; });
+    m.phases.store = field([](const Timing& t) { return t.phases.store; });
+    m.phases.load = field([](const Timing& t) { return t.phases.load; });
+    m.phases.function = field([](const Timing& t) { return t.phases.function; });
+    return m;
+}
+
+std::string env_or(const char* name, const char* fallback) {
+    const char* value = std::getenv(name);
+    return value ? value : fallback;
 }
 
 int run(int argc, char** argv) {
-    std::string order, arch, salt = "0";
+    std::string order, arch;
+    long salt = 0;
     int samples = 10;
-    bool no_gpu = false;
+    bool no_gpu = false, nvrtc_cache = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -146,14 +269,23 @@ int run(int argc, char** argv) {
         else if (a == "--arch" && has_value)
             arch = argv[++i];
         else if (a == "--salt" && has_value)
-            salt = argv[++i];
+            salt = std::atol(argv[++i]);
+        else if (a == "--option" && has_value)
+            g_options.emplace_back(argv[++i]);
         else if (a == "--samples" && has_value)
             samples = std::max(1, std::atoi(argv[++i]));
         else if (a == "--no-gpu")
             no_gpu = true;
+        else if (a == "--nvrtc-cache")
+            nvrtc_cache = true;
+        else if (a == "--phases")
+            g_phases = true;
+        else if (a == "--comment-salt")
+            g_comment_salt = true;
         else {
-            std::fprintf(stderr, "usage: bench_cold_compile [--samples N] [--arch sm_XX] "
-                                 "[--no-gpu]\n");
+            std::fprintf(stderr,
+                         "usage: bench_cold_compile [--samples N] [--arch sm_XX] [--no-gpu] "
+                         "[--nvrtc-cache] [--phases] [--comment-salt]\n");
             return 2;
         }
     }
@@ -163,18 +295,15 @@ int run(int argc, char** argv) {
 
     if (!order.empty()) {
         const bool kiln_first = order == "kiln";
-        double first = 0, kiln_later = 0, nvrtc_later = 0;
         // K N K N or N K N K: the second compile of each side is a "later" one.
-        if (kiln_first) {
-            first = with_kiln(my_add(salt + "a"), arch, gpu);
-            plain(my_add(salt + "b"), arch, gpu);
-            kiln_later = with_kiln(my_add(salt + "c"), arch, gpu);
-            nvrtc_later = plain(my_add(salt + "d"), arch, gpu);
-        } else {
-            first = plain(my_add(salt + "a"), arch, gpu);
-            with_kiln(my_add(salt + "b"), arch, gpu);
-            nvrtc_later = plain(my_add(salt + "c"), arch, gpu);
-            kiln_later = with_kiln(my_add(salt + "d"), arch, gpu);
+        std::vector<Timing> timings;
+        for (int i = 0; i < 4; ++i) {
+            Timing t;
+            t.side = (i % 2 == 0) == kiln_first ? 'K' : 'N';
+            const std::string source = my_add(salt * 4 + i);
+            t.total = t.side == 'K' ? with_kiln(source, arch, gpu, t.phases)
+                                    : plain(source, gpu, t.phases);
+            timings.push_back(t);
         }
         const auto stats = kiln::Compiler::global().statistics();
         if (stats.compiles != 2) {
@@ -182,29 +311,86 @@ int run(int argc, char** argv) {
                          static_cast<unsigned long long>(stats.compiles));
             return 1;
         }
-        std::printf("%.3f %.3f %.3f %.3f\n", kiln_first ? first : 0.0, kiln_first ? 0.0 : first,
-                    kiln_later, nvrtc_later);
+        for (const auto& t : timings)
+            print_timing(t);
+        // What NVRTC's cache wrote: evidence of whether it was on.
+        std::size_t files = 0;
+        std::error_code ec;
+        if (const char* nv = std::getenv("CUDA_CACHE_PATH"))
+            for (auto it = std::filesystem::recursive_directory_iterator(nv, ec);
+                 !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+                files += it->is_regular_file(ec) ? 1 : 0;
+        std::printf("C %zu\n", files);
         return 0;
     }
 
-    std::vector<double> kiln_first, nvrtc_first, kiln_later, nvrtc_later;
+    // Kiln's options as it gives them to NVRTC, in the samples' state (KILN_NVRTC_CACHE), asked
+    // here so that no sample is warmed by the asking. The salt keeps it from the samples' sources.
+    ::setenv("KILN_NVRTC_CACHE", nvrtc_cache ? "1" : "0", 1);
+    {
+        auto options = kiln::CompileOptions::for_arch(arch);
+        options.use_disk_cache = false;
+        g_options = kiln::compile(my_add(0), options)->nvrtc_options();
+    }
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    const bool has_cache = major > 12 || (major == 12 && minor >= 9);
+    std::printf("NVRTC %d.%d; its own cache (12.9+, in the driver's compute cache, needs a "
+                "driver): %s\n",
+                major, minor,
+                !has_cache    ? "absent"
+                : nvrtc_cache ? "ON for both sides (KILN_NVRTC_CACHE=1), a fresh empty "
+                                "CUDA_CACHE_PATH per sample"
+                              : "OFF for both sides (--no-cache)");
+    std::printf("CUDA_CACHE_DISABLE=%s; %s\n", env_or("CUDA_CACHE_DISABLE", "(unset)").c_str(),
+                g_comment_salt ? "sources salted in a comment only (NVRTC's cache may answer the "
+                                 "plain side; Kiln's program name, the entry's path, differs "
+                                 "per source)"
+                               : "code-salted sources (no cache can answer)");
+    std::printf("options, both sides:");
+    for (const auto& option : g_options)
+        std::printf(" %s", option.c_str());
+    std::printf("\n");
+
+    std::vector<Timing> kiln_first, nvrtc_first, kiln_later, nvrtc_later;
+    std::size_t cache_files = 0; // the most any sample's CUDA_CACHE_PATH held
+    const long base_salt = static_cast<long>(::getpid()) * 1000;
     for (int s = 0; s < samples; ++s) {
-        double out[4];
-        if (!spawn_sample(argv[0], s % 2 == 0, arch, !gpu, s, out)) {
+        std::vector<Timing> out;
+        std::size_t files = 0;
+        if (!spawn_sample(argv[0], s % 2 == 0, arch, !gpu, nvrtc_cache, base_salt + s, out,
+                          files)) {
             std::fprintf(stderr, "sample %d failed\n", s);
             return 1;
         }
-        (s % 2 == 0 ? kiln_first : nvrtc_first).push_back(s % 2 == 0 ? out[0] : out[1]);
-        kiln_later.push_back(out[2]);
-        nvrtc_later.push_back(out[3]);
+        cache_files = std::max(cache_files, files);
+        (out[0].side == 'K' ? kiln_first : nvrtc_first).push_back(out[0]);
+        kiln_later.push_back(out[0].side == 'K' ? out[2] : out[3]);
+        nvrtc_later.push_back(out[0].side == 'K' ? out[3] : out[2]);
     }
-    std::printf("raw my_add, empty cache, %s, %s, %d fresh processes (medians; %s):\n",
+    const Timing kf = medians(kiln_first), nf = medians(nvrtc_first), kl = medians(kiln_later),
+                 nl = medians(nvrtc_later);
+    std::printf("raw my_add, empty cache, %s, %s, %d fresh processes (medians, wall ms; %s):\n",
                 gpu ? kiln::Device::current().name().c_str() : "no GPU", arch.c_str(), samples,
-                gpu ? "compile + module load" : "compile to cubin bytes");
+                gpu ? "compile + module load + function" : "compile to cubin bytes");
     std::printf("  first compile in the process: Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",
-                median(kiln_first), median(nvrtc_first), median(kiln_first) / median(nvrtc_first));
+                kf.total, nf.total, kf.total / nf.total);
     std::printf("  a later compile:              Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",
-                median(kiln_later), median(nvrtc_later), median(kiln_later) / median(nvrtc_later));
+                kl.total, nl.total, kl.total / nl.total);
+    std::printf("  files NVRTC's cache wrote in a sample's fresh CUDA_CACHE_PATH: at most %zu\n",
+                cache_files);
+    if (g_phases) {
+        std::printf("phases (medians, ms): Kiln = key and options + cache lookup + NVRTC + store "
+                    "+ module load + function(); plain = NVRTC + load and get function\n");
+        auto row = [](const char* what, const Timing& k, const Timing& n) {
+            std::printf("  %-8s Kiln: other %.2f, lookup %.2f, NVRTC %.2f, store %.2f, load %.2f, "
+                        "function %.2f | plain: NVRTC %.2f, load %.2f\n",
+                        what, k.phases.other, k.phases.lookup, k.phases.nvrtc, k.phases.store,
+                        k.phases.load, k.phases.function, n.phases.nvrtc, n.phases.load);
+        };
+        row("first", kf, nf);
+        row("later", kl, nl);
+    }
     return 0;
 }
 

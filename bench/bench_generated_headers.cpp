@@ -6,6 +6,8 @@
 // median and the minimum of several compiles with NVRTC's own cache off (--no-cache).
 //
 //   bench_generated_headers [repeats]      (no GPU needed)
+//   bench_generated_headers --print        (the generated sources measured)
+//   bench_generated_headers --files F...   (sources of one's own, e.g. variants of those)
 
 #include "device_headers.hpp"
 #include "kiln/kiln.hpp"
@@ -100,8 +102,31 @@ std::string head_only(const std::string& source) {
 
 } // namespace
 
+// Each file's source, with Kiln's headers, timed as the rows above (for trying variants).
+int time_files(int argc, char** argv) {
+    std::vector<Row> rows;
+    for (int i = 2; i < argc; ++i) {
+        std::FILE* f = std::fopen(argv[i], "rb");
+        if (!f) {
+            std::fprintf(stderr, "cannot read %s\n", argv[i]);
+            return 1;
+        }
+        std::string text;
+        char buffer[4096];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+            text.append(buffer, n);
+        std::fclose(f);
+        rows.push_back(make_row(argv[i], text));
+    }
+    compile_ms("extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.f; }\n", false);
+    run(rows);
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    if (argc > 1) g_repeats = std::max(1, std::atoi(argv[1]));
+    if (argc > 1 && std::string(argv[1]) == "--files") return time_files(argc, argv);
+    const bool print = argc > 1 && std::string(argv[1]) == "--print";
+    if (argc > 1 && !print) g_repeats = std::max(1, std::atoi(argv[1]));
     const std::string trivial =
         "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] = 1.f; }\n";
     std::printf("first NVRTC compile in the process (trivial kernel): %.1f ms\n\n",
@@ -118,6 +143,10 @@ int main(int argc, char** argv) {
                                        "l2norm");
     const kiln::Arg l2_args[] = {x};
     const std::string reduction = l2norm.source_for(l2_args, 1);
+    if (print) {
+        std::printf("%s\n%s", elementwise.c_str(), reduction.c_str());
+        return 0;
+    }
 
     std::vector<Row> rows;
     rows.push_back(make_row("trivial kernel", trivial, false));

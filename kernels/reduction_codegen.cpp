@@ -351,31 +351,33 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         line("        _kiln_acc.init();");
         emit_accumulate("_kiln_s * " + b + " + threadIdx.x", "_kiln_S * " + b, nv, "_kiln_acc",
                         "_i", "", "        ", false);
-        line("        _kiln_acc = kiln::block_reduce<" + b + ">(_kiln_acc, _kiln_scratch);");
-        line("        if (_kiln_S == 1) {");
-        line("            if (threadIdx.x == 0) " + post_map_call("_kiln_acc", "_i"));
-        line("            continue;");
-        line("        }");
-        line("        if (threadIdx.x == 0) {");
-        line("            _kiln_partials[_kiln_g] = _kiln_acc;");
-        line("            __threadfence();");
-        line("            _kiln_last = atomicAdd(_kiln_p._kiln_counters + _i, 1u) == "
-             "(unsigned)(_kiln_S - 1);");
-        line("        }");
-        line("        __syncthreads();");
-        line("        if (_kiln_last) {");
-        line("            __threadfence();");
-        line("            kiln_acc _kiln_c;");
-        line("            _kiln_c.init();");
-        line("            for (kiln_index_t _kiln_t = threadIdx.x; _kiln_t < _kiln_S; _kiln_t += " +
-             b + ") _kiln_c.merge(kiln::load_cg(_kiln_partials + _i * _kiln_S + _kiln_t));");
-        line("            _kiln_c = kiln::block_reduce<" + b + ">(_kiln_c, _kiln_scratch);");
-        line("            if (threadIdx.x == 0) {");
-        line("                " + post_map_call("_kiln_c", "_i"));
-        line("                _kiln_p._kiln_counters[_i] = 0u;");
+        // The block's result, then (split) the combined partial results pass through one
+        // block_reduce and one post-map: a second copy of each doubled what NVRTC compiled.
+        line("        for (bool _kiln_combined = false;; _kiln_combined = true) {");
+        line("            _kiln_acc = kiln::block_reduce<" + b + ">(_kiln_acc, _kiln_scratch);");
+        line("            if (_kiln_S == 1 || _kiln_combined) {");
+        line("                if (threadIdx.x == 0) {");
+        line("                    " + post_map_call("_kiln_acc", "_i"));
+        line("                    if (_kiln_combined) _kiln_p._kiln_counters[_i] = 0u;");
+        line("                }");
+        line("                break;");
         line("            }");
+        line("            if (threadIdx.x == 0) {");
+        line("                _kiln_partials[_kiln_g] = _kiln_acc;");
+        line("                __threadfence();");
+        line("                _kiln_last = atomicAdd(_kiln_p._kiln_counters + _i, 1u) == "
+             "(unsigned)(_kiln_S - 1);");
+        line("            }");
+        line("            __syncthreads();");
+        line("            if (!_kiln_last) break;");
+        line("            __threadfence();");
+        line("            _kiln_acc.init();");
+        // At most a wave of partials: unrolling this loop only gave NVRTC more to compile.
+        line("            #pragma unroll 1");
+        line("            for (kiln_index_t _kiln_t = threadIdx.x; _kiln_t < _kiln_S; _kiln_t += " +
+             b + ") _kiln_acc.merge(kiln::load_cg(_kiln_partials + _i * _kiln_S + _kiln_t));");
         line("        }");
-        line("        __syncthreads();");
+        line("        if (_kiln_S != 1) __syncthreads();");
         line("    }");
         line("}");
     }
@@ -419,6 +421,7 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
              "; ++_kiln_q) _kiln_scratch[_kiln_t * " + v + " + _kiln_q] = _kiln_acc[_kiln_q];");
         line("        __syncthreads();");
         line("        if (threadIdx.y == 0) {");
+        line("            #pragma unroll 1");
         line("            for (int _kiln_y = 1; _kiln_y < " + ys + "; ++_kiln_y)");
         line("                #pragma unroll");
         line("                for (int _kiln_q = 0; _kiln_q < " + v +
@@ -458,6 +461,7 @@ class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         line("                    if (_kiln_c + _kiln_q >= _kiln_C) break;");
         line("                    kiln_acc _kiln_m;");
         line("                    _kiln_m.init();");
+        line("                    #pragma unroll 1");
         line("                    for (kiln_index_t _kiln_s = 0; _kiln_s < _kiln_S; ++_kiln_s) "
              "_kiln_m.merge(kiln::load_cg(_kiln_partials + (_kiln_b * _kiln_S + _kiln_s) * _kiln_C "
              "+ _kiln_c + _kiln_q));");

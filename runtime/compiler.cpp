@@ -173,7 +173,26 @@ cache::Recipe recipe_of(const Request& r, const std::string& name) {
 struct NvrtcOutput {
     std::string cubin, log;
     std::vector<std::pair<std::string, std::string>> lowered_names;
+    std::vector<std::string> options; // as given to NVRTC
 };
+
+// NVRTC 12.9 and later keep their own cache of PTX and cubins in the driver's compute cache
+// (CUDA_CACHE_PATH). Kiln caches the cubin itself, so NVRTC's would only cost each compile a key
+// computation and a write, and fill the driver's cache with entries that Kiln never asks for.
+// KILN_NVRTC_CACHE=1 leaves it on (benchmarks compare both states).
+bool turn_nvrtc_cache_off() {
+    static const bool off = [] {
+        int major = 0, minor = 0;
+        const bool has = nvrtcVersion(&major, &minor) == NVRTC_SUCCESS &&
+                         (major > 12 || (major == 12 && minor >= 9));
+        return has && !env::get_flag("KILN_NVRTC_CACHE", false);
+    }();
+    return off;
+}
+
+bool is_no_cache_option(std::string_view option) {
+    return option == "--no-cache" || option == "-no-cache";
+}
 
 // Relocatable device code: NVRTC's relocatable cubin (or LTO-IR) linked into an executable cubin.
 std::string link_program(const Request& r, const std::string& program_name, NvrtcOutput& out) {
@@ -222,10 +241,15 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
     if (r.cuda_headers)
         for (const auto& include : detail::cuda_include_options())
             options.push_back(include.c_str());
+    // Not in the key either: NVRTC's own cache changes nothing in the cubin.
+    if (turn_nvrtc_cache_off() && std::none_of(r.options.begin(), r.options.end(),
+                                               [](const auto& o) { return is_no_cache_option(o); }))
+        options.push_back("--no-cache");
     const nvrtcResult result =
         nvrtcCompileProgram(raw, static_cast<int>(options.size()), options.data());
 
     NvrtcOutput out;
+    out.options.assign(options.begin(), options.end());
     std::size_t log_size = 0;
     if (nvrtcGetProgramLogSize(raw, &log_size) == NVRTC_SUCCESS && log_size > 1) {
         out.log.resize(log_size);
@@ -333,7 +357,9 @@ struct Compiler::Impl {
 
         if (disk && use == DiskUse::read_write) {
             nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
-            if (auto entry = store->load(r.key)) {
+            auto entry = store->load(r.key);
+            program->m_phases.lookup_ms = ms_since(start);
+            if (entry) {
                 program->m_cubin = std::move(entry->payload);
                 program->m_log = std::move(entry->log);
                 program->m_lowered_names = std::move(entry->lowered_names);
@@ -348,7 +374,11 @@ struct Compiler::Impl {
         // line table names a real file for Nsight Compute. It is not part of the key.
         std::string name = "kiln_" + r.key.hex() + ".cu";
         if (disk_usable()) name = store->source_path(r.key).string();
-        if (save_source) program->m_source_path = store->save_source(r.key, r.source);
+        if (save_source) {
+            const auto save_start = std::chrono::steady_clock::now();
+            program->m_source_path = store->save_source(r.key, r.source);
+            program->m_phases.store_ms = ms_since(save_start);
+        }
 
         std::optional<detail::TimeTrace> trace;
         if (time_trace) trace.emplace(r.key);
@@ -356,8 +386,11 @@ struct Compiler::Impl {
         {
             nvtx::TimeRange range("compile " + r.key.hex(), nvtx::kOrange);
             compiles.fetch_add(1, std::memory_order_relaxed);
+            const auto nvrtc_start = std::chrono::steady_clock::now();
             out = run_nvrtc(r, name, trace ? trace->option() : std::string());
+            program->m_phases.nvrtc_ms = ms_since(nvrtc_start);
         }
+        program->m_nvrtc_options = std::move(out.options);
         if (trace) trace->publish(disk_usable() ? store : nullptr, name);
         program->m_cubin = std::move(out.cubin);
         program->m_log = std::move(out.log);
@@ -389,7 +422,9 @@ struct Compiler::Impl {
                 entry.recipe.reset();
                 entry.link_inputs.clear();
             }
+            const auto store_start = std::chrono::steady_clock::now();
             store->store(entry);
+            program->m_phases.store_ms += ms_since(store_start);
         }
         return program;
     }
@@ -543,8 +578,11 @@ Compiler::reproduce(const cache::Recipe& recipe, std::string_view arch,
     const std::string name =
         recipe.program_name.empty() ? "kiln_" + r.key.hex() + ".cu" : recipe.program_name;
     m_impl->compiles.fetch_add(1, std::memory_order_relaxed);
+    const auto nvrtc_start = std::chrono::steady_clock::now();
     NvrtcOutput out = run_nvrtc(r, name);
     auto program = std::make_shared<Program>();
+    program->m_phases.nvrtc_ms = ms_since(nvrtc_start);
+    program->m_nvrtc_options = std::move(out.options);
     program->m_key = r.key;
     program->m_arch = r.arch;
     program->m_source = r.source;

@@ -16,6 +16,7 @@ void check_environment() {
     env::get_flag("KILN_LINEINFO", true); // the runtime's flags
     env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false);
     env::get_flag("KILN_COMPILE_TIME_TRACE", false);
+    env::get_flag("KILN_NVRTC_CACHE", false);
 }
 
 } // namespace kiln::tools

@@ -75,6 +75,25 @@ TEST(ReductionCodegen, EverythingToAScalarSplitsOneOutputAcrossBlocksWithVectorL
     compiles(k, {x});
 }
 
+std::size_t count(const std::string& text, const std::string& part) {
+    std::size_t n = 0;
+    for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+        ++n;
+    return n;
+}
+
+TEST(ReductionCodegen, ASplitOutputCombinesThroughTheBlocksOwnReduceAndPostMap) {
+    // One copy of the block reduction and of the post-map (NVRTC compiled two), and the loop over
+    // the partial results left rolled: a smaller kernel to compile, combined in the same order.
+    const auto k = l2norm();
+    const std::string src = source(k, {fake({1 << 20})});
+    EXPECT_EQ(count(src, "kiln::block_reduce<"), 1u) << src;
+    EXPECT_EQ(count(src, "kiln_post_map(_kiln_acc.v"), 1u) << src;
+    EXPECT_TRUE(has(src, "#pragma unroll 1\n            for (kiln_index_t _kiln_t = threadIdx.x"))
+        << src;
+    compiles(k, {fake({1 << 20})});
+}
+
 TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     const auto k = l2norm();
     Array long_rows = fake({1024, 8192});

@@ -3,7 +3,9 @@
 #include "kiln/error.hpp"
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
@@ -163,6 +165,39 @@ TEST_F(CompilerTest, ArchitectureGivenAsAnOptionIsRejectedWithAFix) {
     auto options = for_arch();
     options.options = {"-arch=sm_80"};
     EXPECT_THROW(m_compiler->compile(kAddSource, options), kiln::ArgumentError);
+}
+
+TEST_F(CompilerTest, NvrtcGetsKilnsOptionsAndItsOwnCacheOffOutsideTheKey) {
+    auto program = m_compiler->compile(kAddSource, for_arch());
+    const auto& given = program->nvrtc_options();
+    ASSERT_GE(given.size(), program->options().size());
+    EXPECT_TRUE(std::equal(program->options().begin(), program->options().end(), given.begin()))
+        << "the key's options come first, in order";
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    if (major > 12 || (major == 12 && minor >= 9)) // NVRTC's own cache exists from 12.9
+        EXPECT_EQ(std::count(given.begin(), given.end(), "--no-cache"), 1);
+    EXPECT_EQ(std::count(program->options().begin(), program->options().end(), "--no-cache"), 0)
+        << "not in the key: entries keep their keys";
+    auto own = for_arch();
+    own.options = {"--no-cache"};
+    auto with_own = m_compiler->compile(kAddSource, own);
+    EXPECT_EQ(std::count(with_own->nvrtc_options().begin(), with_own->nvrtc_options().end(),
+                         "--no-cache"),
+              1)
+        << "a user's --no-cache is not given twice";
+}
+
+TEST_F(CompilerTest, AProgramSaysWhereItsCompileTimeWent) {
+    auto compiled = m_compiler->compile(kAddSource, for_arch());
+    EXPECT_GT(compiled->phases().nvrtc_ms, 0.0);
+    EXPECT_GT(compiled->phases().store_ms, 0.0) << "the entry was written";
+    EXPECT_LE(compiled->phases().lookup_ms + compiled->phases().nvrtc_ms,
+              compiled->milliseconds() + 0.01);
+    restart();
+    auto loaded = m_compiler->compile(kAddSource, for_arch());
+    EXPECT_EQ(loaded->phases().nvrtc_ms, 0.0) << "read from disk, not compiled";
+    EXPECT_TRUE(loaded->nvrtc_options().empty());
 }
 
 TEST_F(CompilerTest, UserOptionsReachNvrtc) {

@@ -114,6 +114,18 @@ struct CompileOptions {
 /// How a Program reached this process: `compiled` by NVRTC here, or read from the `disk_cache`.
 enum class ProgramOrigin { compiled, disk_cache };
 
+/// Where a compile's time went, in milliseconds (all zero for a program read from the disk cache,
+/// except `lookup_ms`). For benchmarks and diagnostics: the parts Kiln adds to NVRTC are the lookup
+/// and the store.
+struct CompilePhases {
+    /// Looking the key up in the disk cache (a miss, for a compiled program).
+    double lookup_ms = 0;
+    /// NVRTC: creating, compiling and reading back the program (and linking, for -dc).
+    double nvrtc_ms = 0;
+    /// Writing the entry (and the saved source) to the disk cache.
+    double store_ms = 0;
+};
+
 /// A compiled program: an immutable cubin plus what NVRTC said about it. Shared by every kernel
 /// and module built from the same source, options and architecture.
 class Program {
@@ -143,6 +155,14 @@ class Program {
     /// The options NVRTC was given, Kiln's defaults included.
     /// @return the options, in order.
     const std::vector<std::string>& options() const noexcept { return m_options; }
+    /// The options exactly as NVRTC was given them: options() and those that do not change the
+    /// cubin, so are not in the key (the toolkit's include directories, `--no-cache`). Empty for a
+    /// program read from the disk cache.
+    /// @return the options, in order.
+    const std::vector<std::string>& nvrtc_options() const noexcept { return m_nvrtc_options; }
+    /// Where the time of this compile (or disk read) went.
+    /// @return the phases, in milliseconds.
+    const CompilePhases& phases() const noexcept { return m_phases; }
     /// The name expressions and their lowered names.
     /// @return each name expression given at compile time with its lowered (mangled) name.
     const std::vector<std::pair<std::string, std::string>>& lowered_names() const noexcept {
@@ -162,10 +182,11 @@ class Program {
     friend class Compiler;
     cache::Key m_key;
     std::string m_cubin, m_log, m_arch, m_source;
-    std::vector<std::string> m_options;
+    std::vector<std::string> m_options, m_nvrtc_options;
     std::vector<std::pair<std::string, std::string>> m_lowered_names;
     ProgramOrigin m_origin = ProgramOrigin::compiled;
     double m_ms = 0;
+    CompilePhases m_phases;
     std::optional<std::filesystem::path> m_source_path;
 };
 
