@@ -5,14 +5,14 @@
 # Steps: configure + build (tests, benches) -> the whole CTest suite -> demo -> launch bench ->
 # several GPUs (multigpu) -> CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo
 # bench cupy") to save time; "startup" runs issue 16's start-up figures: the first call from disk
-# in fresh processes, a raw kernel's cold compile beside plain NVRTC + module load, `kiln warm`
-# -j 1 against -j 16.
+# in fresh processes and a raw kernel's cold compile beside plain NVRTC + module load; "warm"
+# times `kiln warm` -j 1 against -j 16.
 # "sanitize" (not in the default set) runs the GPU tests under compute-sanitizer.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner startup multigpu cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner startup warm multigpu cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 
@@ -99,8 +99,12 @@ if has startup; then
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
-    ./build-gpu/bench/bench_cold_compile --samples 10 2>&1 | tee "$out/cold_compile.txt" || status=1
-    bash bench/warm_speedup.sh ./build-gpu/tools/kiln 1 16 2>&1 | tee "$out/warm_speedup.txt" || status=1
+    # Kiln's cold compile beside plain NVRTC with Kiln's exact options: NVRTC's own cache off on
+    # both sides (Kiln's default), then on for both, then the old comment-only salting with it on.
+    for mode in "--phases" "--nvrtc-cache" "--nvrtc-cache --comment-salt"; do
+        ./build-gpu/bench/bench_cold_compile --samples 10 $mode 2>&1 || status=1
+    done | tee "$out/cold_compile.txt"
+    has warm && { bash bench/warm_speedup.sh ./build-gpu/tools/kiln 1 16 2>&1 | tee "$out/warm_speedup.txt" || status=1; }
     has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
 fi
 if has multigpu; then
