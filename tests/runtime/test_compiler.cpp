@@ -175,8 +175,9 @@ TEST_F(CompilerTest, NvrtcGetsKilnsOptionsAndItsOwnCacheOffOutsideTheKey) {
         << "the key's options come first, in order";
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
-    if (major > 12 || (major == 12 && minor >= 9)) // NVRTC's own cache exists from 12.9
+    if (major > 12 || (major == 12 && minor >= 9)) { // NVRTC's own cache exists from 12.9
         EXPECT_EQ(std::count(given.begin(), given.end(), "--no-cache"), 1);
+    }
     EXPECT_EQ(std::count(program->options().begin(), program->options().end(), "--no-cache"), 0)
         << "not in the key: entries keep their keys";
     auto own = for_arch();
