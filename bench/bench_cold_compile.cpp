@@ -92,6 +92,7 @@ double plain(const std::string& source, bool gpu, Phases& phases) {
     nvrtcProgram program = nullptr;
     check(nvrtcCreateProgram(&program, source.c_str(), "my_add.cu", 0, nullptr, nullptr));
     std::vector<const char*> options;
+    options.reserve(g_options.size());
     for (const auto& option : g_options)
         options.push_back(option.c_str());
     check(nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data()));
@@ -236,6 +237,7 @@ void print_timing(const Timing& t) {
 Timing medians(const std::vector<Timing>& timings) {
     auto field = [&](auto get) {
         std::vector<double> v;
+        v.reserve(timings.size());
         for (const auto& t : timings)
             v.push_back(get(t));
         return median(v);

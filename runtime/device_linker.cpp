@@ -236,6 +236,7 @@ std::string link_device_code(const std::string& program, const std::string& name
         if (request.lineinfo) options.emplace_back("-lineinfo");
     }
     std::vector<const char*> pointers;
+    pointers.reserve(options.size());
     for (const auto& option : options)
         pointers.push_back(option.c_str());
 

@@ -180,7 +180,7 @@ TEST(SpecializationMemo, ASymlinkedMemoIsAMiss) {
 TEST(SpecializationMemo, AMemoFromAnotherKilnOrNvrtcBuildIsAMiss) {
     const auto right = squared_diff();
     squared_diff();
-    const kiln::detail::MemoIdentity mine = kiln::detail::memo_identity();
+    const kiln::detail::MemoIdentity& mine = kiln::detail::memo_identity();
     ASSERT_FALSE(mine.kiln.empty()); // this build has a build id: memos are on
 
     std::uint64_t hits = memo_hits();

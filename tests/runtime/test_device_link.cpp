@@ -59,6 +59,7 @@ std::string relocatable_object(const char* source, std::vector<std::string> opti
               NVRTC_SUCCESS);
     options.insert(options.begin(), {"-arch=sm_90", "-dc"});
     std::vector<const char*> pointers;
+    pointers.reserve(options.size());
     for (const auto& option : options)
         pointers.push_back(option.c_str());
     EXPECT_EQ(nvrtcCompileProgram(program, static_cast<int>(pointers.size()), pointers.data()),

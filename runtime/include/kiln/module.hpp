@@ -105,7 +105,7 @@ class DeviceGlobal {
     /// @param stream the stream the copy is queued on.
     /// @throws ArgumentError for a size that is not bytes(), CudaError.
     template <class T> void copy_from_host(const T& data, StreamRef stream = {}) const {
-        if constexpr (is_container<T>::value) {
+        if constexpr (IsContainer<T>::value) {
             using Element = std::remove_cv_t<std::remove_reference_t<decltype(*std::data(data))>>;
             static_assert(std::is_trivially_copyable_v<Element>,
                           "the elements must be trivially copyable");
@@ -122,7 +122,7 @@ class DeviceGlobal {
     /// @param stream the stream the copy is ordered on.
     /// @throws ArgumentError for a size that is not bytes(), CudaError.
     template <class T> void copy_to_host(T& data, StreamRef stream = {}) const {
-        if constexpr (is_container<T>::value) {
+        if constexpr (IsContainer<T>::value) {
             using Element = std::remove_reference_t<decltype(*std::data(data))>;
             static_assert(std::is_trivially_copyable_v<Element> && !std::is_const_v<Element>,
                           "the elements must be writable and trivially copyable");
@@ -136,11 +136,10 @@ class DeviceGlobal {
 
   private:
     friend class Module;
-    template <class T, class = void> struct is_container : std::false_type {};
+    template <class T, class = void> struct IsContainer : std::false_type {};
     template <class T>
-    struct is_container<T, std::void_t<decltype(std::data(std::declval<T&>())),
-                                       decltype(std::size(std::declval<T&>()))>> : std::true_type {
-    };
+    struct IsContainer<T, std::void_t<decltype(std::data(std::declval<T&>())),
+                                      decltype(std::size(std::declval<T&>()))>> : std::true_type {};
     DeviceGlobal(std::shared_ptr<const Module> module, std::string name, CUdeviceptr pointer,
                  std::size_t bytes)
         : m_module(std::move(module))
