@@ -1,9 +1,11 @@
 // The first call of a kernel in a fresh process, with the kernel already in the disk cache (issue
 // 16, item 1: at most 0.2 ms), for a RawKernel (`my_add`), an ElementwiseKernel
-// (`squared_diff`) and a ReductionKernel (`l2norm` over rows).
+// (`squared_diff`) and a ReductionKernel (`l2norm` over rows), and, with a GPU, the driver's floor
+// for the raw kernel: its cubin read from a file, cuModuleLoadDataEx, cuModuleGetFunction and
+// cuLaunchKernel, nothing else.
 //
 //   KILN_CACHE_DIR=DIR bench_first_call --populate [--arch sm_XX]
-//   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind raw|elementwise|reduction]
+//   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind floor|raw|elementwise|reduction]
 //                                       [--arch sm_XX]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) that makes the kernel and
@@ -13,7 +15,9 @@
 //
 // With a GPU, the CUDA context is created before the timed region and the inputs allocated there;
 // the timed call is the front end's real call (compile answered from disk, module load, launch);
-// the stream is drained after, untimed. Without a GPU (or with --no-gpu), the call is the
+// the stream is drained after, untimed. Kiln loads the driver there, so its start-up work
+// (kiln::prepare()) has run alongside cuInit, as in any program whose first CUDA work goes through
+// Kiln; the no-GPU figures have nothing prepared. Without a GPU (or with --no-gpu), the call is the
 // compile, answered from disk: the path up to the cubin bytes being in hand (compile_for for the
 // generated kernels). Every sample checks, untimed, that its kernel came from disk and fails
 // otherwise, so an empty or mismatched cache cannot pass a compile off as a hit.
@@ -22,6 +26,9 @@
 #include "kiln/kiln.hpp"
 #include "specialization_memo.hpp"
 
+#include "kiln/detail/driver.hpp"
+
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,6 +67,56 @@ bool from_disk(const kiln::Program& program) {
 
 // Where a generated kernel's Arrays point when there is no GPU: never dereferenced.
 constexpr CUdeviceptr kDescribed = CUdeviceptr{1} << 20;
+
+// The driver's floor for my_add's first call: the cubin read from @p cubin_path, loaded, its
+// function found and launched; the same inputs and launch as the raw kind.
+bool floor_call(const std::string& cubin_path, std::int64_t& t0, std::int64_t& t1) {
+    using namespace kiln;
+    Array x = empty({kElements}, DType::float32), y = empty({kElements}, DType::float32),
+          z = empty({kElements}, DType::float32);
+    Device::current().synchronize();
+    const auto& driver = detail::driver();
+    t0 = now_ns();
+    const int fd = ::open(cubin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    std::string cubin;
+    char buffer[65536];
+    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;)
+        cubin.append(buffer, static_cast<std::size_t>(n));
+    ::close(fd);
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+    if (driver.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr) != CUDA_SUCCESS ||
+        driver.cuModuleGetFunction(&function, module, "my_add") != CUDA_SUCCESS)
+        return false;
+    CUdeviceptr px = x.data(), py = y.data(), pz = z.data();
+    int n = static_cast<int>(kElements);
+    void* params[] = {&px, &py, &pz, &n};
+    const CUresult launched =
+        driver.cuLaunchKernel(function, static_cast<unsigned>(kElements / 256), 1, 1, 256, 1, 1, 0,
+                              nullptr, params, nullptr);
+    t1 = now_ns();
+    Device::current().synchronize();
+    return launched == CUDA_SUCCESS;
+}
+
+// Writes my_add's cubin (a disk hit) to a private temporary file for the floor's samples.
+std::string write_floor_cubin(const std::string& arch) {
+    const auto program = kiln::compile(kMyAdd, kiln::CompileOptions::for_arch(arch));
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-floor-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return {};
+    const std::string& cubin = program->cubin();
+    const bool written =
+        ::write(fd, cubin.data(), cubin.size()) == static_cast<ssize_t>(cubin.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(path.c_str());
+        return {};
+    }
+    return path;
+}
 
 // One kernel's first call. Returns whether it came from disk; @p t0 is set just before the first
 // Kiln call (after the context and inputs, which are not timed).
@@ -159,7 +216,7 @@ struct Sample {
 
 // Runs `self --sample KIND ...` once and reads its one line of figures.
 bool spawn_sample(const char* self, const std::string& kind, const std::string& arch, bool no_gpu,
-                  Sample& out) {
+                  const std::string& cubin_path, Sample& out) {
     int pipe_fds[2];
     if (::pipe(pipe_fds) != 0) return false;
     posix_spawn_file_actions_t actions;
@@ -170,6 +227,10 @@ bool spawn_sample(const char* self, const std::string& kind, const std::string& 
     std::vector<const char*> argv = {self,         "--sample",  kind.c_str(),   "--arch",
                                      arch.c_str(), "--started", started.c_str()};
     if (no_gpu) argv.push_back("--no-gpu");
+    if (!cubin_path.empty()) {
+        argv.push_back("--cubin");
+        argv.push_back(cubin_path.c_str());
+    }
     argv.push_back(nullptr);
     pid_t pid = 0;
     const int error =
@@ -191,7 +252,7 @@ bool spawn_sample(const char* self, const std::string& kind, const std::string& 
 } // namespace
 
 int main(int argc, char** argv) {
-    std::string mode = "measure", kind = "all", arch;
+    std::string mode = "measure", kind = "all", arch, cubin_path;
     std::int64_t started = 0;
     int samples = 20;
     bool no_gpu = false;
@@ -212,9 +273,11 @@ int main(int argc, char** argv) {
             started = std::atoll(argv[++i]);
         else if (a == "--no-gpu")
             no_gpu = true;
+        else if (a == "--cubin" && has_value)
+            cubin_path = argv[++i];
         else {
             std::fprintf(stderr, "usage: bench_first_call [--populate] [--samples N] [--kind "
-                                 "raw|elementwise|reduction] [--arch sm_XX] [--no-gpu]\n");
+                                 "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu]\n");
             return 2;
         }
     }
@@ -224,7 +287,12 @@ int main(int argc, char** argv) {
         // The path without memos, for a before/after in one build (nothing is computed here).
         if (std::getenv("KILN_BENCH_NO_MEMO")) kiln::detail::set_memo_identity_for_testing({});
         std::int64_t t0 = 0, t1 = 0;
-        if (!first_call(kind, arch, gpu, t0, t1)) {
+        if (kind == "floor") {
+            if (!gpu || !floor_call(cubin_path, t0, t1)) {
+                std::fprintf(stderr, "the floor's call failed\n");
+                return 1;
+            }
+        } else if (!first_call(kind, arch, gpu, t0, t1)) {
             std::fprintf(stderr,
                          "%s did not come from the disk cache: run --populate first, for "
                          "the same KILN_CACHE_DIR and architecture\n",
@@ -244,12 +312,16 @@ int main(int argc, char** argv) {
                 gpu ? kiln::Device::current().name().c_str() : "no GPU (lookup to cubin bytes)",
                 arch.c_str(), samples);
     int status = 0;
-    for (const char* k : {"raw", "elementwise", "reduction"}) {
+    // The floor needs a device; its cubin file is removed when the samples are done.
+    const std::string floor_cubin =
+        gpu && (kind == "all" || kind == "floor") ? write_floor_cubin(arch) : "";
+    for (const char* k : {"floor", "raw", "elementwise", "reduction"}) {
         if (kind != "all" && kind != k) continue;
+        if (std::string(k) == "floor" && floor_cubin.empty()) continue;
         std::vector<double> call, process;
         for (int s = 0; s < samples; ++s) {
             Sample sample;
-            if (!spawn_sample(argv[0], k, arch, !gpu, sample)) {
+            if (!spawn_sample(argv[0], k, arch, !gpu, floor_cubin, sample)) {
                 std::fprintf(stderr, "a %s sample failed\n", k);
                 status = 1;
                 break;
@@ -262,5 +334,6 @@ int main(int argc, char** argv) {
                     median(call), *std::min_element(call.begin(), call.end()),
                     *std::max_element(call.begin(), call.end()), median(process));
     }
+    if (!floor_cubin.empty()) ::unlink(floor_cubin.c_str());
     return status;
 }

@@ -318,8 +318,9 @@ std::optional<DecodeError> read_header(std::string_view bytes, Header& header) {
     return std::nullopt;
 }
 
+// With @p owned (whose bytes @p bytes views), the payload is moved out of it: no copy.
 DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& expected,
-                    bool with_payload) {
+                    bool with_payload, std::string* owned = nullptr) {
     DecodeResult result;
     Header header;
     if (auto error = read_header(bytes, header)) {
@@ -364,7 +365,12 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
             result.error = DecodeError::bad_checksum;
             return result;
         }
-        entry.payload = std::string(payload);
+        if (owned) {
+            owned->erase(0, static_cast<std::size_t>(head_size));
+            entry.payload = std::move(*owned);
+        } else {
+            entry.payload = std::string(payload);
+        }
     }
     result.payload_size = header.payload_size;
     result.entry = std::move(entry);
@@ -432,6 +438,11 @@ const char* to_string(DecodeError e) {
 
 DecodeResult decode_entry(std::string_view bytes, const Key& expected) {
     return decode(bytes, bytes.size(), expected, true);
+}
+
+DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected) {
+    const std::string_view view = bytes;
+    return decode(view, view.size(), expected, true, &bytes);
 }
 
 std::uint64_t entry_head_size(std::string_view header) {

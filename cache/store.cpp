@@ -89,7 +89,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
             }
             return std::nullopt;
         }
-        DecodeResult decoded = decode_entry(bytes, key);
+        DecodeResult decoded = decode_entry_in_place(std::move(bytes), key);
         if (!decoded.entry) {
             damaged(ref, key, to_string(decoded.error), true);
             return std::nullopt;

@@ -6,6 +6,7 @@
 #include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"
 #include "kiln/module.hpp"
+#include "kiln/startup.hpp"
 #include "launch_tuner.hpp"
 #include "operand_devices.hpp"
 #include "operands.hpp"
@@ -178,6 +179,12 @@ void cap_grid(Prepared& p, std::uint32_t max_grid) {
         p.grid.x = std::min(p.grid.x, max_grid);
     }
 }
+
+// In kiln::prepare(), as ElementwiseKernel's: a definition parsed once.
+const bool kParserPrepared =
+    (detail::add_prepare_step(
+         [] { ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "kiln_prepare"); }),
+     true);
 
 } // namespace
 

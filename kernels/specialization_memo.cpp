@@ -3,6 +3,7 @@
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
+#include "kiln/startup.hpp"
 #include "nvrtc_version.hpp"
 
 #include <algorithm>
@@ -26,6 +27,9 @@ IdentityState& identity_state() {
     static IdentityState state;
     return state;
 }
+
+// The identity is part of kiln::prepare(), so a first call from disk does not compute it.
+const bool kIdentityPrepared = (add_prepare_step([] { memo_identity(); }), true);
 
 // Whether the memo can stand in for the source: a disk cache that reads, and nothing asked of a
 // compile that needs the source (saving it beside the entry; a compile-time trace, which

@@ -1,4 +1,5 @@
 #include "kiln/detail/driver.hpp"
+#include "kiln/startup.hpp"
 
 #include "kiln/env.hpp"
 #include "kiln/log.hpp"
@@ -27,6 +28,8 @@ using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
 constexpr int kDriverAbiVersion = 12090;
 
 LoadResult load() {
+    // Kiln's own start-up work overlaps the driver's (nothing in it may need the driver).
+    const detail::PrepareAlongside alongside;
     LoadResult result;
     const std::string library = env::get("KILN_DRIVER_LIBRARY").value_or("libcuda.so.1");
     // Kept open for the life of the process: unloading a driver is never safe.

@@ -2,15 +2,21 @@
 
 #include "kiln/detail/activity_hook.hpp"
 
-#include <nvtx3/nvToolsExt.h>
+#include "nvtx_domain.hpp"
 
-namespace kiln::nvtx {
+namespace kiln {
+
+nvtxDomainHandle_t detail::nvtx_domain() noexcept {
+    static const nvtxDomainHandle_t handle = nvtxDomainCreateA("kiln");
+    return handle;
+}
+
+namespace nvtx {
 
 namespace {
 
 nvtxDomainHandle_t domain() noexcept {
-    static const nvtxDomainHandle_t handle = nvtxDomainCreateA("kiln");
-    return handle;
+    return detail::nvtx_domain();
 }
 
 nvtxEventAttributes_t attributes(const char* message, std::uint32_t argb) noexcept {
@@ -49,4 +55,5 @@ bool launch_ranges() noexcept {
            0;
 }
 
-} // namespace kiln::nvtx
+} // namespace nvtx
+} // namespace kiln

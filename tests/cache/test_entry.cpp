@@ -11,6 +11,7 @@
 #include <random>
 
 using kiln::cache::decode_entry;
+using kiln::cache::decode_entry_in_place;
 using kiln::cache::DecodeError;
 using kiln::cache::encode_entry;
 using kiln::cache::Entry;
@@ -112,6 +113,25 @@ TEST(Entry, RoundTripsEveryField) {
     ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
     expect_same(*decoded.entry, entry);
     EXPECT_EQ(decoded.payload_size, 4096u);
+}
+
+TEST(Entry, DecodingInPlaceGivesTheSameEntryAndRejectsTheSameDamage) {
+    const Entry entry = golden_entry();
+    const std::string good = encode_entry(entry);
+    auto decoded = decode_entry_in_place(std::string(good), entry.key);
+    ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+    expect_same(*decoded.entry, entry);
+    EXPECT_EQ(decoded.payload_size, entry.payload.size());
+    for (std::size_t byte = 0; byte < good.size(); byte += 7) {
+        std::string bad = good;
+        bad[byte] = static_cast<char>(bad[byte] ^ 0x10);
+        const auto copied = decode_entry(bad, entry.key);
+        const auto in_place = decode_entry_in_place(std::move(bad), entry.key);
+        EXPECT_FALSE(in_place.entry) << "byte " << byte;
+        EXPECT_EQ(in_place.error, copied.error) << "byte " << byte;
+    }
+    EXPECT_EQ(decode_entry_in_place(good.substr(0, good.size() - 1), entry.key).error,
+              DecodeError::truncated);
 }
 
 TEST(Entry, RoundTripsEmptyFieldsAndPtx) {

@@ -131,6 +131,12 @@ struct DecodeResult {
 /// @param expected the key the file name promised: an entry that holds another key is rejected.
 /// @return the entry, or the reason it was rejected.
 DecodeResult decode_entry(std::string_view bytes, const Key& expected);
+/// decode_entry() that takes the file's bytes and keeps their buffer as the payload (the header
+/// and metadata are cut off in place): a hit copies nothing. @p bytes is left unspecified.
+/// @param bytes the whole file.
+/// @param expected the key the file name promised.
+/// @return the entry, or the reason it was rejected.
+DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected);
 
 /// How many leading bytes of an entry hold its header and metadata, from its first
 /// kEntryHeaderSize bytes; 0 when @p header does not start an entry of this format.

@@ -1,0 +1,44 @@
+#pragma once
+/// @file
+/// Kiln's one-time start-up work in a process, done ahead of the first kernel call.
+///
+/// A fresh process's first call would otherwise pay for it: reading the cache settings and
+/// checking the cache directory, NVRTC's identity, the NVTX domain, binding the library calls
+/// and touching the code those take. Kiln does this work on a second thread while it loads the
+/// CUDA driver (cuInit takes tens of milliseconds), so a program whose first CUDA work goes
+/// through Kiln gets it for free. A program that initializes CUDA itself can call prepare() (on
+/// any thread) while it does.
+///
+/// The cache settings are read from the environment then (KILN_CACHE_DIR and the rest): set them
+/// before the first Kiln call that touches the device or the cache.
+
+#include <thread>
+
+namespace kiln {
+
+/// Does Kiln's one-time start-up work now, if it is not done yet. Thread-safe; never throws: an
+/// error (a bad setting in the environment, say) is reported by the call that needs the part
+/// that failed, as without prepare().
+void prepare() noexcept;
+
+namespace detail {
+
+/// Adds a step to prepare() (a library's own one-time work). Call before prepare() runs: from a
+/// static initializer.
+void add_prepare_step(void (*step)()) noexcept;
+
+/// Runs prepare() on a second thread for the lifetime of the object (joined by the destructor),
+/// or not at all when no thread can be started.
+class PrepareAlongside {
+  public:
+    PrepareAlongside() noexcept;
+    ~PrepareAlongside();
+    PrepareAlongside(const PrepareAlongside&) = delete;
+    PrepareAlongside& operator=(const PrepareAlongside&) = delete;
+
+  private:
+    std::thread m_thread;
+};
+
+} // namespace detail
+} // namespace kiln
