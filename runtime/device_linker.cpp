@@ -152,6 +152,38 @@ DeviceRuntime find_device_runtime() {
                       "the file");
 }
 
+// What is wrong with @p bytes as a static library (an ar archive: "!<arch>\n", then members, each
+// a 60-byte header ending in "`\n" with its decimal size, its data padded to an even length), or
+// "" when nothing is. nvJitLink reads freed memory on some malformed archives, so it only ever
+// sees well-formed ones.
+std::string archive_fault(std::string_view bytes) {
+    constexpr std::size_t kMagic = 8, kHeader = 60, kSizeAt = 48, kSizeLength = 10;
+    std::size_t at = kMagic;
+    if (at == bytes.size()) return "it has no members";
+    while (at < bytes.size()) {
+        if (bytes.size() - at < kHeader)
+            return "a member header at byte " + std::to_string(at) + " is cut short";
+        const std::string_view header = bytes.substr(at, kHeader);
+        if (header.substr(58, 2) != "`\n")
+            return "the member header at byte " + std::to_string(at) + " is malformed";
+        std::uint64_t size = 0;
+        bool digits = false;
+        for (const char c : header.substr(kSizeAt, kSizeLength)) {
+            if (c == ' ') break;
+            if (c < '0' || c > '9' || size > (std::uint64_t{1} << 40))
+                return "the member at byte " + std::to_string(at) + " has no valid size";
+            size = size * 10 + static_cast<std::uint64_t>(c - '0');
+            digits = true;
+        }
+        if (!digits) return "the member at byte " + std::to_string(at) + " has no valid size";
+        at += kHeader;
+        if (size > bytes.size() - at)
+            return "the member at byte " + std::to_string(at - kHeader) + " runs past the end";
+        at += static_cast<std::size_t>(size) + (size & 1);
+    }
+    return "";
+}
+
 } // namespace
 
 RelocatableMode relocatable_mode(const std::vector<std::string>& options) {
@@ -207,7 +239,13 @@ const DeviceRuntime& device_runtime() {
 cache::LinkInputKind detect_link_input_kind(const std::string& bytes, const std::string& name) {
     constexpr unsigned kCudaMachine = 190; // EM_CUDA
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-    if (starts_with(bytes, "!<arch>\n")) return cache::LinkInputKind::library;
+    if (starts_with(bytes, "!<arch>\n")) {
+        const std::string fault = archive_fault(bytes);
+        if (!fault.empty())
+            throw ArgumentError("link input '" + name + "' is not a valid static library: " +
+                                fault + "; give the .a file the toolkit's archiver made");
+        return cache::LinkInputKind::library;
+    }
     if (bytes.size() >= 20 && starts_with(bytes, "\x7f"
                                                  "ELF")) {
         const unsigned machine = byte(18) | byte(19) << 8;

@@ -380,7 +380,8 @@ TEST(ReductionCodegen, ComplexOrderHelpersServeUserKernelsOverAnyDtype) {
 
 TEST(ReductionCodegen, ACompileErrorsFirstLineIsNvrtcsFirstErrorWithItsLine) {
     const ReductionKernel k("T x", "T y", "x", "a + nosuch", "y = a", "0", "first_line");
-    const std::initializer_list<kiln::Arg> args{fake({1000})};
+    const Array x = fake({1000});
+    const std::initializer_list<kiln::Arg> args{x};
     try {
         k.compile_for(args.begin(), args.size(), {}, "sm_90");
         FAIL() << "compiled";

@@ -237,14 +237,31 @@ TEST_F(CompilerTest, BadLinkInputsAreClearErrors) {
     whole_program.link_inputs = {LinkInput::from_bytes("helper.cubin", helper)};
     EXPECT_THROW(m_compiler->compile(kUsesHelper, whole_program), kiln::ArgumentError);
 
-    // An archive that is not device code is refused by the linker, naming the input.
+    // A malformed archive is refused before nvJitLink sees it (nvJitLink reads freed memory on
+    // some), naming the input and what is wrong.
+    for (const char* junk :
+         {"!<arch>\nnot really an archive", "!<arch>\n",
+          "!<arch>\nhelper.o/       0           0     0     644     99999     `\n"}) {
+        try {
+            LinkInput::from_bytes("junk.a", junk);
+            ADD_FAILURE() << "took a broken archive: " << junk;
+        } catch (const kiln::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find("'junk.a' is not a valid static library"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    // A well-formed archive without device code gives the linker nothing: the function the
+    // program needs from it is undefined.
     CompileOptions junk = rdc();
-    junk.link_inputs = {LinkInput::from_bytes("junk.a", "!<arch>\nnot really an archive")};
+    junk.link_inputs = {LinkInput::from_bytes(
+        "junk.a", "!<arch>\nnotes.txt/      0           0     0     644     4         `\nabcd")};
     try {
         m_compiler->compile(kUsesHelper, junk);
-        FAIL() << "linked a broken archive";
+        FAIL() << "linked an archive of text";
     } catch (const kiln::CompileError& e) {
-        EXPECT_NE(std::string(e.what()).find("junk.a"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("Undefined reference to 'helper'"), std::string::npos)
+            << e.what();
     }
 }
 
