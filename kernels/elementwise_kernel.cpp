@@ -14,6 +14,7 @@
 #include "operands.hpp"
 #include "param_writer.hpp"
 #include "per_context_cache.hpp"
+#include "repeat_call.hpp"
 #include "specialization.hpp"
 #include "specialization_memo.hpp"
 #include "write_only_outputs.hpp"
@@ -98,6 +99,7 @@ struct ElementwiseKernel::Impl {
         : def(std::move(definition)) {}
 
     detail::ElementwiseDefinition def;
+    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat memos
     std::vector<std::string> nvrtc_options;
     bool no_return = false, reduce_dims = true, tune = false;
 
@@ -134,7 +136,13 @@ struct ElementwiseKernel::Impl {
             .finish();
     }
     const Function& function(const Prepared& p) const;
-    void launch(const Prepared& p, const Function& f, StreamRef stream) const;
+    // Launches @p p; with @p record, also writes there what a repeat of the call needs.
+    void launch(const Prepared& p, const Function& f, StreamRef stream,
+                detail::RepeatLaunch* record = nullptr) const;
+    // The fingerprint of a call that may be repeated from the memo (false: never memoized).
+    bool fingerprint(const Arg* args, std::size_t count, const CallOptions& options,
+                     detail::CallFingerprint& print) const;
+
     // The tuned block and grid for @p p's plan and shape class (tuned on first use).
     void apply_tuning(Prepared& p, StreamRef stream) const;
     detail::TunedLaunch tune_launch(const Prepared& p, StreamRef stream) const;
@@ -312,16 +320,18 @@ const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     });
 }
 
-void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, StreamRef stream) const {
+void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, StreamRef stream,
+                                     detail::RepeatLaunch* record) const {
     detail::ParamWriter w;
     const Plan& plan = p.plan;
     const bool index64 = plan.index64;
     const bool flat = plan.layout == Layout::flat;
+    std::uint16_t offsets[detail::kMaxParams] = {};
     for (int k = 0; k < plan.count; ++k) {
         const auto& op = plan.operands[k];
         switch (op.kind) {
         case OperandKind::array:
-            w.pointer(p.ops.arrays[k].data());
+            offsets[k] = static_cast<std::uint16_t>(w.pointer(p.ops.arrays[k].data()));
             if (!flat)
                 for (int d = 0; d < plan.ndim; ++d)
                     w.index(p.strides[k][d], index64);
@@ -329,7 +339,7 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
         case OperandKind::raw: {
             const Array& a = p.ops.arrays[k];
             const auto item = static_cast<std::int64_t>(a.itemsize());
-            w.pointer(a.data());
+            offsets[k] = static_cast<std::uint16_t>(w.pointer(a.data()));
             const int rnd = std::max(1, a.ndim());
             for (int d = 0; d < rnd; ++d)
                 w.index(a.ndim() ? a.shape()[d] : 1, index64);
@@ -340,7 +350,7 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
             break;
         }
         case OperandKind::scalar:
-            w.scalar(*p.ops.scalars[k], op.dtype);
+            offsets[k] = static_cast<std::uint16_t>(w.scalar(*p.ops.scalars[k], op.dtype));
             break;
         }
     }
@@ -351,6 +361,19 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
     const std::size_t size = w.finish();
     void* args[] = {w.data()};
     f.launch_packed(LaunchConfig{p.grid, p.block, 0, stream}, args, &size, 1);
+    if (record) detail::record_launch(*record, f, p.grid, p.block, p.ops, offsets, w, size);
+}
+
+bool ElementwiseKernel::Impl::fingerprint(const Arg* args, std::size_t count,
+                                          const CallOptions& options,
+                                          detail::CallFingerprint& print) const {
+    constexpr std::int64_t kSizeLimit = std::int64_t{1} << 40;
+    if (options.size && (*options.size < 0 || *options.size >= kSizeLimit)) return false;
+    print.start(id, detail::current_context(), count);
+    print.add(static_cast<std::uint64_t>(options.block_size.value_or(0) & 0x7ff) |
+              std::uint64_t{options.size.has_value()} << 11 |
+              static_cast<std::uint64_t>(options.size.value_or(0)) << 12);
+    return print.args(args, count);
 }
 
 ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::string& out_params,
@@ -442,13 +465,37 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
     const detail::CallScope on_device(options.device.value_or(-1));
+    // Tuning, when asked for, may change the block and grid, never the results; a tuned call is
+    // not memoized (its launch follows the tuning in force).
+    const bool tuned = !options.block_size && detail::tuning_requested(m_impl->tune, options.tune);
+    // Only a thread that has made a call before looks in its memo: the fingerprint reads the
+    // current context, which a first call reaches only after its argument checks.
+    detail::CallFingerprint print;
+    bool printed = false;
+    if (!tuned && detail::has_repeats()) {
+        printed = m_impl->fingerprint(args, count, options, print);
+        if (printed)
+            if (const detail::RepeatLaunch* known = detail::find_repeat(print)) {
+                Outputs outputs;
+                if (detail::repeat_launch(*known, m_impl->def.params, args,
+                                          detail::current_context(), options.stream,
+                                          !m_impl->no_return, outputs))
+                    return outputs;
+            }
+    }
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
     if (p.n > 0) {
-        // Tuning, when asked for, may change the block and grid, never the results.
-        if (!options.block_size && detail::tuning_requested(m_impl->tune, options.tune))
-            m_impl->apply_tuning(p, options.stream);
-        m_impl->launch(p, m_impl->function(p), options.stream);
+        if (tuned) m_impl->apply_tuning(p, options.stream);
+        if (!tuned && (printed || m_impl->fingerprint(args, count, options, print))) {
+            // The first call that looks like this in this thread: remembered for the next.
+            detail::RepeatLaunch record;
+            record.fingerprint = print;
+            m_impl->launch(p, m_impl->function(p), options.stream, &record);
+            if (record.function) detail::remember_repeat(record);
+        } else {
+            m_impl->launch(p, m_impl->function(p), options.stream);
+        }
     }
     Outputs outputs;
     if (!m_impl->no_return)

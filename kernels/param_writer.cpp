@@ -19,10 +19,16 @@ std::size_t device_alignment(DType dtype) noexcept {
     }
 }
 
-void ParamWriter::scalar(const Scalar& value, DType dtype) {
+std::size_t ParamWriter::scalar(const Scalar& value, DType dtype) {
     alignas(16) unsigned char converted[16];
     value.cast_to(dtype, converted);
-    put(converted, itemsize(dtype), device_alignment(dtype));
+    return put(converted, itemsize(dtype), device_alignment(dtype));
+}
+
+void ParamWriter::write_scalar(const Scalar& value, DType dtype, unsigned char* at) {
+    alignas(16) unsigned char converted[16];
+    value.cast_to(dtype, converted);
+    std::memcpy(at, converted, itemsize(dtype));
 }
 
 void ParamWriter::too_many() {

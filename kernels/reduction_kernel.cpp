@@ -16,6 +16,7 @@
 #include "reduction_kernel_access.hpp"
 #include "reduction_plan.hpp"
 #include "reduction_workspace.hpp"
+#include "repeat_call.hpp"
 #include "specialization.hpp"
 #include "specialization_memo.hpp"
 
@@ -113,6 +114,7 @@ struct ReductionKernel::Impl {
         : def(std::move(definition)) {}
 
     detail::ReductionDefinition def;
+    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat memos
     // The reduce type parsed once, not per call (nullopt: not a dtype name).
     std::optional<DType> named_reduce_dtype = reduce_type_dtype(def.reduce_type);
     std::vector<std::string> nvrtc_options;
@@ -157,7 +159,12 @@ struct ReductionKernel::Impl {
     }
     const Loaded& function(const Prepared& p, CUcontext context) const;
     void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
-    void launch(const Prepared& p, const Function& f, CUcontext context, StreamRef stream) const;
+    // Launches @p p; with @p record, also writes there what a repeat of the call needs.
+    void launch(const Prepared& p, const Function& f, CUcontext context, StreamRef stream,
+                detail::RepeatLaunch* record = nullptr) const;
+    // The fingerprint of a call that may be repeated from the memo (false: never memoized).
+    bool fingerprint(const Arg* args, std::size_t count, const ReduceCall& how, CUcontext context,
+                     detail::CallFingerprint& print) const;
     // The tuned block and grid for @p p's plan and shape class (tuned on first use); @p loaded is
     // the untuned specialization, sized.
     const Loaded& apply_tuning(Prepared& p, const Loaded& loaded, CUcontext context,
@@ -442,17 +449,18 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepa
 }
 
 void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUcontext context,
-                                   StreamRef stream) const {
+                                   StreamRef stream, detail::RepeatLaunch* record) const {
     const ReductionPlan& plan = p.plan;
     const bool index64 = plan.index64;
     detail::ParamWriter w;
+    std::uint16_t offsets[detail::kMaxParams] = {};
     for (int k = 0; k < plan.count; ++k) {
         const auto& op = plan.operands[k];
         if (op.kind == OperandKind::scalar) {
-            w.scalar(*p.ops.scalars[k], op.dtype);
+            offsets[k] = static_cast<std::uint16_t>(w.scalar(*p.ops.scalars[k], op.dtype));
             continue;
         }
-        w.pointer(p.ops.arrays[k].data());
+        offsets[k] = static_cast<std::uint16_t>(w.pointer(p.ops.arrays[k].data()));
         for (std::int64_t s : p.strides[k])
             w.index(s, index64);
     }
@@ -466,11 +474,32 @@ void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUconte
     w.index(p.split, index64);
     detail::WorkspaceLease lease;
     if (p.split > 1) lease = detail::lease_workspace(context, stream, p.partial_bytes, p.counters);
-    w.pointer(lease.partials);
-    w.pointer(lease.counters);
+    const std::size_t partials_offset = w.pointer(lease.partials);
+    const std::size_t counters_offset = w.pointer(lease.counters);
     const std::size_t size = w.finish();
     void* args[] = {w.data()};
     f.launch_packed(LaunchConfig{p.grid, p.block, 0, stream}, args, &size, 1);
+    if (!record) return;
+    detail::record_launch(*record, f, p.grid, p.block, p.ops, offsets, w, size);
+    if (p.split > 1) {
+        record->partial_bytes = p.partial_bytes;
+        record->counters = p.counters;
+        record->partials_offset = static_cast<std::uint16_t>(partials_offset);
+        record->counters_offset = static_cast<std::uint16_t>(counters_offset);
+    }
+}
+
+bool ReductionKernel::Impl::fingerprint(const Arg* args, std::size_t count, const ReduceCall& how,
+                                        CUcontext context, detail::CallFingerprint& print) const {
+    print.start(id, context, count);
+    const Axes& axis = how.axis;
+    if (!print.add(std::uint64_t{axis.is_all()} | std::uint64_t{how.keepdims} << 1 |
+                   static_cast<std::uint64_t>(axis.size()) << 2))
+        return false;
+    for (int k = 0; k < axis.size(); ++k)
+        if (!print.add(static_cast<std::uint64_t>(static_cast<std::int64_t>(axis[k]))))
+            return false;
+    return print.args(args, count);
 }
 
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Prepared& p,
@@ -571,6 +600,23 @@ ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = defaul
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
     const detail::CallScope on_device(how.device.value_or(-1));
+    // Tuning, when asked for, may change the block and grid, never the results; a tuned call is
+    // not memoized. Only a thread that has made a call before looks in its memo (as
+    // ElementwiseKernel::call).
+    const bool tuned = detail::tuning_requested(m_impl->tune, how.tune);
+    detail::CallFingerprint print;
+    bool printed = false;
+    if (!tuned && detail::has_repeats()) {
+        const CUcontext context = detail::current_context();
+        printed = m_impl->fingerprint(args, count, how, context, print);
+        if (printed)
+            if (const detail::RepeatLaunch* known = detail::find_repeat(print)) {
+                Outputs outputs;
+                if (detail::repeat_launch(*known, m_impl->def.params, args, context, how.stream,
+                                          true, outputs))
+                    return outputs;
+            }
+    }
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();
@@ -578,10 +624,18 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     if (p.n_out > 0) {
         const Impl::Loaded* loaded = &m_impl->function(p, context);
         m_impl->size_launch(p, loaded->blocks_per_multiprocessor);
-        // Tuning, when asked for, may change the block and grid, never the results.
-        if (detail::tuning_requested(m_impl->tune, how.tune))
+        if (tuned) {
             loaded = &m_impl->apply_tuning(p, *loaded, context, how.stream);
-        m_impl->launch(p, loaded->function, context, how.stream);
+            m_impl->launch(p, loaded->function, context, how.stream);
+        } else if (printed || m_impl->fingerprint(args, count, how, context, print)) {
+            // The first call that looks like this in this thread: remembered for the next.
+            detail::RepeatLaunch record;
+            record.fingerprint = print;
+            m_impl->launch(p, loaded->function, context, how.stream, &record);
+            if (record.function) detail::remember_repeat(record);
+        } else {
+            m_impl->launch(p, loaded->function, context, how.stream);
+        }
     }
     Outputs outputs;
     for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)

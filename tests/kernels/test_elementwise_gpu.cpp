@@ -310,3 +310,40 @@ TEST(ElementwiseGpu, TheSecondCallWithTheSameSignatureReusesTheKernel) {
     for (std::size_t i = 0; i < x.size(); ++i)
         ASSERT_EQ(out[i], x[i] + x[i]);
 }
+
+// Repeats launched from the thread's memo (the same layout each time) with new arrays, scalars,
+// streams and outputs: every call computes its own operands, and an output allocated by one call
+// is not written by the next.
+TEST(ElementwiseGpu, RepeatedCallsComputeTheirOwnOperands) {
+    KILN_REQUIRE_GPU();
+    const ElementwiseKernel affine("T x, T y, int32 k", "T z", "z = x * k + y", "affine_repeat");
+    constexpr std::int64_t n = (1 << 18) + 5;
+    kiln::Stream streams[2];
+    std::vector<Array> kept;
+    std::vector<std::vector<float>> expected;
+    for (int rep = 0; rep < 6; ++rep) {
+        const auto x = random_floats(n), y = random_floats(n);
+        kiln::CallOptions options;
+        options.stream = streams[rep % 2];
+        const Array xa = kiln::from_host(x, options.stream),
+                    ya = kiln::from_host(y, options.stream);
+        const int k = rep - 2;
+        Array z;
+        if (rep % 3 == 0) { // given, poisoned first
+            z = kiln::full({n}, std::nan(""), DType::float32, options.stream);
+            affine(options, xa, ya, k, z);
+        } else {
+            z = affine(options, xa, ya, k);
+        }
+        std::vector<float> want(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i)
+            want[i] = std::fma(x[i], static_cast<float>(k), y[i]);
+        kept.push_back(z);
+        expected.push_back(std::move(want));
+    }
+    for (std::size_t rep = 0; rep < kept.size(); ++rep) {
+        const auto out = kept[rep].to_host<float>(streams[rep % 2]);
+        for (std::size_t i = 0; i < out.size(); ++i)
+            ASSERT_EQ(out[i], expected[rep][i]) << "call " << rep << " element " << i;
+    }
+}

@@ -74,6 +74,15 @@ struct FakeFunction {
     std::size_t sizes[kMaxParams] = {};
 };
 
+// The calling thread's last launch: its function, grid and block, and its parameters' bytes.
+struct LastLaunch {
+    CUfunction function = nullptr;
+    unsigned dims[6] = {};
+    unsigned char bytes[4096];
+    std::size_t size = 0;
+};
+thread_local LastLaunch t_last_launch;
+
 struct FakeModule {
     char* image = nullptr;
     std::size_t size = 0;
@@ -423,10 +432,23 @@ CUresult CUDAAPI func_get_param_info(CUfunction function, std::size_t index, std
     *size = f->sizes[index];
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI launch_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-                               unsigned, unsigned, CUstream, void**, void**) {
+CUresult CUDAAPI launch_kernel(CUfunction function, unsigned gx, unsigned gy, unsigned gz,
+                               unsigned bx, unsigned by, unsigned bz, unsigned, CUstream,
+                               void** params, void**) {
     count(Counted::launch_kernel);
     g_launches.fetch_add(1, std::memory_order_relaxed);
+    // The launch as the kernel would see it, for tests that compare two launches' parameters.
+    LastLaunch& last = t_last_launch;
+    last.function = function;
+    const unsigned dims[6] = {gx, gy, gz, bx, by, bz};
+    std::memcpy(last.dims, dims, sizeof dims);
+    last.size = 0;
+    const auto* f = reinterpret_cast<const FakeFunction*>(function);
+    for (int k = 0; f && params && k < f->count; ++k) {
+        if (last.size + f->sizes[k] > sizeof last.bytes) break;
+        std::memcpy(last.bytes + last.size, params[k], f->sizes[k]);
+        last.size += f->sizes[k];
+    }
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI launch_cooperative_kernel(CUfunction, unsigned, unsigned, unsigned, unsigned,
@@ -457,6 +479,20 @@ extern "C" {
 /// Launches queued through this driver since the process started.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_launches() {
     return g_launches.load();
+}
+
+/// The calling thread's last cuLaunchKernel: writes its grid then block extents to @p dims (6
+/// values) and up to @p capacity bytes of its parameters, in order, to @p bytes; returns their
+/// size (0 before any launch) and the function through @p function.
+__attribute__((visibility("default"))) std::size_t
+kiln_fake_driver_last_launch(unsigned char* bytes, std::size_t capacity, unsigned* dims,
+                             void** function) {
+    const LastLaunch& last = t_last_launch;
+    std::memcpy(dims, last.dims, sizeof last.dims);
+    *function = last.function;
+    const std::size_t size = last.size < capacity ? last.size : capacity;
+    std::memcpy(bytes, last.bytes, size);
+    return last.size;
 }
 
 /// Calls of entry point @p name (one of kCounted) since the process started; 0 for another name.
