@@ -2,39 +2,55 @@
 # Build Kiln and run everything that needs a GPU, in one call on the GPU machine:
 #   device run (carry .deps): bash scripts/gpu_suite.sh
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
-# Steps: configure + build (tests, benches) -> the whole CTest suite -> demo -> launch bench ->
-# several GPUs (multigpu) -> CuPy side by side. Set KILN_GPU_STEPS to a subset ("build test demo
-# bench cupy") to save time; "startup" runs issue 16's start-up figures: the first call from disk
-# in fresh processes and a raw kernel's cold compile beside plain NVRTC + module load; "warm"
-# times `kiln warm` -j 1 against -j 16.
-# "sanitize" (not in the default set) runs the GPU tests under compute-sanitizer.
+# Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
+# below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
+# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
+# start-up figures: the first call from disk in fresh processes, a raw kernel's cold compile
+# beside plain NVRTC + module load) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
+# GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
+# the GPU tests under compute-sanitizer. List the most important steps first when device time is
+# short: each step's files are packed as it ends.
+# KILN_BENCH_REPETITIONS (bench, default 5) and KILN_COLD_MODES (startup, comma-separated
+# bench_cold_compile modes) shorten a run.
+# KILN_GPU_PACK=1: the device tool returns at most 8 files, so every log and figure is also packed
+# into $OUT/gpu-suite.tgz after each step (a run stopped at its time limit keeps what it did).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-$PWD/gpu-out}
+pack=${KILN_GPU_PACK:-0}
+if [[ $pack == 1 ]]; then
+    archive=$out/gpu-suite.tgz
+    out=$(mktemp -d) # the logs; packed into $archive
+fi
 mkdir -p "$out"
 steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner startup warm multigpu cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
+packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 bash scripts/unpack_device_deps.sh
 
-if has build; then
+step_build() {
     cmake --preset bench >"$out/configure.log" 2>&1 \
-        || { tail -30 "$out/configure.log"; exit 1; }
-    cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 || { grep -E "error" -A5 "$out/build.log" | head -60; exit 1; }
+        || { tail -30 "$out/configure.log"; packed; exit 1; }
+    cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 || {
+        grep -E "error" -A5 "$out/build.log" | head -60
+        packed
+        exit 1
+    }
     echo "build: ok"
-fi
-if has test; then
-    (cd build-gpu && ctest -j8 --output-on-failure --timeout 300) >"$out/ctest.log" 2>&1 || status=1
+}
+step_test() {
+    (cd build-gpu && ctest -j"$(( $(nproc) / 2 ))" --output-on-failure --timeout 300) >"$out/ctest.log" 2>&1 || status=1
     grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Not Run" "$out/ctest.log" | tail -25
     (cd build-gpu && ctest -L gpu -N | tail -1)
-fi
-if has sanitize; then
+}
+step_sanitize() {
     # The GPU suite under compute-sanitizer memcheck and racecheck (summary last).
     bash scripts/gpu_sanitize.sh 2>&1 | tail -40 || status=1
-fi
-if has demo; then
+}
+step_demo() {
     export KILN_CACHE_DIR=$(mktemp -d)
     ./build-gpu/tools/kiln demo 2>&1 | tee "$out/demo.log" || {
         status=1
@@ -42,12 +58,12 @@ if has demo; then
         cuda-gdb -batch -ex run -ex bt --args ./build-gpu/tools/kiln demo 2>&1 | tail -30
     }
     ./build-gpu/tools/kiln demo 2>&1 | tee -a "$out/demo.log" | grep compile || status=1
-fi
-if has bench; then
-    ./build-gpu/bench/bench_launch --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+}
+step_bench() {
+    ./build-gpu/bench/bench_launch --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/bench_launch.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_launch.txt" | grep -E "median|Run on" || status=1
-fi
-if has elementwise; then
+}
+step_elementwise() {
     ./build-gpu/bench/bench_elementwise --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_elementwise.json" --benchmark_out_format=json \
         >"$out/bench_elementwise.txt" 2>&1 || status=1
@@ -55,8 +71,8 @@ if has elementwise; then
     for run in 1 2 3; do
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_elementwise --first-call
     done | tee "$out/first_call.txt"
-fi
-if has reduction; then
+}
+step_reduction() {
     ./build-gpu/bench/bench_reduction --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_reduction.json" --benchmark_out_format=json \
         >"$out/bench_reduction.txt" 2>&1 || status=1
@@ -65,8 +81,8 @@ if has reduction; then
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
     done | tee "$out/reduction_first_call.txt"
     has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
-fi
-if has fuse; then
+}
+step_fuse() {
     ./build-gpu/bench/bench_fuse --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_fuse.json" --benchmark_out_format=json \
         >"$out/bench_fuse.txt" 2>&1 || status=1
@@ -76,8 +92,8 @@ if has fuse; then
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call --elementwise
     done | tee "$out/fuse_first_call.txt"
     has cupy && { python3 bench/cupy_fuse.py 2>&1 | tee "$out/cupy_fuse.json" || status=1; }
-fi
-if has tuner; then
+}
+step_tuner() {
     # Tuned against default launches (the tuning happens in each case's warm-up, fresh cache),
     # what one tuning costs, and the RawKernel sweep with its plot.
     KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_tuner --benchmark_repetitions=3 \
@@ -91,8 +107,8 @@ if has tuner; then
     ./build-gpu/bench/tune_raw_kernel --out "$out/tune_raw_kernel.json" || status=1
     python3 bench/plot_tune_raw_kernel.py "$out/tune_raw_kernel.json" "$out/tune_raw_kernel.png" \
         || echo "plot: matplotlib missing? the JSON is in $out"
-fi
-if has startup; then
+}
+step_startup() {
     # Each figure from fresh processes; the CUDA context is created before the timed region.
     first_call_cache=$(mktemp -d)
     { KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --populate &&
@@ -101,13 +117,19 @@ if has startup; then
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
     # Kiln's cold compile beside plain NVRTC with Kiln's exact options: NVRTC's own cache off on
     # both sides (Kiln's default), then on for both, then the old comment-only salting with it on.
-    for mode in "--phases" "--nvrtc-cache" "--nvrtc-cache --comment-salt"; do
+    # KILN_COLD_MODES="--phases" keeps only the first (the like-with-like figure).
+    local modes
+    IFS=, read -r -a modes <<<"${KILN_COLD_MODES:---phases,--nvrtc-cache,--nvrtc-cache --comment-salt}"
+    for mode in "${modes[@]}"; do
+        # shellcheck disable=SC2086 # a mode may be two options
         ./build-gpu/bench/bench_cold_compile --samples 10 $mode 2>&1 || status=1
     done | tee "$out/cold_compile.txt"
-    has warm && { bash bench/warm_speedup.sh ./build-gpu/tools/kiln 1 16 2>&1 | tee "$out/warm_speedup.txt" || status=1; }
     has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
-fi
-if has multigpu; then
+}
+step_warm() {
+    bash bench/warm_speedup.sh ./build-gpu/tools/kiln 1 16 2>&1 | tee "$out/warm_speedup.txt" || status=1
+}
+step_multigpu() {
     # Several GPUs (issue 17): the first call on a second device (a second context on device 0
     # where there is one GPU) in fresh processes and caches, and the data-parallel split over two
     # GPUs (skipped, with a message, below two). The two-GPU tests run in the test step and skip
@@ -116,16 +138,27 @@ if has multigpu; then
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_multi_gpu || status=1
     done 2>&1 | tee "$out/multi_gpu.txt"
     grep -h -E "needs 2 GPUs" build-gpu/Testing/Temporary/LastTest.log 2>/dev/null | sort | uniq -c | head -20
-fi
-if has cupy; then
+}
+step_cupy() {
     python3 bench/cupy_launch.py 2>&1 | tee "$out/cupy_launch.txt" || status=1
     has elementwise && { python3 bench/cupy_elementwise.py 2>&1 | tee "$out/cupy_elementwise.json" || status=1; }
-fi
-if has ncu; then
+}
+step_ncu() {
     # Nsight Compute source correlation with no manual Resolve (issue: cache / Nsight sources).
     export KILN_CACHE_DIR=$(mktemp -d) KILN_CACHE_SAVE_SOURCE=1
     ncu --import-source 1 -k regex:my_add -c 1 -f -o "$out/demo" ./build-gpu/tools/kiln demo >"$out/ncu.log" 2>&1 || status=1
     ncu -i "$out/demo.ncu-rep" --page source --print-source cuda --csv 2>&1 | head -12 | tee "$out/ncu_source.txt"
     unset KILN_CACHE_SAVE_SOURCE
-fi
+}
+for step in $steps; do
+    if ! declare -F "step_$step" >/dev/null; then
+        echo "gpu_suite.sh: no step '$step'" >&2
+        status=1
+        continue
+    fi
+    start=$SECONDS
+    "step_$step"
+    echo "step $step: $((SECONDS - start)) s"
+    packed
+done
 exit $status
