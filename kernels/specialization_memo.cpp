@@ -3,8 +3,8 @@
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
-#include "kiln/startup.hpp"
 #include "nvrtc_version.hpp"
+#include "prepare_steps.hpp"
 
 #include <algorithm>
 #include <mutex>

@@ -1,5 +1,5 @@
 #include "kiln/detail/driver.hpp"
-#include "kiln/startup.hpp"
+#include "prepare_steps.hpp"
 
 #include "kiln/env.hpp"
 #include "kiln/log.hpp"

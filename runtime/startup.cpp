@@ -1,4 +1,5 @@
 #include "kiln/startup.hpp"
+#include "prepare_steps.hpp"
 
 #include "kiln/compiler.hpp"
 

@@ -418,8 +418,11 @@ void call_reuse_kernel() {
 TEST(Tuning, ChildProcessOfTheReuseTest) {
     const char* dir = std::getenv("KILN_TUNING_TEST_CHILD_CACHE");
     if (!dir) GTEST_SKIP() << "run by SecondProcessReusesTheStoredChoiceWithoutTiming";
+    // Set by the parent in this process's environment, as for any program: Kiln reads its
+    // settings while it loads the driver (kiln::prepare()), before a test body could change them.
+    const char* cache = std::getenv("KILN_CACHE_DIR");
+    ASSERT_TRUE(cache && std::string(cache) == dir) << "the parent sets KILN_CACHE_DIR";
     KILN_REQUIRE_GPU();
-    ::setenv("KILN_CACHE_DIR", dir, 1); // before anything opens the cache
     call_reuse_kernel();
     const TuningStatistics s = kiln::tuning_statistics();
     std::printf("KILN_CHILD tunings=%llu disk_hits=%llu\n",
@@ -437,7 +440,8 @@ TEST(Tuning, SecondProcessReusesTheStoredChoiceWithoutTiming) {
     // This test binary, named here: /proc/self in the shell would be the shell.
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
     const kiln::test::CommandResult child =
-        kiln::test::run_command("KILN_TUNING_TEST_CHILD_CACHE='" + std::string(dir) + "' '" + self +
+        kiln::test::run_command("KILN_TUNING_TEST_CHILD_CACHE='" + std::string(dir) +
+                                "' KILN_CACHE_DIR='" + std::string(dir) + "' '" + self +
                                 "' --gtest_filter=Tuning.ChildProcessOfTheReuseTest 2>&1");
     ASSERT_EQ(child.status, 0) << child.out << child.err;
     std::smatch m;

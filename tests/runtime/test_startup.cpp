@@ -3,7 +3,7 @@
 // machine.
 
 #include "kiln/kiln.hpp"
-#include "kiln/startup.hpp"
+#include "prepare_steps.hpp"
 
 #include <gtest/gtest.h>
 

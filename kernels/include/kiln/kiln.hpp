@@ -32,6 +32,7 @@
 #include "kiln/reductions.hpp"
 #include "kiln/scoped_timer.hpp"
 #include "kiln/statistics.hpp"
+#include "kiln/startup.hpp"
 #include "kiln/stream.hpp"
 #include "kiln/surface.hpp"
 #include "kiln/texture.hpp"

@@ -12,8 +12,6 @@
 /// The cache settings are read from the environment then (KILN_CACHE_DIR and the rest): set them
 /// before the first Kiln call that touches the device or the cache.
 
-#include <thread>
-
 namespace kiln {
 
 /// Does Kiln's one-time start-up work now, if it is not done yet. Thread-safe; never throws: an
@@ -21,24 +19,4 @@ namespace kiln {
 /// that failed, as without prepare().
 void prepare() noexcept;
 
-namespace detail {
-
-/// Adds a step to prepare() (a library's own one-time work). Call before prepare() runs: from a
-/// static initializer.
-void add_prepare_step(void (*step)()) noexcept;
-
-/// Runs prepare() on a second thread for the lifetime of the object (joined by the destructor),
-/// or not at all when no thread can be started.
-class PrepareAlongside {
-  public:
-    PrepareAlongside() noexcept;
-    ~PrepareAlongside();
-    PrepareAlongside(const PrepareAlongside&) = delete;
-    PrepareAlongside& operator=(const PrepareAlongside&) = delete;
-
-  private:
-    std::thread m_thread;
-};
-
-} // namespace detail
 } // namespace kiln
