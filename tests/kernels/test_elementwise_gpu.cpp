@@ -317,12 +317,12 @@ TEST(ElementwiseGpu, TheSecondCallWithTheSameSignatureReusesTheKernel) {
 TEST(ElementwiseGpu, RepeatedCallsComputeTheirOwnOperands) {
     KILN_REQUIRE_GPU();
     const ElementwiseKernel affine("T x, T y, int32 k", "T z", "z = x * k + y", "affine_repeat");
-    constexpr std::int64_t n = (1 << 18) + 5;
+    constexpr std::int64_t kCount = (1 << 18) + 5;
     kiln::Stream streams[2];
     std::vector<Array> kept;
     std::vector<std::vector<float>> expected;
     for (int rep = 0; rep < 6; ++rep) {
-        const auto x = random_floats(n), y = random_floats(n);
+        const auto x = random_floats(kCount), y = random_floats(kCount);
         kiln::CallOptions options;
         options.stream = streams[rep % 2];
         const Array xa = kiln::from_host(x, options.stream),
@@ -330,7 +330,7 @@ TEST(ElementwiseGpu, RepeatedCallsComputeTheirOwnOperands) {
         const int k = rep - 2;
         Array z;
         if (rep % 3 == 0) { // given, poisoned first
-            z = kiln::full({n}, std::nan(""), DType::float32, options.stream);
+            z = kiln::full({kCount}, std::nan(""), DType::float32, options.stream);
             affine(options, xa, ya, k, z);
         } else {
             z = affine(options, xa, ya, k);

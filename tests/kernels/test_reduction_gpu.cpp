@@ -737,7 +737,8 @@ TEST(ReductionKernelGpu, RepeatedCallsReduceTheirOwnOperands) {
     KILN_REQUIRE_GPU();
     // Calls 0 and 2 look alike (outputs given), as do 1 and 3 (outputs allocated, keepdims).
     for (int rep = 0; rep < 4; ++rep) {
-        const auto values = uniform<double>(96 * 5000, 70 + static_cast<unsigned>(rep));
+        const auto values =
+            uniform<double>(std::size_t{96} * 5000, 70 + static_cast<unsigned>(rep));
         const Array x = kiln::from_host(values).reshape({96, 5000});
         for (const Axes& axes : {Axes{1}, Axes()})
             check_weighted(x, values, axes, rep % 2 == 1, rep % 2 == 0);
