@@ -465,37 +465,23 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
                                 const CallOptions& options) const {
     const detail::CallScope on_device(options.device.value_or(-1));
-    // Tuning, when asked for, may change the block and grid, never the results; a tuned call is
-    // not memoized (its launch follows the tuning in force).
+    // Tuning, when asked for, may change the block and grid, never the results.
     const bool tuned = !options.block_size && detail::tuning_requested(m_impl->tune, options.tune);
-    // Only a thread that has made a call before looks in its memo: the fingerprint reads the
-    // current context, which a first call reaches only after its argument checks.
-    detail::CallFingerprint print;
-    bool printed = false;
-    if (!tuned && detail::has_repeats()) {
-        printed = m_impl->fingerprint(args, count, options, print);
-        if (printed)
-            if (const detail::RepeatLaunch* known = detail::find_repeat(print)) {
-                Outputs outputs;
-                if (detail::repeat_launch(*known, m_impl->def.params, args,
-                                          detail::current_context(), options.stream,
-                                          !m_impl->no_return, outputs))
-                    return outputs;
-            }
+    detail::CallMemo memo(!tuned, [&](detail::CallFingerprint& print) {
+        return m_impl->fingerprint(args, count, options, print);
+    });
+    {
+        Outputs outputs;
+        if (memo.repeat(m_impl->def.params, args, options.stream, !m_impl->no_return, outputs))
+            return outputs;
     }
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
     if (p.n > 0) {
         if (tuned) m_impl->apply_tuning(p, options.stream);
-        if (!tuned && (printed || m_impl->fingerprint(args, count, options, print))) {
-            // The first call that looks like this in this thread: remembered for the next.
-            detail::RepeatLaunch record;
-            record.fingerprint = print;
-            m_impl->launch(p, m_impl->function(p), options.stream, &record);
-            if (record.function) detail::remember_repeat(record);
-        } else {
-            m_impl->launch(p, m_impl->function(p), options.stream);
-        }
+        memo.launch([&](detail::RepeatLaunch* record) {
+            m_impl->launch(p, m_impl->function(p), options.stream, record);
+        });
     }
     Outputs outputs;
     if (!m_impl->no_return)

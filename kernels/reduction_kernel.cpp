@@ -600,22 +600,14 @@ ReductionKernel& ReductionKernel::operator=(ReductionKernel&&) noexcept = defaul
 
 Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCall& how) const {
     const detail::CallScope on_device(how.device.value_or(-1));
-    // Tuning, when asked for, may change the block and grid, never the results; a tuned call is
-    // not memoized. Only a thread that has made a call before looks in its memo (as
-    // ElementwiseKernel::call).
+    // Tuning, when asked for, may change the block and grid, never the results.
     const bool tuned = detail::tuning_requested(m_impl->tune, how.tune);
-    detail::CallFingerprint print;
-    bool printed = false;
-    if (!tuned && detail::has_repeats()) {
-        const CUcontext context = detail::current_context();
-        printed = m_impl->fingerprint(args, count, how, context, print);
-        if (printed)
-            if (const detail::RepeatLaunch* known = detail::find_repeat(print)) {
-                Outputs outputs;
-                if (detail::repeat_launch(*known, m_impl->def.params, args, context, how.stream,
-                                          true, outputs))
-                    return outputs;
-            }
+    detail::CallMemo memo(!tuned, [&](detail::CallFingerprint& print) {
+        return m_impl->fingerprint(args, count, how, detail::current_context(), print);
+    });
+    {
+        Outputs outputs;
+        if (memo.repeat(m_impl->def.params, args, how.stream, true, outputs)) return outputs;
     }
     Prepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
@@ -624,18 +616,10 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     if (p.n_out > 0) {
         const Impl::Loaded* loaded = &m_impl->function(p, context);
         m_impl->size_launch(p, loaded->blocks_per_multiprocessor);
-        if (tuned) {
-            loaded = &m_impl->apply_tuning(p, *loaded, context, how.stream);
-            m_impl->launch(p, loaded->function, context, how.stream);
-        } else if (printed || m_impl->fingerprint(args, count, how, context, print)) {
-            // The first call that looks like this in this thread: remembered for the next.
-            detail::RepeatLaunch record;
-            record.fingerprint = print;
-            m_impl->launch(p, loaded->function, context, how.stream, &record);
-            if (record.function) detail::remember_repeat(record);
-        } else {
-            m_impl->launch(p, loaded->function, context, how.stream);
-        }
+        if (tuned) loaded = &m_impl->apply_tuning(p, *loaded, context, how.stream);
+        memo.launch([&](detail::RepeatLaunch* record) {
+            m_impl->launch(p, loaded->function, context, how.stream, record);
+        });
     }
     Outputs outputs;
     for (std::size_t k = p.ops.inputs; k < p.ops.count; ++k)

@@ -17,6 +17,7 @@
 #include "kernel_params.hpp"
 #include "kiln/array.hpp"
 #include "kiln/call_arguments.hpp"
+#include "kiln/device.hpp"
 #include "kiln/launch.hpp"
 #include "kiln/module.hpp"
 #include "operands.hpp"
@@ -27,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace kiln::detail {
 
@@ -101,5 +103,55 @@ const RepeatLaunch* find_repeat(const CallFingerprint& fingerprint) noexcept;
 
 /// Keeps @p launch in this thread's memo, in place of its least recently kept entry.
 void remember_repeat(const RepeatLaunch& launch);
+
+/// One call's use of the thread's memo, the same for every generated front end: look the call
+/// up and repeat it, or launch it prepared and remember it. @p Print makes the call's fingerprint
+/// (`bool(CallFingerprint&)`: false when it does not fit). A thread that has remembered nothing
+/// does not look: the fingerprint reads the current context, which a first call reaches only
+/// after its argument checks.
+template <class Print> class CallMemo {
+  public:
+    /// @p eligible: the call may be memoized (a tuned call is not: its launch follows the tuning
+    /// in force).
+    CallMemo(bool eligible, Print print)
+        : m_print(std::move(print))
+        , m_eligible(eligible) {
+        if (m_eligible && has_repeats()) make();
+    }
+
+    /// Repeats the call from the memo, in the current context, when it is there
+    /// (repeat_launch()); false when it is not, or cannot be repeated, and must be prepared.
+    bool repeat(const KernelParams& params, const Arg* args, StreamRef stream, bool return_outputs,
+                Outputs& outputs) const {
+        const RepeatLaunch* known = m_made ? find_repeat(m_fingerprint) : nullptr;
+        return known && repeat_launch(*known, params, args, current_context(), stream,
+                                      return_outputs, outputs);
+    }
+
+    /// Launches the prepared call with @p launch(RepeatLaunch* record): with a record to fill,
+    /// then remembered, when the call may be memoized; with nullptr otherwise.
+    template <class Launch> void launch(Launch&& launch) {
+        if (m_eligible && !m_tried) make();
+        if (!m_made) {
+            launch(static_cast<RepeatLaunch*>(nullptr));
+            return;
+        }
+        // The first call that looks like this in this thread: remembered for the next.
+        RepeatLaunch record;
+        record.fingerprint = m_fingerprint;
+        launch(&record);
+        if (record.function) remember_repeat(record);
+    }
+
+  private:
+    void make() {
+        m_tried = true;
+        m_made = m_print(m_fingerprint);
+    }
+
+    Print m_print;
+    CallFingerprint m_fingerprint;
+    bool m_eligible, m_tried = false, m_made = false;
+};
 
 } // namespace kiln::detail
