@@ -367,12 +367,12 @@ void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, Strea
 bool ElementwiseKernel::Impl::fingerprint(const Arg* args, std::size_t count,
                                           const CallOptions& options,
                                           detail::CallFingerprint& print) const {
-    constexpr std::int64_t kSizeLimit = std::int64_t{1} << 40;
-    if (options.size && (*options.size < 0 || *options.size >= kSizeLimit)) return false;
+    // The options whole: a value the preparation refuses must never match one it took.
     print.start(id, detail::current_context(), count);
-    print.add(static_cast<std::uint64_t>(options.block_size.value_or(0) & 0x7ff) |
-              std::uint64_t{options.size.has_value()} << 11 |
-              static_cast<std::uint64_t>(options.size.value_or(0)) << 12);
+    print.add(static_cast<std::uint32_t>(options.block_size.value_or(0)) |
+              std::uint64_t{options.block_size.has_value()} << 32 |
+              std::uint64_t{options.size.has_value()} << 33);
+    print.add(static_cast<std::uint64_t>(options.size.value_or(0)));
     return print.args(args, count);
 }
 

@@ -216,6 +216,13 @@ TEST_F(RepeatCall, ABadCallAfterARepeatIsStillRefused) {
     EXPECT_THROW(k(options, x, other), kiln::ArgumentError);
     EXPECT_THROW(k(options, x, shorter), kiln::ShapeError);
     EXPECT_THROW(k(options, x), kiln::ArgumentError);
+    // A block size out of range is refused, whatever block size was seen before.
+    kiln::CallOptions blocks = options;
+    blocks.block_size = 256;
+    k(blocks, x, x);
+    k(blocks, x, x);
+    blocks.block_size = 256 + 2048;
+    EXPECT_THROW(k(blocks, x, x), kiln::ArgumentError);
     // A broadcast view as the output overlaps itself, however often the inputs were seen.
     const Array row = kiln::empty({512}, DType::float32, stream).broadcast_to({2, 512});
     const Array matrix = kiln::empty({2, 512}, DType::float32, stream);
