@@ -1,8 +1,10 @@
 // A raw kernel's first compile with an empty cache beside a plain NVRTC compile of the same source
-// with the same options (issue 16, item 2: Kiln at most 1.1x plain NVRTC plus loading).
+// with the same options (issue 16, item 2: Kiln at most 1.1x plain NVRTC plus loading); with
+// --kind elementwise or reduction, a generated kernel's first call with an empty cache beside a
+// plain NVRTC compile (and load) of the trivial kernel (targets: 1.3x and 1.8x).
 //
 //   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu] [--nvrtc-cache] [--phases]
-//                      [--comment-salt]
+//                      [--comment-salt] [--kind raw|elementwise|reduction]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty Kiln
 // cache directory and a fresh, empty CUDA_CACHE_PATH (where NVRTC 12.9+ keeps its own cache). It
@@ -65,6 +67,11 @@ extern "C" __global__ void my_add(const float* x, const float* y, float* z, int 
            "}\n";
 }
 
+// The salt my_add(salt) wrote in its first line.
+long salt_of(const std::string& source) {
+    return std::atol(source.c_str() + std::strlen("// salt "));
+}
+
 // The options the plain side gives NVRTC: Kiln's, as it gave them (set by the parent).
 std::vector<std::string> g_options;
 
@@ -119,7 +126,52 @@ double plain(const std::string& source, bool gpu, Phases& phases) {
 
 bool g_phases = false;
 
+// --kind: what Kiln's side compiles. The plain side always compiles my_add.
+std::string g_kind = "raw";
+
+constexpr std::int64_t kElements = 1 << 20;
+
+// A generated kernel's first call: the ElementwiseKernel squared_diff or the ReductionKernel
+// l2norm over rows, each salted with a constant in its map (so it reaches the PTX). With a GPU the
+// real call (compile, entry written, module loaded, launched; the operands made before, untimed),
+// without one compile_for (to the cubin bytes).
+double generated_first_call(long salt, const std::string& arch, bool gpu) {
+    using namespace kiln;
+    const std::string constant = " + T(" + std::to_string(salt % 100000) + ".0f * 1e-30f)";
+    const bool reduction = g_kind == "reduction";
+    const Array x =
+        gpu ? empty({reduction ? 1024 : kElements, reduction ? 1024 : 1}, DType::float32)
+            : Array::wrap(CUdeviceptr{1} << 20, {1024, reduction ? 1024 : kElements / 1024},
+                          DType::float32);
+    const Array z = gpu && !reduction ? empty(x.shape(), DType::float32) : x;
+    if (gpu) Device::current().synchronize();
+    const double t0 = now_ms();
+    if (reduction) {
+        ReductionKernel l2norm("T x", "T y", "x * x" + constant, "a + b", "y = sqrt(a)", "0",
+                               "l2norm");
+        if (gpu) {
+            l2norm(ReduceCall{1}, x);
+        } else {
+            const Arg args[] = {x};
+            l2norm.compile_for(args, 1, ReduceCall{1}, arch);
+        }
+    } else {
+        ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)" + constant,
+                                       "squared_diff");
+        if (gpu) {
+            squared_diff(x, x, z);
+        } else {
+            const Arg args[] = {x, x, z};
+            squared_diff.compile_for(args, 3, {}, arch);
+        }
+    }
+    const double total = now_ms() - t0;
+    if (gpu) Device::current().synchronize();
+    return total;
+}
+
 double with_kiln(const std::string& source, const std::string& arch, bool gpu, Phases& phases) {
+    if (g_kind != "raw") return generated_first_call(salt_of(source), arch, gpu);
     const double t0 = now_ms();
     if (g_phases) {
         const auto options = kiln::CompileOptions::for_arch(arch);
@@ -184,6 +236,8 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
     if (no_gpu) argv.push_back("--no-gpu");
     if (g_phases) argv.push_back("--phases");
     if (g_comment_salt) argv.push_back("--comment-salt");
+    argv.push_back("--kind");
+    argv.push_back(g_kind.c_str());
     for (const auto& option : g_options) {
         argv.push_back("--option");
         argv.push_back(option.c_str());
@@ -284,13 +338,21 @@ int run(int argc, char** argv) {
             g_phases = true;
         else if (a == "--comment-salt")
             g_comment_salt = true;
+        else if (a == "--kind" && has_value)
+            g_kind = argv[++i];
         else {
             std::fprintf(stderr,
                          "usage: bench_cold_compile [--samples N] [--arch sm_XX] [--no-gpu] "
-                         "[--nvrtc-cache] [--phases] [--comment-salt]\n");
+                         "[--nvrtc-cache] [--phases] [--comment-salt] "
+                         "[--kind raw|elementwise|reduction]\n");
             return 2;
         }
     }
+    if (g_kind != "raw" && g_kind != "elementwise" && g_kind != "reduction") {
+        std::fprintf(stderr, "bench_cold_compile: --kind is raw, elementwise or reduction\n");
+        return 2;
+    }
+    if (g_kind != "raw") g_phases = false; // phases are the raw kernel's
     const bool gpu = !no_gpu && kiln::Device::available();
     if (gpu) kiln::Device::current(); // the context, untimed
     if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
@@ -372,9 +434,18 @@ int run(int argc, char** argv) {
     }
     const Timing kf = medians(kiln_first), nf = medians(nvrtc_first), kl = medians(kiln_later),
                  nl = medians(nvrtc_later);
-    std::printf("raw my_add, empty cache, %s, %s, %d fresh processes (medians, wall ms; %s):\n",
-                gpu ? kiln::Device::current().name().c_str() : "no GPU", arch.c_str(), samples,
-                gpu ? "compile + module load + function" : "compile to cubin bytes");
+    const std::string subject =
+        g_kind == "raw" ? "raw my_add"
+        : g_kind == "elementwise"
+            ? "ElementwiseKernel squared_diff (Kiln) against the trivial my_add (plain NVRTC)"
+            : "ReductionKernel l2norm over rows (Kiln) against the trivial my_add (plain NVRTC)";
+    std::printf("%s, empty cache, %s, %s, %d fresh processes (medians, wall ms; %s):\n",
+                subject.c_str(), gpu ? kiln::Device::current().name().c_str() : "no GPU",
+                arch.c_str(), samples,
+                gpu ? (g_kind == "raw" ? "compile + module load + function"
+                                       : "Kiln: the call (compile, load, launch); plain: compile + "
+                                         "module load + function")
+                    : "compile to cubin bytes");
     std::printf("  first compile in the process: Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",
                 kf.total, nf.total, kf.total / nf.total);
     std::printf("  a later compile:              Kiln %.2f ms, plain NVRTC %.2f ms (%.2fx)\n",

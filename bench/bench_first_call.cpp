@@ -6,7 +6,11 @@
 //
 //   KILN_CACHE_DIR=DIR bench_first_call --populate [--arch sm_XX]
 //   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind floor|raw|elementwise|reduction]
-//                                       [--arch sm_XX]
+//                                       [--arch sm_XX] [--no-gpu] [--trace]
+//
+// --trace: one more sample per kind with KILN_DRIVER_TRACE=1 (every driver call and the host time
+// before it on standard error) and the timed call's minor page faults. KILN_BENCH_PREPARE=1 runs
+// kiln::prepare() before the timed region without a GPU too (with one, loading the driver did).
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) that makes the kernel and
 // calls it once. Two figures per sample: from just before the first Kiln call (the kernel object
@@ -30,6 +34,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -61,6 +66,20 @@ std::int64_t now_ns() {
     return std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
 }
 
+long minor_faults() {
+    rusage usage{};
+    ::getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+}
+
+// The minor page faults when the timed region began (KILN_BENCH_FAULTS=1 reports those in it).
+long g_faults_at_start = 0;
+
+std::int64_t start_clock() {
+    g_faults_at_start = minor_faults();
+    return now_ns();
+}
+
 bool from_disk(const kiln::Program& program) {
     return program.origin() == kiln::ProgramOrigin::disk_cache;
 }
@@ -76,7 +95,7 @@ bool floor_call(const std::string& cubin_path, std::int64_t& t0, std::int64_t& t
           z = empty({kElements}, DType::float32);
     Device::current().synchronize();
     const auto& driver = detail::driver();
-    t0 = now_ns();
+    t0 = start_clock();
     const int fd = ::open(cubin_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return false;
     std::string cubin;
@@ -125,7 +144,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
     using namespace kiln;
     if (kind == "raw") {
         if (!gpu) {
-            t0 = now_ns();
+            t0 = start_clock();
             auto program = compile(kMyAdd, CompileOptions::for_arch(arch));
             t1 = now_ns();
             return from_disk(*program);
@@ -133,7 +152,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
         Array x = empty({kElements}, DType::float32), y = empty({kElements}, DType::float32),
               z = empty({kElements}, DType::float32);
         Device::current().synchronize();
-        t0 = now_ns();
+        t0 = start_clock();
         RawKernel my_add(kMyAdd, "my_add");
         my_add(Dim3{static_cast<unsigned>(kElements / 256)}, Dim3{256}, x.data(), y.data(),
                z.data(), static_cast<int>(kElements));
@@ -145,7 +164,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
         if (!gpu) {
             const Array x = Array::wrap(kDescribed, {kElements}, DType::float32);
             const Arg args[] = {x, x};
-            t0 = now_ns();
+            t0 = start_clock();
             ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)",
                                            "squared_diff");
             auto program = squared_diff.compile_for(args, 2, {}, arch);
@@ -155,7 +174,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
         Array x = empty({kElements}, DType::float32), y = empty({kElements}, DType::float32),
               z = empty({kElements}, DType::float32);
         Device::current().synchronize();
-        t0 = now_ns();
+        t0 = start_clock();
         ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff");
         squared_diff(x, y, z);
         t1 = now_ns();
@@ -167,7 +186,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
     if (!gpu) {
         const Array x = Array::wrap(kDescribed, {kRows, kCols}, DType::float32);
         const Arg args[] = {x};
-        t0 = now_ns();
+        t0 = start_clock();
         ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
         auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
         t1 = now_ns();
@@ -175,7 +194,7 @@ bool first_call(const std::string& kind, const std::string& arch, bool gpu, std:
     }
     Array x = empty({kRows, kCols}, DType::float32);
     Device::current().synchronize();
-    t0 = now_ns();
+    t0 = start_clock();
     ReductionKernel l2norm("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm");
     Array y = l2norm(ReduceCall{1}, x)[0];
     t1 = now_ns();
@@ -255,7 +274,7 @@ int main(int argc, char** argv) {
     std::string mode = "measure", kind = "all", arch, cubin_path;
     std::int64_t started = 0;
     int samples = 20;
-    bool no_gpu = false;
+    bool no_gpu = false, trace = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -273,17 +292,21 @@ int main(int argc, char** argv) {
             started = std::atoll(argv[++i]);
         else if (a == "--no-gpu")
             no_gpu = true;
+        else if (a == "--trace")
+            trace = true;
         else if (a == "--cubin" && has_value)
             cubin_path = argv[++i];
         else {
-            std::fprintf(stderr, "usage: bench_first_call [--populate] [--samples N] [--kind "
-                                 "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu]\n");
+            std::fprintf(stderr,
+                         "usage: bench_first_call [--populate] [--samples N] [--kind "
+                         "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu] [--trace]\n");
             return 2;
         }
     }
     const bool gpu = !no_gpu && kiln::Device::available();
     if (mode == "sample") {
         if (gpu) kiln::Device::current(); // the context, untimed
+        if (std::getenv("KILN_BENCH_PREPARE")) kiln::prepare();
         // The path without memos, for a before/after in one build (nothing is computed here).
         if (std::getenv("KILN_BENCH_NO_MEMO")) kiln::detail::set_memo_identity_for_testing({});
         std::int64_t t0 = 0, t1 = 0;
@@ -299,6 +322,10 @@ int main(int argc, char** argv) {
                          kind.c_str());
             return 1;
         }
+        if (std::getenv("KILN_BENCH_FAULTS"))
+            std::fprintf(stderr, "%s: %ld minor page faults in the timed call (%lld - %lld ns)\n",
+                         kind.c_str(), minor_faults() - g_faults_at_start,
+                         static_cast<long long>(t0), static_cast<long long>(t1));
         std::printf("%.4f %.4f\n", static_cast<double>(t1 - t0) / 1e6,
                     started ? static_cast<double>(t1 - started) / 1e6 : 0.0);
         return 0;
@@ -333,6 +360,20 @@ int main(int argc, char** argv) {
         std::printf("  %-12s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms\n", k,
                     median(call), *std::min_element(call.begin(), call.end()),
                     *std::max_element(call.begin(), call.end()), median(process));
+    }
+    if (trace) {
+        // One more sample of each kind with every driver call timed (and Kiln's time between
+        // them), and the page faults of the timed call, on standard error.
+        ::setenv("KILN_DRIVER_TRACE", "1", 1);
+        ::setenv("KILN_BENCH_FAULTS", "1", 1);
+        for (const char* k : {"floor", "raw", "elementwise", "reduction"}) {
+            if (kind != "all" && kind != k) continue;
+            if (std::string(k) == "floor" && floor_cubin.empty()) continue;
+            std::fprintf(stderr, "--- traced %s sample\n", k);
+            Sample sample;
+            if (!spawn_sample(argv[0], k, arch, !gpu, floor_cubin, sample)) status = 1;
+            std::fprintf(stderr, "--- %s: first call %.3f ms\n", k, sample.call_ms);
+        }
     }
     if (!floor_cubin.empty()) ::unlink(floor_cubin.c_str());
     return status;

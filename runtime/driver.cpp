@@ -1,4 +1,5 @@
 #include "kiln/detail/driver.hpp"
+#include "driver_trace.hpp"
 #include "prepare_steps.hpp"
 
 #include "kiln/env.hpp"
@@ -79,6 +80,7 @@ LoadResult load() {
         result.failure = "the CUDA driver reports no device (check CUDA_VISIBLE_DEVICES)";
         return result;
     }
+    if (env::get_flag("KILN_DRIVER_TRACE", false)) trace_driver_calls(d);
     logger().debug("loaded CUDA driver {} from {}", d.version, library);
     return result;
 }

@@ -5,8 +5,9 @@
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
-# start-up figures: the first call from disk in fresh processes, a raw kernel's cold compile
-# beside plain NVRTC + module load) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
+# start-up figures: the first call from disk in fresh processes, with one traced sample per kind
+# (driver calls, Kiln's time between them, page faults); a raw kernel's cold compile beside plain
+# NVRTC + module load; generated kernels' cold first call beside a trivial kernel's compile) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
@@ -112,9 +113,11 @@ step_startup() {
     # Each figure from fresh processes; the CUDA context is created before the timed region.
     first_call_cache=$(mktemp -d)
     { KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --populate &&
-      KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 &&
+      KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 \
+          --trace 2>"$out/first_call_trace.txt" &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
+    grep -E "^---|faults" "$out/first_call_trace.txt"
     # Kiln's cold compile beside plain NVRTC with Kiln's exact options: NVRTC's own cache off on
     # both sides (Kiln's default), then on for both, then the old comment-only salting with it on.
     # KILN_COLD_MODES="--phases" keeps only the first (the like-with-like figure).
@@ -124,6 +127,10 @@ step_startup() {
         # shellcheck disable=SC2086 # a mode may be two options
         ./build-gpu/bench/bench_cold_compile --samples 10 $mode 2>&1 || status=1
     done | tee "$out/cold_compile.txt"
+    # Generated kernels' first call with an empty cache beside the trivial kernel's plain compile.
+    for kind in elementwise reduction; do
+        ./build-gpu/bench/bench_cold_compile --samples 10 --kind $kind 2>&1 || status=1
+    done | tee -a "$out/cold_compile.txt"
     has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
 }
 step_warm() {
