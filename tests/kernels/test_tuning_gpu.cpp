@@ -67,7 +67,12 @@ template <class F> long allocations_in(F&& f) {
     return g_allocations.load() - before;
 }
 
-const auto* const kCacheDir = ::testing::AddGlobalTestEnvironment(new kiln::test::ProcessCacheDir);
+// A fresh cache directory per process, except in the reuse test's second process, which must use
+// the one its parent names (a fresh one would hide the stored choice).
+const auto* const kCacheDir =
+    std::getenv("KILN_TUNING_TEST_CHILD_CACHE")
+        ? nullptr
+        : ::testing::AddGlobalTestEnvironment(new kiln::test::ProcessCacheDir);
 
 std::vector<float> uniform(std::size_t n, unsigned seed) {
     std::mt19937 engine(seed);
