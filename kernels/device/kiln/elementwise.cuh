@@ -13,7 +13,7 @@ template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 /// of the loop, `_ind.ndim` its number of dimensions (after Kiln merges what it can, unless the
 /// kernel keeps its dimensions), and `_ind.get()` the per-dimension index of the current element.
 template <class I, int ND = 1> struct Indexer {
-    static constexpr int ndim = ND;
+    enum { ndim = ND }; // an enumerator: NVRTC emits a static constexpr member as a device global
     typedef I index_t;
     I n;
     I m_shape[ND > 0 ? ND : 1];
@@ -45,7 +45,7 @@ template <class I, int ND = 1> struct Indexer {
 /// bytes, `x[i]` with a C-order linear index over the array's own shape, whatever its number of
 /// dimensions, and `x[idx]` with an array of ND per-dimension indices.
 template <class T, class I, int ND, bool Contiguous> struct Raw {
-    static constexpr int ndim = ND;
+    enum { ndim = ND };
     typedef I index_t;
     typedef T value_type;
 

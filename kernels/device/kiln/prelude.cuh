@@ -6,21 +6,25 @@
 
 namespace kiln {
 
-/// Mathematical constants in double precision (the values of the POSIX M_* macros).
+/// Mathematical constants (the values of the POSIX M_* macros) as variable templates, in the style
+/// of C++20's std::numbers: `kiln::numbers::pi_v<float>`. Not plain constexpr variables: NVRTC
+/// gives every namespace-scope or static constexpr variable a device global (unused ones too),
+/// and a module with globals takes the driver about three times as long to load; a variable
+/// template's use folds to its value and leaves nothing behind.
 namespace numbers {
-constexpr double e = 2.718281828459045235360287471352662498;
-constexpr double log2e = 1.442695040888963407359924681001892137;
-constexpr double log10e = 0.434294481903251827651128918916605082;
-constexpr double ln2 = 0.693147180559945309417232121458176568;
-constexpr double ln10 = 2.302585092994045684017991454684364208;
-constexpr double pi = 3.141592653589793238462643383279502884;
-constexpr double pi_2 = 1.570796326794896619231321691639751442;
-constexpr double pi_4 = 0.785398163397448309615660845819875721;
-constexpr double inv_pi = 0.318309886183790671537767526745028724;
-constexpr double two_inv_pi = 0.636619772367581343075535053490057448;
-constexpr double two_inv_sqrtpi = 1.128379167095512573896158903121545172;
-constexpr double sqrt2 = 1.414213562373095048801688724209698079;
-constexpr double inv_sqrt2 = 0.707106781186547524400844362104849039;
+template <class T> constexpr T e_v = T(2.718281828459045235360287471352662498);
+template <class T> constexpr T log2e_v = T(1.442695040888963407359924681001892137);
+template <class T> constexpr T log10e_v = T(0.434294481903251827651128918916605082);
+template <class T> constexpr T ln2_v = T(0.693147180559945309417232121458176568);
+template <class T> constexpr T ln10_v = T(2.302585092994045684017991454684364208);
+template <class T> constexpr T pi_v = T(3.141592653589793238462643383279502884);
+template <class T> constexpr T pi_2_v = T(1.570796326794896619231321691639751442);
+template <class T> constexpr T pi_4_v = T(0.785398163397448309615660845819875721);
+template <class T> constexpr T inv_pi_v = T(0.318309886183790671537767526745028724);
+template <class T> constexpr T two_inv_pi_v = T(0.636619772367581343075535053490057448);
+template <class T> constexpr T two_inv_sqrtpi_v = T(1.128379167095512573896158903121545172);
+template <class T> constexpr T sqrt2_v = T(1.414213562373095048801688724209698079);
+template <class T> constexpr T inv_sqrt2_v = T(0.707106781186547524400844362104849039);
 } // namespace numbers
 
 /// Atomic addition on 64-bit integers of either signedness (two's complement makes the unsigned
@@ -40,6 +44,13 @@ template <class T, T v> struct integral_constant {
     static constexpr T value = v;
     typedef T value_type;
     __host__ __device__ constexpr operator T() const { return v; }
+};
+// The traits' own (true_type, false_type): `value` an enumerator, not a static constexpr member,
+// which NVRTC would emit as a device global in every kernel (see numbers above).
+template <bool v> struct integral_constant<bool, v> {
+    enum : bool { value = v };
+    typedef bool value_type;
+    __host__ __device__ constexpr operator bool() const { return v; }
 };
 typedef integral_constant<bool, true> true_type;
 typedef integral_constant<bool, false> false_type;
@@ -98,17 +109,17 @@ namespace type_traits = kiln::traits;
 
 // The POSIX names of the constants, as CuPy's device headers provide them.
 #ifndef M_PI
-#define M_E (kiln::numbers::e)
-#define M_LOG2E (kiln::numbers::log2e)
-#define M_LOG10E (kiln::numbers::log10e)
-#define M_LN2 (kiln::numbers::ln2)
-#define M_LN10 (kiln::numbers::ln10)
-#define M_PI (kiln::numbers::pi)
-#define M_PI_2 (kiln::numbers::pi_2)
-#define M_PI_4 (kiln::numbers::pi_4)
-#define M_1_PI (kiln::numbers::inv_pi)
-#define M_2_PI (kiln::numbers::two_inv_pi)
-#define M_2_SQRTPI (kiln::numbers::two_inv_sqrtpi)
-#define M_SQRT2 (kiln::numbers::sqrt2)
-#define M_SQRT1_2 (kiln::numbers::inv_sqrt2)
+#define M_E (kiln::numbers::e_v<double>)
+#define M_LOG2E (kiln::numbers::log2e_v<double>)
+#define M_LOG10E (kiln::numbers::log10e_v<double>)
+#define M_LN2 (kiln::numbers::ln2_v<double>)
+#define M_LN10 (kiln::numbers::ln10_v<double>)
+#define M_PI (kiln::numbers::pi_v<double>)
+#define M_PI_2 (kiln::numbers::pi_2_v<double>)
+#define M_PI_4 (kiln::numbers::pi_4_v<double>)
+#define M_1_PI (kiln::numbers::inv_pi_v<double>)
+#define M_2_PI (kiln::numbers::two_inv_pi_v<double>)
+#define M_2_SQRTPI (kiln::numbers::two_inv_sqrtpi_v<double>)
+#define M_SQRT2 (kiln::numbers::sqrt2_v<double>)
+#define M_SQRT1_2 (kiln::numbers::inv_sqrt2_v<double>)
 #endif
