@@ -13,9 +13,13 @@ constexpr std::size_t kSectionHeaderSize = 64;
 constexpr std::size_t kSymbolSize = 24;
 constexpr unsigned kClass64 = 2, kLittleEndian = 1;
 constexpr std::uint32_t kSymbolTable = 2; // SHT_SYMTAB
-constexpr unsigned kObject = 1;           // STT_OBJECT
-constexpr unsigned kFunction = 2;         // STT_FUNC
-constexpr unsigned kCudaEntry = 0x10;     // STO_CUDA_ENTRY
+// .nv.info records: a format byte, an attribute byte, then a 16-bit value (EIFMT_HVAL) or a
+// 16-bit payload size and the payload (EIFMT_SVAL); EIFMT_NVAL has neither.
+constexpr unsigned kNoValue = 1, kHalfValue = 3, kSizedValue = 4;
+constexpr unsigned kParamInfo = 0x17, kParamBytes = 0x19; // EIATTR_KPARAM_INFO, _CBANK_PARAM_SIZE
+constexpr unsigned kObject = 1;                           // STT_OBJECT
+constexpr unsigned kFunction = 2;                         // STT_FUNC
+constexpr unsigned kCudaEntry = 0x10;                     // STO_CUDA_ENTRY
 
 // Little-endian reads at an offset already checked to lie within the bytes.
 std::uint64_t read_le(std::string_view bytes, std::size_t offset, int size) {
@@ -32,6 +36,7 @@ bool within(std::uint64_t offset, std::uint64_t size, std::uint64_t total) {
 }
 
 struct Section {
+    std::uint32_t name = 0;
     std::uint32_t type = 0;
     std::uint64_t offset = 0, size = 0, entry_size = 0;
     std::uint32_t link = 0;
@@ -56,6 +61,7 @@ std::optional<std::vector<std::string>> symbol_names(std::string_view elf, Keep 
     auto section = [&](std::uint64_t index) {
         const std::size_t at = static_cast<std::size_t>(section_offset + index * header_size);
         Section s;
+        s.name = static_cast<std::uint32_t>(read_le(elf, at, 4));
         s.type = static_cast<std::uint32_t>(read_le(elf, at + 4, 4));
         s.offset = read_le(elf, at + 24, 8);
         s.size = read_le(elf, at + 32, 8);
@@ -115,6 +121,73 @@ std::optional<std::vector<std::string>> cubin_variable_names(std::string_view el
                                     }),
                      names->end());
     return names;
+}
+
+std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::string_view kernel) {
+    if (elf.size() < kElfHeaderSize ||
+        elf.substr(0, 4) != "\x7f"
+                            "ELF" ||
+        static_cast<unsigned char>(elf[4]) != kClass64 ||
+        static_cast<unsigned char>(elf[5]) != kLittleEndian)
+        return std::nullopt;
+    const std::uint64_t section_offset = read_le(elf, 0x28, 8);
+    const std::uint64_t header_size = read_le(elf, 0x3a, 2);
+    const std::uint64_t count = read_le(elf, 0x3c, 2);
+    const std::uint64_t names_index = read_le(elf, 0x3e, 2);
+    if (header_size < kSectionHeaderSize || names_index >= count ||
+        !within(section_offset, count * header_size, elf.size()))
+        return std::nullopt;
+    auto field = [&](std::uint64_t index, std::size_t at, int size) {
+        return read_le(elf, static_cast<std::size_t>(section_offset + index * header_size) + at,
+                       size);
+    };
+    const std::uint64_t names_offset = field(names_index, 24, 8);
+    const std::uint64_t names_size = field(names_index, 32, 8);
+    if (!within(names_offset, names_size, elf.size())) return std::nullopt;
+    const std::string_view names =
+        elf.substr(static_cast<std::size_t>(names_offset), static_cast<std::size_t>(names_size));
+    const std::string wanted = ".nv.info." + std::string(kernel);
+    for (std::uint64_t index = 0; index < count; ++index) {
+        const std::uint64_t name = field(index, 0, 4);
+        if (name >= names.size() ||
+            names.substr(static_cast<std::size_t>(name), wanted.size() + 1) !=
+                std::string_view(wanted.c_str(), wanted.size() + 1))
+            continue;
+        const std::uint64_t offset = field(index, 24, 8), size = field(index, 32, 8);
+        if (!within(offset, size, elf.size())) return std::nullopt;
+        const std::string_view info =
+            elf.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
+        std::size_t params = 0;
+        std::uint64_t end = 0; // of the last parameter
+        std::optional<std::uint64_t> total;
+        for (std::size_t at = 0; at + 2 <= info.size();) {
+            const auto format = static_cast<unsigned char>(info[at]);
+            const auto attribute = static_cast<unsigned char>(info[at + 1]);
+            at += 2;
+            if (format == kNoValue) continue;
+            if (at + 2 > info.size()) return std::nullopt;
+            const std::uint64_t value = read_le(info, at, 2);
+            at += 2;
+            if (format == kHalfValue) {
+                if (attribute == kParamBytes) total = value;
+                continue;
+            }
+            if (format != kSizedValue || !within(at, value, info.size())) return std::nullopt;
+            if (attribute == kParamInfo) {
+                // index (4 bytes), ordinal (2), offset (2), flags (4): size in bits 18-31.
+                if (value < 12) return std::nullopt;
+                ++params;
+                const std::uint64_t param_offset = read_le(info, at + 6, 2);
+                const std::uint64_t param_size = (read_le(info, at + 8, 4) >> 18) & 0x3fff;
+                end = std::max(end, param_offset + param_size);
+            }
+            at += static_cast<std::size_t>(value);
+        }
+        // Trusted only when the records agree: the last parameter ends where the total says.
+        if (end != total.value_or(0)) return std::nullopt;
+        return params;
+    }
+    return std::nullopt;
 }
 
 } // namespace kiln::cache

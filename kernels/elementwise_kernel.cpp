@@ -1,4 +1,5 @@
 #include "kiln/elementwise_kernel.hpp"
+#include "driver_trace.hpp"
 
 #include "elementwise_codegen.hpp"
 #include "elementwise_plan.hpp"
@@ -395,6 +396,7 @@ ElementwiseKernel::ElementwiseKernel(const std::string& in_params, const std::st
     m_impl->no_return = options.no_return;
     m_impl->reduce_dims = options.reduce_dims;
     m_impl->tune = options.tune;
+    detail::trace_mark("ElementwiseKernel made");
 }
 
 ElementwiseKernel::~ElementwiseKernel() = default;
@@ -477,6 +479,7 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
     }
     Prepared p;
     m_impl->prepare(args, count, options, /*allocate=*/true, p);
+    detail::trace_mark("elementwise call prepared (bound, outputs, layout)");
     if (p.n > 0) {
         if (tuned) m_impl->apply_tuning(p, options.stream);
         memo.launch([&](detail::RepeatLaunch* record) {

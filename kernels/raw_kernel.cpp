@@ -1,4 +1,5 @@
 #include "kiln/raw_kernel.hpp"
+#include "driver_trace.hpp"
 
 #include "device_headers.hpp"
 #include "kiln/device.hpp"
@@ -115,7 +116,9 @@ RawKernel::RawKernel(std::shared_ptr<RawModule::State> module, std::string name)
 }
 
 RawKernel::RawKernel(std::string source, std::string name, CompileOptions options)
-    : RawKernel(RawModule(std::move(source), std::move(options)).m_state, std::move(name)) {}
+    : RawKernel(RawModule(std::move(source), std::move(options)).m_state, std::move(name)) {
+    detail::trace_mark("RawKernel made");
+}
 
 std::shared_ptr<const Program> RawKernel::compile() const {
     return RawModule(m_state->module).compile();

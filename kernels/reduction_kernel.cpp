@@ -1,4 +1,5 @@
 #include "kiln/reduction_kernel.hpp"
+#include "driver_trace.hpp"
 
 #include "index_math.hpp"
 #include "kernel_description.hpp"
@@ -592,6 +593,7 @@ ReductionKernel::ReductionKernel(const std::string& in_params, const std::string
     m_impl->reduce_dims = options.reduce_dims;
     m_impl->empty_is_error = options.empty_is_error;
     m_impl->tune = options.tune;
+    detail::trace_mark("ReductionKernel made");
 }
 
 ReductionKernel::~ReductionKernel() = default;
@@ -613,6 +615,7 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();
     p.multiprocessors = multiprocessors(context);
+    detail::trace_mark("reduction call shaped (bound, checked, outputs)");
     if (p.n_out > 0) {
         const Impl::Loaded* loaded = &m_impl->function(p, context);
         m_impl->size_launch(p, loaded->blocks_per_multiprocessor);

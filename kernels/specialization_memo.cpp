@@ -1,5 +1,6 @@
 #include "specialization_memo.hpp"
 
+#include "driver_trace.hpp"
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
@@ -97,7 +98,9 @@ MemoSignature& MemoSignature::bytes(std::string_view field, const void* data, st
 
 std::optional<cache::Key> MemoSignature::finish() {
     if (memo_identity().kiln.empty()) return std::nullopt;
-    return m_key.finish();
+    const cache::Key key = m_key.finish();
+    trace_mark("memo signature");
+    return key;
 }
 
 CompiledSpecialization compile_memoized(const KernelParams& params,
@@ -111,7 +114,9 @@ CompiledSpecialization compile_memoized(const KernelParams& params,
     std::optional<cache::MemoStore> memos;
     if (memo) {
         memos.emplace(compiler.store()->config());
-        if (auto found = memos->load(*signature); found && found->name == params.name) {
+        auto found = memos->load(*signature);
+        trace_mark("memo read");
+        if (found && found->name == params.name) {
             if (auto program = compiler.load_cached(found->entry, arch, params.name)) {
                 CompiledSpecialization hit;
                 hit.program = std::move(program);

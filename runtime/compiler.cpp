@@ -1,4 +1,5 @@
 #include "kiln/compiler.hpp"
+#include "driver_trace.hpp"
 
 #include "compile_trace.hpp"
 #include "device_linker.hpp"
@@ -359,6 +360,7 @@ struct Compiler::Impl {
             nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
             auto entry = store->load(r.key);
             program->m_phases.lookup_ms = ms_since(start);
+            detail::trace_mark("cache lookup (key, entry read and verified)");
             if (entry) {
                 program->m_cubin = std::move(entry->payload);
                 program->m_log = std::move(entry->log);
@@ -516,6 +518,7 @@ std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, cons
     }
     const auto start = std::chrono::steady_clock::now();
     auto entry = m_impl->store->load(key);
+    detail::trace_mark("entry read and verified");
     if (!entry || entry->kind != cache::PayloadKind::cubin) return nullptr;
     const auto& names = entry->kernel_names;
     if (!names.empty() && std::find(names.begin(), names.end(), kernel) == names.end())

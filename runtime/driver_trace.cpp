@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <type_traits>
@@ -13,14 +15,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::atomic<bool> g_tracing{false};
+
+// The end of this thread's previous line: a driver call's return or a mark.
+thread_local Clock::time_point t_previous_end{};
+
 double micros(Clock::duration d) {
     return std::chrono::duration<double, std::micro>(d).count();
 }
 
+void write_line(const char* line, int n) {
+    if (n <= 0) return;
+    [[maybe_unused]] const ssize_t written =
+        ::write(STDERR_FILENO, line, std::min<std::size_t>(static_cast<std::size_t>(n), 159));
+}
+
+double since_previous(Clock::time_point at) {
+    return t_previous_end == Clock::time_point{} ? 0.0 : micros(at - t_previous_end);
+}
+
 // One line per call, written with a single write(2) so that threads' lines never interleave.
 void report(const char* name, Clock::time_point start, Clock::time_point end, CUresult result) {
-    thread_local Clock::time_point previous_end{};
-    const double gap = previous_end == Clock::time_point{} ? 0.0 : micros(start - previous_end);
+    const double gap = since_previous(start);
     char line[160];
     const int n = result == CUDA_SUCCESS
                       ? std::snprintf(line, sizeof line, "kiln driver: +%9.1f us  %-44s %9.1f us\n",
@@ -28,12 +44,8 @@ void report(const char* name, Clock::time_point start, Clock::time_point end, CU
                       : std::snprintf(line, sizeof line,
                                       "kiln driver: +%9.1f us  %-44s %9.1f us  -> error %d\n", gap,
                                       name, micros(end - start), static_cast<int>(result));
-    if (n > 0) {
-        const auto size = static_cast<std::size_t>(n) < sizeof line ? static_cast<std::size_t>(n)
-                                                                    : sizeof line - 1;
-        [[maybe_unused]] const ssize_t written = ::write(STDERR_FILENO, line, size);
-    }
-    previous_end = Clock::now(); // the report itself is not Kiln's work
+    write_line(line, n);
+    t_previous_end = Clock::now(); // the report itself is not Kiln's work
 }
 
 // The wrapper of one entry, identified by its member of Driver: the real function and its name.
@@ -61,7 +73,21 @@ template <auto Member> void wrap(Driver& driver, const char* name) {
 
 } // namespace
 
+bool tracing_driver() noexcept {
+    return g_tracing.load(std::memory_order_relaxed);
+}
+
+void trace_mark(const char* step) noexcept {
+    if (!tracing_driver()) return;
+    char line[160];
+    const int n = std::snprintf(line, sizeof line, "kiln driver: +%9.1f us  (kiln) %s\n",
+                                since_previous(Clock::now()), step);
+    write_line(line, n);
+    t_previous_end = Clock::now();
+}
+
 void trace_driver_calls(Driver& driver) {
+    g_tracing.store(true, std::memory_order_relaxed);
 #define KILN_DRIVER_TRACE_ONE(name) wrap<&Driver::name>(driver, #name);
     KILN_DRIVER_FUNCTIONS(KILN_DRIVER_TRACE_ONE)
 #undef KILN_DRIVER_TRACE_ONE

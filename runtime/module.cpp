@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace kiln {
@@ -200,9 +201,17 @@ Function Module::function(const std::string& name) const {
     state->module = shared_from_this();
     state->function = function;
     state->name = name;
-    for (unsigned i = 0;; ++i) {
+    // The cubin says how many parameters there are; without it (a fatbin, PTX, an unknown
+    // layout) the driver is asked until it refuses, which costs it about 30 us.
+    const std::optional<std::size_t> known =
+        m_program ? cache::cubin_parameter_count(m_program->cubin(), lowered) : std::nullopt;
+    for (unsigned i = 0; !known || i < *known; ++i) {
         std::size_t offset = 0, size = 0;
-        if (detail::driver().cuFuncGetParamInfo(function, i, &offset, &size) != CUDA_SUCCESS) break;
+        const CUresult info = detail::driver().cuFuncGetParamInfo(function, i, &offset, &size);
+        if (info != CUDA_SUCCESS) {
+            if (known) detail::throw_cuda_error(info, "cuFuncGetParamInfo", __FILE__, __LINE__);
+            break;
+        }
         state->parameter_sizes.push_back(size);
     }
     KILN_CU(cuFuncGetAttribute(&state->max_threads_per_block,
