@@ -45,9 +45,10 @@ UniqueFd open_at(int dir_fd, const std::string& name, int flags, mode_t mode) {
     return UniqueFd(fd);
 }
 
-int read_all(int fd, std::uint64_t max_size, std::string& out) {
+int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_out) {
     struct stat st;
     if (::fstat(fd, &st) != 0) return errno;
+    if (st_out) *st_out = st;
     if (!S_ISREG(st.st_mode)) return EINVAL;
     if (static_cast<std::uint64_t>(st.st_size) > max_size) return EFBIG;
     // One read of the size fstat gave, then keep going in case the file grew (it should not).

@@ -3,6 +3,7 @@
 // report errno instead of throwing, directory creation with a chosen mode, directory listing.
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -48,7 +49,8 @@ UniqueFd open_at(int dir_fd, const std::string& name, int flags, mode_t mode = 0
 inline constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 
 /// Read all of @p fd from its start into @p out. 0, an errno, or EFBIG when over @p max_size.
-int read_all(int fd, std::uint64_t max_size, std::string& out);
+/// @p st, when given, receives the fstat(2) it made.
+int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st = nullptr);
 /// Read exactly @p size bytes at @p offset. 0, an errno, or EIO on a short read.
 int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out);
 /// Write all of @p bytes. 0 or an errno.

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <ctime>
 
 namespace kiln::cache {
 
@@ -56,6 +57,17 @@ std::optional<Entry> Store::load(const Key& key) {
     }
 }
 
+namespace {
+
+// Whether an entry's modification time is within a minute of now (either way).
+bool touched_lately(const struct stat& st) {
+    const std::time_t now = std::time(nullptr);
+    const std::time_t modified = st.st_mtim.tv_sec;
+    return modified > now - 60 && modified < now + 60;
+}
+
+} // namespace
+
 std::optional<Entry> Store::Impl::load_local(const Key& key) {
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
@@ -80,7 +92,8 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
             return std::nullopt;
         }
         std::string bytes;
-        if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes)) {
+        struct stat st {};
+        if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st)) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
                 damaged(ref, key, "not a regular file of a sane size", true);
             } else {
@@ -95,7 +108,9 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
             return std::nullopt;
         }
         // The hit makes the entry the most recently used: eviction goes by modification time.
-        if (!config.readonly) ::futimens(fd.get(), nullptr);
+        // Once a minute is enough for that, and spares a hot entry an inode write (a journal
+        // transaction) on every process's first call.
+        if (!config.readonly && !touched_lately(st)) ::futimens(fd.get(), nullptr);
         count_later(ref, one(&detail::Counters::hits));
         return std::move(decoded.entry);
     } catch (const std::exception& e) {

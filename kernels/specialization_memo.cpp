@@ -30,7 +30,17 @@ IdentityState& identity_state() {
 }
 
 // The identity is part of kiln::prepare(), so a first call from disk does not compute it.
-const bool kIdentityPrepared = (add_prepare_step([] { memo_identity(); }), true);
+// A memo lookup of a signature no memo has runs the read path once, so that the first real one
+// is not its first execution.
+const bool kIdentityPrepared =
+    (add_prepare_step([] {
+         memo_identity();
+         const cache::Store* store = Compiler::global().store();
+         if (store && !store->config().disabled)
+             (void)cache::MemoStore(store->config())
+                 .load(cache::KeyBuilder().add("warm-up", "no memo has this signature").finish());
+     }),
+     true);
 
 // Whether the memo can stand in for the source: a disk cache that reads, and nothing asked of a
 // compile that needs the source (saving it beside the entry; a compile-time trace, which

@@ -1,6 +1,7 @@
 #include "kiln/startup.hpp"
 #include "prepare_steps.hpp"
 
+#include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 
 #include "nvrtc_version.hpp"
@@ -30,7 +31,9 @@ void run_steps() noexcept {
     // Each part separately: one that fails (it throws again, and is reported, when the call
     // that needs it runs) leaves the others done.
     try {
-        Compiler::global(); // the cache settings, the cache directory's checks, a remote tier
+        // The cache settings, the cache directory's checks, a remote tier; then the lookup's
+        // code run once, so the first real one is not its first execution.
+        if (cache::Store* store = Compiler::global().store()) store->warm_up();
     } catch (...) {
     }
     try {

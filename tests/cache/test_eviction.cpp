@@ -43,6 +43,23 @@ TEST(Eviction, PruneRemovesTheLeastRecentlyUsedAndAHitCountsAsUse) {
     EXPECT_EQ(store.stats().evicted, 1u);
 }
 
+// A hit touches its entry at most once a minute: recency to the minute is all eviction needs, and
+// a hot entry is not rewritten (an inode update, a journal write) by every process's first call.
+TEST(Eviction, AHitTouchesAnEntryAtMostOnceAMinute) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = make_entry(key_of("hot"));
+    ASSERT_TRUE(store.store(entry));
+    const auto file = entry_file(dir.path(), entry.key);
+    const std::time_t now = std::time(nullptr);
+    set_mtime(file, now - 20);
+    ASSERT_TRUE(store.load(entry.key));
+    EXPECT_EQ(kiln::test::mtime_of(file), now - 20) << "touched again within a minute";
+    set_mtime(file, now - 90);
+    ASSERT_TRUE(store.load(entry.key));
+    EXPECT_GE(kiln::test::mtime_of(file), now) << "not touched after more than a minute";
+}
+
 TEST(Eviction, PruneByAgeKeepsRecentEntries) {
     TempDir dir;
     Store store(config_for(dir.path()));

@@ -232,6 +232,12 @@ class Store {
     /// @return the problems; empty when all is well.
     std::vector<DirProblem> check_dir();
 
+    /// Runs the read path once over nothing real: an entry encoded and decoded in memory, and a
+    /// lookup of a key no entry has (counted nowhere). kiln::prepare() calls it beside the
+    /// driver's loading, so that a process's first real lookup finds the code paged in and its
+    /// library calls bound. Never throws.
+    void warm_up() noexcept;
+
     /// Process-wide default store from the environment, created on first use.
     /// @return the store, alive until the end of the program.
     /// @throws kiln::ConfigError (on first use) when a KILN_CACHE_* variable does not parse.
