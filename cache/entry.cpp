@@ -277,7 +277,8 @@ void decode_link_inputs(MetadataReader& in, std::vector<LinkInput>& out) {
     }
 }
 
-bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry) {
+bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry,
+                     EntryParts parts) {
     MetadataReader in(metadata);
     entry.format_version = version;
     entry.nvrtc_version = in.string();
@@ -287,6 +288,9 @@ bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& en
     in.pairs(entry.lowered_names);
     if (version >= 2) {
         in.strings(entry.kernel_names);
+        // What follows (recipe, link inputs: the source and headers, tens of KB) is verified by
+        // the head hash already; a load that only runs the payload need not copy it out.
+        if (parts == EntryParts::for_loading) return in.ok();
         const std::uint32_t recipe_tag = in.raw().u32();
         if (recipe_tag > 1) in.fail();
         if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
@@ -320,7 +324,8 @@ std::optional<DecodeError> read_header(std::string_view bytes, Header& header) {
 
 // With @p owned (whose bytes @p bytes views), the payload is moved out of it: no copy.
 DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& expected,
-                    bool with_payload, std::string* owned = nullptr) {
+                    bool with_payload, std::string* owned = nullptr,
+                    EntryParts parts = EntryParts::all) {
     DecodeResult result;
     Header header;
     if (auto error = read_header(bytes, header)) {
@@ -355,7 +360,7 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         return result;
     }
     entry.kind = static_cast<PayloadKind>(header.kind);
-    if (!decode_metadata(metadata, header.version, entry)) {
+    if (!decode_metadata(metadata, header.version, entry, parts)) {
         result.error = DecodeError::malformed;
         return result;
     }
@@ -440,9 +445,9 @@ DecodeResult decode_entry(std::string_view bytes, const Key& expected) {
     return decode(bytes, bytes.size(), expected, true);
 }
 
-DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected) {
+DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected, EntryParts parts) {
     const std::string_view view = bytes;
-    return decode(view, view.size(), expected, true, &bytes);
+    return decode(view, view.size(), expected, true, &bytes, parts);
 }
 
 std::uint64_t entry_head_size(std::string_view header) {

@@ -33,10 +33,10 @@ const Config& Store::config() const noexcept {
     return m_impl->config;
 }
 
-std::optional<Entry> Store::load(const Key& key) {
+std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     if (m_impl->config.disabled) return std::nullopt;
     if (m_impl->local())
-        if (auto entry = m_impl->load_local(key)) return entry;
+        if (auto entry = m_impl->load_local(key, parts)) return entry;
     if (!m_impl->remote) return std::nullopt;
     try {
         std::string bytes;
@@ -68,7 +68,7 @@ bool touched_lately(const struct stat& st) {
 
 } // namespace
 
-std::optional<Entry> Store::Impl::load_local(const Key& key) {
+std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
         // With a remote tier the caller next asks Redis and should not wait for directories
@@ -102,7 +102,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key) {
             }
             return std::nullopt;
         }
-        DecodeResult decoded = decode_entry_in_place(std::move(bytes), key);
+        DecodeResult decoded = decode_entry_in_place(std::move(bytes), key, parts);
         if (!decoded.entry) {
             damaged(ref, key, to_string(decoded.error), true);
             return std::nullopt;

@@ -50,7 +50,7 @@ struct Store::Impl {
         return !config.disabled && !(remote && remote->config().mode == RemoteMode::remote_only);
     }
     /// The directory's part of Store::load.
-    std::optional<Entry> load_local(const Key& key);
+    std::optional<Entry> load_local(const Key& key, EntryParts parts);
     /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
     /// directory is not used, read-only or unwritable).
     void save_remote_stats();

@@ -358,7 +358,7 @@ struct Compiler::Impl {
 
         if (disk && use == DiskUse::read_write) {
             nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
-            auto entry = store->load(r.key);
+            auto entry = store->load(r.key, cache::EntryParts::for_loading);
             program->m_phases.lookup_ms = ms_since(start);
             detail::trace_mark("cache lookup (key, entry read and verified)");
             if (entry) {
@@ -517,7 +517,7 @@ std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, cons
         }
     }
     const auto start = std::chrono::steady_clock::now();
-    auto entry = m_impl->store->load(key);
+    auto entry = m_impl->store->load(key, cache::EntryParts::for_loading);
     detail::trace_mark("entry read and verified");
     if (!entry || entry->kind != cache::PayloadKind::cubin) return nullptr;
     const auto& names = entry->kernel_names;

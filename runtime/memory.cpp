@@ -1,5 +1,7 @@
 #include "kiln/memory.hpp"
 
+#include "block_cache.hpp"
+
 #include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
@@ -76,8 +78,17 @@ CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream
         keep_pool_memory(context);
         last = context;
     }
+    // A block this thread freed on this stream (a repeated call's dropped output) asks nothing
+    // of the driver.
+    if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
     CUdeviceptr pointer = 0;
-    KILN_CU(cuMemAllocAsync(&pointer, bytes, stream.get()));
+    CUresult result = detail::driver().cuMemAllocAsync(&pointer, bytes, stream.get());
+    // Blocks the threads keep may be what is missing: give them back and try once more.
+    if (result == CUDA_ERROR_OUT_OF_MEMORY && detail::release_cached_blocks() > 0)
+        result = detail::driver().cuMemAllocAsync(&pointer, bytes, stream.get());
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "cuMemAllocAsync(&pointer, bytes, stream.get())", __FILE__,
+                                 __LINE__);
     return pointer;
 }
 
@@ -139,6 +150,13 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 }
 
 void DeviceBuffer::release() noexcept {
+    // The stream-ordered allocator's block is kept for this thread's next allocation of its size
+    // on its stream, where it can be.
+    if (m_pointer && m_allocator.get() == &stream_ordered() &&
+        detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
+        m_pointer = 0;
+        return;
+    }
     if (m_pointer && m_allocator && !free_on_own_stream()) {
         // Freed from another device's context, the legacy default stream would be that device's.
         const detail::InContext in_allocating_context(m_context);

@@ -1,5 +1,7 @@
 #include "kiln/stream.hpp"
 
+#include "block_cache.hpp"
+
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 
@@ -22,9 +24,11 @@ Stream::Stream(bool non_blocking) {
     CUstream stream = nullptr;
     KILN_CU(cuStreamCreate(&stream, non_blocking ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT));
     m_stream.reset(stream);
+    detail::stream_made(stream); // blocks freed on it may be kept for reuse until it ends
 }
 
 void Stream::Deleter::operator()(CUstream stream) const noexcept {
+    detail::stream_ending(stream);            // the blocks kept for it go back while it exists
     detail::driver().cuStreamDestroy(stream); // a destructor never throws; errors are sticky anyway
 }
 

@@ -134,6 +134,28 @@ TEST(Entry, DecodingInPlaceGivesTheSameEntryAndRejectsTheSameDamage) {
               DecodeError::truncated);
 }
 
+// A load for running the payload leaves the recipe and link inputs out, and still refuses every
+// damaged byte (the head hash covers what it does not read).
+TEST(Entry, DecodingForLoadingLeavesTheRecipeOutAndRejectsTheSameDamage) {
+    const Entry entry = golden_entry();
+    const std::string good = encode_entry(entry);
+    auto decoded =
+        decode_entry_in_place(std::string(good), entry.key, kiln::cache::EntryParts::for_loading);
+    ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+    Entry expected = entry;
+    expected.recipe.reset();
+    expected.link_inputs.clear();
+    expect_same(*decoded.entry, expected);
+    for (std::size_t byte = 0; byte < good.size(); byte += 5) {
+        std::string bad = good;
+        bad[byte] = static_cast<char>(bad[byte] ^ 0x04);
+        EXPECT_FALSE(
+            decode_entry_in_place(std::move(bad), entry.key, kiln::cache::EntryParts::for_loading)
+                .entry)
+            << "byte " << byte;
+    }
+}
+
 TEST(Entry, RoundTripsEmptyFieldsAndPtx) {
     Entry entry;
     entry.key = kiln::test::key_of("empty");

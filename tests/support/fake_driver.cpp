@@ -310,6 +310,18 @@ CUresult CUDAAPI stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
     *status = CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
+// Captures record nothing: a graph is a token the fake driver hands out and takes back.
+CUresult CUDAAPI stream_begin_capture(CUstream, CUstreamCaptureMode) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI stream_end_capture(CUstream, CUgraph* graph) {
+    static int token;
+    *graph = reinterpret_cast<CUgraph>(&token);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI graph_destroy(CUgraph) {
+    return CUDA_SUCCESS;
+}
 CUresult CUDAAPI profiler_start() {
     return CUDA_SUCCESS;
 }
@@ -543,6 +555,9 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
         KILN_FAKE_ANSWER(cuEventQuery, event_query),
         KILN_FAKE_ANSWER(cuEventElapsedTime, event_elapsed_time),
         KILN_FAKE_ANSWER(cuStreamIsCapturing, stream_is_capturing),
+        KILN_FAKE_ANSWER(cuStreamBeginCapture, stream_begin_capture),
+        KILN_FAKE_ANSWER(cuStreamEndCapture, stream_end_capture),
+        KILN_FAKE_ANSWER(cuGraphDestroy, graph_destroy),
         KILN_FAKE_ANSWER(cuProfilerStart, profiler_start),
         KILN_FAKE_ANSWER(cuProfilerStop, profiler_stop),
         KILN_FAKE_ANSWER(cuMemAllocAsync, mem_alloc_async),

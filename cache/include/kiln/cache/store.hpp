@@ -160,8 +160,10 @@ class Store {
     /// written to the directory (unless read-only or remote-only) by a background thread, so it
     /// is there once flush_remote() returns.
     /// @param key the entry's key.
+    /// @param parts EntryParts::for_loading leaves the recipe and link inputs out (a local hit
+    /// then copies only what running the payload needs).
     /// @return the entry, or nullopt.
-    std::optional<Entry> load(const Key& key);
+    std::optional<Entry> load(const Key& key, EntryParts parts = EntryParts::all);
 
     /// Publish atomically, replacing any entry of the same key, then evict least recently used
     /// entries when the size limit is passed. With a remote tier (read-write or remote-only) the

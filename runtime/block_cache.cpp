@@ -1,0 +1,192 @@
+#include "block_cache.hpp"
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/device_guard.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace kiln::detail {
+
+namespace {
+
+struct Block {
+    CUcontext context = nullptr;
+    CUstream stream = nullptr;
+    std::size_t bytes = 0;
+    CUdeviceptr pointer = 0;
+};
+
+struct ThreadBlocks;
+
+// Every thread's cache and the streams Kiln made, for a stream's end and for running out of
+// memory. Never destroyed: threads that end during static destruction still unregister.
+struct Registry {
+    std::mutex mutex;
+    std::vector<ThreadBlocks*> threads;
+    std::vector<CUstream> streams;
+};
+Registry& registry() {
+    static auto* r = new Registry;
+    return *r;
+}
+
+// Bumped when a Kiln stream is made or ends: a thread's remembered answer for a stream is stale.
+std::atomic<std::uint64_t> g_streams_version{0};
+std::atomic<int> g_captures{0};
+
+void free_block(const Block& block) noexcept {
+    // A default stream's handle means the current context's stream: free in the block's context.
+    const InContext in_context(block.context);
+    driver().cuMemFreeAsync(block.pointer, block.stream);
+}
+
+bool default_stream(CUstream stream) {
+    return !stream || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+}
+
+struct ThreadBlocks {
+    // This thread's; other threads take it only when a stream ends or memory runs out.
+    std::mutex mutex;
+    std::array<Block, kCachedBlockSlots> slots{};
+    bool registered = false;
+    // The last stream asked about, and whether it was Kiln's, as of g_streams_version.
+    CUstream checked = nullptr;
+    bool checked_kiln = false;
+    std::uint64_t checked_version = ~std::uint64_t{0};
+
+    ~ThreadBlocks() {
+        if (registered) {
+            Registry& r = registry();
+            const std::lock_guard<std::mutex> lock(r.mutex);
+            r.threads.erase(std::find(r.threads.begin(), r.threads.end(), this));
+        }
+        for (const Block& block : slots)
+            if (block.pointer) free_block(block);
+    }
+
+    // Whether blocks freed on @p stream may be kept: a default stream or one Kiln made.
+    bool cacheable(CUstream stream) {
+        if (default_stream(stream)) return true;
+        const std::uint64_t version = g_streams_version.load(std::memory_order_acquire);
+        if (stream != checked || version != checked_version) {
+            Registry& r = registry();
+            const std::lock_guard<std::mutex> lock(r.mutex);
+            checked_kiln = std::find(r.streams.begin(), r.streams.end(), stream) != r.streams.end();
+            checked = stream;
+            checked_version = version;
+        }
+        return checked_kiln;
+    }
+
+    void register_once() {
+        if (registered) return;
+        Registry& r = registry();
+        const std::lock_guard<std::mutex> lock(r.mutex);
+        r.threads.push_back(this);
+        registered = true;
+    }
+
+    // Moves the blocks @p take accepts out of the slots.
+    template <class Take> std::vector<Block> take_if(Take take) {
+        std::vector<Block> taken;
+        const std::lock_guard<std::mutex> lock(mutex);
+        for (Block& block : slots)
+            if (block.pointer && take(block)) taken.push_back(std::exchange(block, Block{}));
+        return taken;
+    }
+};
+
+thread_local ThreadBlocks t_blocks;
+
+} // namespace
+
+CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t bytes) noexcept {
+    if (bytes > kMaxCachedBlockBytes || g_captures.load(std::memory_order_acquire) != 0) return 0;
+    ThreadBlocks& t = t_blocks;
+    const std::lock_guard<std::mutex> lock(t.mutex);
+    for (Block& block : t.slots)
+        if (block.pointer && block.bytes == bytes && block.stream == stream &&
+            block.context == context)
+            return std::exchange(block, Block{}).pointer;
+    return 0;
+}
+
+bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
+                      CUdeviceptr pointer) noexcept {
+    if (!context || bytes == 0 || bytes > kMaxCachedBlockBytes ||
+        g_captures.load(std::memory_order_acquire) != 0)
+        return false;
+    ThreadBlocks& t = t_blocks;
+    try {
+        if (!t.cacheable(stream)) return false;
+        t.register_once();
+    } catch (...) {
+        return false; // no memory for the registry: free it now
+    }
+    const std::lock_guard<std::mutex> lock(t.mutex);
+    for (Block& block : t.slots)
+        if (!block.pointer) {
+            block = {context, stream, bytes, pointer};
+            return true;
+        }
+    return false;
+}
+
+std::size_t release_cached_blocks() noexcept {
+    std::vector<Block> taken;
+    try {
+        Registry& r = registry();
+        const std::lock_guard<std::mutex> lock(r.mutex);
+        for (ThreadBlocks* thread : r.threads)
+            for (const Block& block : thread->take_if([](const Block&) { return true; }))
+                taken.push_back(block);
+    } catch (...) {
+    }
+    for (const Block& block : taken)
+        free_block(block);
+    return taken.size();
+}
+
+void stream_made(CUstream stream) noexcept {
+    try {
+        Registry& r = registry();
+        const std::lock_guard<std::mutex> lock(r.mutex);
+        r.streams.push_back(stream);
+        g_streams_version.fetch_add(1, std::memory_order_acq_rel);
+    } catch (...) {
+        // not registered: its blocks are simply never cached
+    }
+}
+
+void stream_ending(CUstream stream) noexcept {
+    std::vector<Block> taken;
+    try {
+        Registry& r = registry();
+        const std::lock_guard<std::mutex> lock(r.mutex);
+        r.streams.erase(std::remove(r.streams.begin(), r.streams.end(), stream), r.streams.end());
+        g_streams_version.fetch_add(1, std::memory_order_acq_rel);
+        for (ThreadBlocks* thread : r.threads)
+            for (const Block& block :
+                 thread->take_if([&](const Block& b) { return b.stream == stream; }))
+                taken.push_back(block);
+    } catch (...) {
+    }
+    for (const Block& block : taken)
+        free_block(block); // ordered on the stream, which still exists
+}
+
+CaptureScope::CaptureScope() noexcept {
+    g_captures.fetch_add(1, std::memory_order_acq_rel);
+}
+
+CaptureScope::~CaptureScope() {
+    g_captures.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+} // namespace kiln::detail

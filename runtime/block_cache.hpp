@@ -1,0 +1,49 @@
+#pragma once
+// Blocks the stream-ordered allocator has just freed, kept by the freeing thread for the next
+// allocation of the same size on the same stream in the same context: a repeated call that makes
+// its output and drops it (`z = k(x, y)` in a loop) then asks the driver for nothing (the
+// cuMemAllocAsync / cuMemFreeAsync pair was most of what such a call cost over a given output).
+//
+// Reuse is as safe as the driver's own: a block is taken again only on the stream it was freed
+// on, so the new work is ordered after the old. Only streams whose end Kiln sees are used: the
+// default streams and kiln::Stream objects, which hand their blocks back to the driver before the
+// stream is destroyed (a foreign stream's handle could be reused by a new stream). Nothing is
+// kept while a kiln::Graph capture runs (an allocation there belongs to the graph). At most
+// kSlots blocks of at most kMaxBytes each per thread; a thread's blocks go back at its exit, and
+// all of them when an allocation runs out of memory.
+
+#include <cuda.h>
+
+#include <cstddef>
+
+namespace kiln::detail {
+
+inline constexpr std::size_t kCachedBlockSlots = 4;
+inline constexpr std::size_t kMaxCachedBlockBytes = std::size_t{8} << 20;
+
+/// A block of exactly @p bytes this thread freed on @p stream in @p context, taken out of the
+/// cache; 0 when there is none (or caching is off for this stream now).
+CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t bytes) noexcept;
+
+/// Keeps a freed block for reuse; false when it is not kept (the caller frees it).
+bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
+                      CUdeviceptr pointer) noexcept;
+
+/// Frees every cached block of every thread (an allocation ran out of memory); the number freed.
+std::size_t release_cached_blocks() noexcept;
+
+/// A stream Kiln created: its blocks may be cached until stream_ending() is called for it.
+void stream_made(CUstream stream) noexcept;
+/// Called before a stream of stream_made() is destroyed: frees its cached blocks, in its order.
+void stream_ending(CUstream stream) noexcept;
+
+/// While one exists (on any thread), no block is cached or reused: a stream capture is running.
+class CaptureScope {
+  public:
+    CaptureScope() noexcept;
+    ~CaptureScope();
+    CaptureScope(const CaptureScope&) = delete;
+    CaptureScope& operator=(const CaptureScope&) = delete;
+};
+
+} // namespace kiln::detail
