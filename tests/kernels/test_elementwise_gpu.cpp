@@ -314,6 +314,33 @@ TEST(ElementwiseGpu, TheSecondCallWithTheSameSignatureReusesTheKernel) {
 // Repeats launched from the thread's memo (the same layout each time) with new arrays, scalars,
 // streams and outputs: every call computes its own operands, and an output allocated by one call
 // is not written by the next.
+// Each call's output is allocated and the one before it dropped: from the third call on, the
+// output's block is the one dropped two calls earlier, taken from the thread's block cache while
+// the kernel that read it may still be running. Stream order must make that safe.
+TEST(ElementwiseGpu, DroppedOutputsAreReusedInStreamOrder) {
+    KILN_REQUIRE_GPU();
+    const ElementwiseKernel twice("T x", "T y", "y = x * 2 + 1", "twice_reuse");
+    constexpr std::int64_t kCount = (1 << 20) + 3;
+    const kiln::Stream stream;
+    kiln::CallOptions options;
+    options.stream = stream;
+    const std::vector<float> start = random_floats(kCount);
+    Array value = kiln::from_host(start, stream);
+    std::vector<CUdeviceptr> blocks;
+    for (int i = 0; i < 12; ++i) {
+        value = twice(options, value);
+        blocks.push_back(value.data());
+    }
+    EXPECT_EQ(blocks[2], blocks[0]) << "the dropped block was not reused";
+    const auto out = value.to_host<float>(stream);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        float want = start[i];
+        for (int k = 0; k < 12; ++k)
+            want = want * 2 + 1;
+        ASSERT_EQ(out[i], want) << "element " << i;
+    }
+}
+
 TEST(ElementwiseGpu, RepeatedCallsComputeTheirOwnOperands) {
     KILN_REQUIRE_GPU();
     const ElementwiseKernel affine("T x, T y, int32 k", "T z", "z = x * k + y", "affine_repeat");
