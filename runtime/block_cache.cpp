@@ -38,7 +38,6 @@ Registry& registry() {
 
 // Bumped when a Kiln stream is made or ends: a thread's remembered answer for a stream is stale.
 std::atomic<std::uint64_t> g_streams_version{0};
-std::atomic<int> g_captures{0};
 
 void free_block(const Block& block) noexcept {
     // A default stream's handle means the current context's stream: free in the block's context.
@@ -107,7 +106,7 @@ thread_local ThreadBlocks t_blocks;
 } // namespace
 
 CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t bytes) noexcept {
-    if (bytes > kMaxCachedBlockBytes || g_captures.load(std::memory_order_acquire) != 0) return 0;
+    if (bytes > kMaxCachedBlockBytes) return 0;
     ThreadBlocks& t = t_blocks;
     const std::lock_guard<std::mutex> lock(t.mutex);
     for (Block& block : t.slots)
@@ -119,9 +118,7 @@ CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t by
 
 bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
                       CUdeviceptr pointer) noexcept {
-    if (!context || bytes == 0 || bytes > kMaxCachedBlockBytes ||
-        g_captures.load(std::memory_order_acquire) != 0)
-        return false;
+    if (!context || bytes == 0 || bytes > kMaxCachedBlockBytes) return false;
     ThreadBlocks& t = t_blocks;
     try {
         if (!t.cacheable(stream)) return false;
@@ -179,14 +176,6 @@ void stream_ending(CUstream stream) noexcept {
     }
     for (const Block& block : taken)
         free_block(block); // ordered on the stream, which still exists
-}
-
-CaptureScope::CaptureScope() noexcept {
-    g_captures.fetch_add(1, std::memory_order_acq_rel);
-}
-
-CaptureScope::~CaptureScope() {
-    g_captures.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 } // namespace kiln::detail

@@ -7,8 +7,8 @@
 // Reuse is as safe as the driver's own: a block is taken again only on the stream it was freed
 // on, so the new work is ordered after the old. Only streams whose end Kiln sees are used: the
 // default streams and kiln::Stream objects, which hand their blocks back to the driver before the
-// stream is destroyed (a foreign stream's handle could be reused by a new stream). Nothing is
-// kept while a kiln::Graph capture runs (an allocation there belongs to the graph). At most
+// stream is destroyed (a foreign stream's handle could be reused by a new stream). The allocator
+// (memory.cpp) keeps nothing made or freed on a stream being captured into a graph. At most
 // kSlots blocks of at most kMaxBytes each per thread; a thread's blocks go back at its exit, and
 // all of them when an allocation runs out of memory.
 
@@ -36,14 +36,5 @@ std::size_t release_cached_blocks() noexcept;
 void stream_made(CUstream stream) noexcept;
 /// Called before a stream of stream_made() is destroyed: frees its cached blocks, in its order.
 void stream_ending(CUstream stream) noexcept;
-
-/// While one exists (on any thread), no block is cached or reused: a stream capture is running.
-class CaptureScope {
-  public:
-    CaptureScope() noexcept;
-    ~CaptureScope();
-    CaptureScope(const CaptureScope&) = delete;
-    CaptureScope& operator=(const CaptureScope&) = delete;
-};
 
 } // namespace kiln::detail

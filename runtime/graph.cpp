@@ -4,15 +4,11 @@
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
 
-#include "block_cache.hpp"
-
 namespace kiln {
 
 Graph Graph::capture(StreamRef stream, const std::function<void()>& work,
                      CUstreamCaptureMode mode) {
     detail::current_context();
-    // Allocations in the capture belong to the graph: none may come from the blocks threads keep.
-    const detail::CaptureScope capturing;
     KILN_CU(cuStreamBeginCapture(stream.get(), mode));
     try {
         work();

@@ -71,7 +71,20 @@ void keep_pool_memory(CUcontext context) {
 
 } // namespace
 
-CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
+namespace {
+
+// Whether work on @p stream is being captured into a graph (by Kiln or by the application): an
+// allocation there belongs to the graph, a free there is a graph node, so neither may go through
+// the blocks threads keep. A stream the driver cannot answer for counts as captured.
+bool capturing(CUstream stream) noexcept {
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return detail::driver().cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+           status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// The stream-ordered allocation; @p keepable (when given) says whether the block may be kept for
+// reuse when it is freed.
+CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* keepable) {
     thread_local CUcontext last = nullptr;
     CUcontext context = detail::current_context();
     if (context != last) {
@@ -80,7 +93,10 @@ CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream
     }
     // A block this thread freed on this stream (a repeated call's dropped output) asks nothing
     // of the driver.
-    if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
+    const bool reusable = bytes <= detail::kMaxCachedBlockBytes && !capturing(stream.get());
+    if (keepable) *keepable = reusable;
+    if (reusable)
+        if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
     CUdeviceptr pointer = 0;
     CUresult result = detail::driver().cuMemAllocAsync(&pointer, bytes, stream.get());
     // Blocks the threads keep may be what is missing: give them back and try once more.
@@ -90,6 +106,12 @@ CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream
         detail::throw_cuda_error(result, "cuMemAllocAsync(&pointer, bytes, stream.get())", __FILE__,
                                  __LINE__);
     return pointer;
+}
+
+} // namespace
+
+CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
+    return allocate_stream_ordered(bytes, stream, nullptr);
 }
 
 void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t,
@@ -119,7 +141,9 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
     , m_allocator(std::move(allocator)) {
     if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
     if (bytes) {
-        m_pointer = m_allocator->allocate(bytes, stream);
+        m_pointer = m_allocator.get() == &stream_ordered()
+                        ? allocate_stream_ordered(bytes, stream, &m_keepable)
+                        : m_allocator->allocate(bytes, stream);
         // An application's allocator may switch contexts: ask the driver again after it.
         if (m_allocator.get() != &stream_ordered()) detail::forget_current_context();
         m_context = detail::current_context_or_null();
@@ -135,7 +159,8 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     , m_bytes(std::exchange(other.m_bytes, 0))
     , m_stream(std::exchange(other.m_stream, StreamRef{}))
     , m_allocator(std::move(other.m_allocator))
-    , m_context(std::exchange(other.m_context, nullptr)) {}
+    , m_context(std::exchange(other.m_context, nullptr))
+    , m_keepable(std::exchange(other.m_keepable, false)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
@@ -145,6 +170,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         m_stream = std::exchange(other.m_stream, StreamRef{});
         m_allocator = std::move(other.m_allocator);
         m_context = std::exchange(other.m_context, nullptr);
+        m_keepable = std::exchange(other.m_keepable, false);
     }
     return *this;
 }
@@ -152,7 +178,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::release() noexcept {
     // The stream-ordered allocator's block is kept for this thread's next allocation of its size
     // on its stream, where it can be.
-    if (m_pointer && m_allocator.get() == &stream_ordered() &&
+    if (m_pointer && m_keepable && !capturing(m_stream.get()) &&
         detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
         m_pointer = 0;
         return;

@@ -56,6 +56,7 @@ TEST(GeneratedCubins, ElementwiseKernelsHaveNoModuleVariables) {
         // An Arg refers to its Array: the arrays live here.
         const int inputs = std::string(c.in).find(',') == std::string::npos ? 1 : 2;
         std::vector<Array> arrays;
+        arrays.reserve(static_cast<std::size_t>(inputs) + 1);
         for (int i = 0; i < inputs + 1; ++i)
             arrays.push_back(fake({64, 33}, c.dtype));
         const std::vector<Arg> args(arrays.begin(), arrays.end());

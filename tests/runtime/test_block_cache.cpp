@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -90,6 +91,7 @@ TEST_F(BlockCache, AThreadKeepsAtMostFourBlocksAndFreesThemWhenItEnds) {
     std::thread([&] {
         kiln::Device::current();
         std::vector<kiln::Array> arrays;
+        arrays.reserve(6);
         for (int i = 0; i < 6; ++i)
             arrays.push_back(kiln::empty({64 + i}, DType::float32, stream));
         arrays.clear();
@@ -111,6 +113,12 @@ TEST_F(BlockCache, NothingIsKeptOrReusedWhileAGraphIsCaptured) {
     EXPECT_EQ(Counts().frees, before.frees + 1) << "a block dropped in the capture was kept";
     EXPECT_EQ(kiln::empty({512}, DType::float32, stream).data(), kept)
         << "the block kept before the capture is still there";
+    // Memory made in a capture is the graph's even when it is dropped after the capture.
+    kiln::Array graphs;
+    kiln::Graph::capture(stream, [&] { graphs = kiln::empty({512}, DType::float32, stream); });
+    const Counts after;
+    graphs = kiln::Array();
+    EXPECT_EQ(Counts().frees, after.frees + 1) << "a graph's block was kept for reuse";
 }
 
 } // namespace

@@ -305,16 +305,24 @@ CUresult CUDAAPI event_elapsed_time(float* ms, CUevent, CUevent) {
     *ms = 0.001f;
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI stream_is_capturing(CUstream, CUstreamCaptureStatus* status) {
+// The stream a capture runs on (one at a time), or none.
+std::atomic<CUstream> g_capturing{nullptr};
+std::atomic<bool> g_capture_active{false};
+CUresult CUDAAPI stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status) {
     count(Counted::stream_is_capturing);
-    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    *status = g_capture_active.load() && g_capturing.load() == stream
+                  ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                  : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
 // Captures record nothing: a graph is a token the fake driver hands out and takes back.
-CUresult CUDAAPI stream_begin_capture(CUstream, CUstreamCaptureMode) {
+CUresult CUDAAPI stream_begin_capture(CUstream stream, CUstreamCaptureMode) {
+    g_capturing.store(stream);
+    g_capture_active.store(true);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_end_capture(CUstream, CUgraph* graph) {
+    g_capture_active.store(false);
     static int token;
     *graph = reinterpret_cast<CUgraph>(&token);
     return CUDA_SUCCESS;

@@ -151,6 +151,7 @@ class DeviceBuffer {
     StreamRef m_stream;
     std::shared_ptr<Allocator> m_allocator;
     CUcontext m_context = nullptr; // current at allocation: the free goes there (its streams)
+    bool m_keepable = false;       // the thread may keep the block for reuse when it is freed
 };
 
 } // namespace kiln
