@@ -2,6 +2,8 @@
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/device_guard.hpp"
+#include "kiln/env.hpp"
+#include "prepare_steps.hpp"
 
 #include <algorithm>
 #include <array>
@@ -110,10 +112,23 @@ struct ThreadBlocks {
 
 thread_local ThreadBlocks t_blocks;
 
+// KILN_BLOCK_CACHE=0 leaves every block to the driver's pool. Read on first use or by prepare().
+bool enabled() noexcept {
+    static const bool on = [] {
+        try {
+            return env::get_flag("KILN_BLOCK_CACHE", true);
+        } catch (...) {
+            return true; // an unparsable value is reported where settings are checked
+        }
+    }();
+    return on;
+}
+const bool kSettingPrepared = (add_prepare_step([] { enabled(); }), true);
+
 } // namespace
 
 CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t bytes) noexcept {
-    if (bytes > kMaxCachedBlockBytes) return 0;
+    if (bytes > kMaxCachedBlockBytes || !enabled()) return 0;
     ThreadBlocks& t = t_blocks;
     const std::lock_guard<std::mutex> lock(t.mutex);
     for (Block& block : t.slots)
@@ -125,7 +140,7 @@ CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t by
 
 bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
                       CUdeviceptr pointer) noexcept {
-    if (!context || bytes == 0 || bytes > kMaxCachedBlockBytes) return false;
+    if (!context || bytes == 0 || bytes > kMaxCachedBlockBytes || !enabled()) return false;
     ThreadBlocks& t = t_blocks;
     try {
         if (!t.cacheable(stream)) return false;

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -32,13 +33,31 @@ struct Counts {
     unsigned long long allocs = calls("cuMemAllocAsync"), frees = calls("cuMemFreeAsync");
 };
 
+bool turned_off() {
+    const char* setting = std::getenv("KILN_BLOCK_CACHE");
+    return setting && std::string(setting) == "0";
+}
+
 class BlockCache : public ::testing::Test {
   protected:
     void SetUp() override {
         ASSERT_TRUE(std::getenv("KILN_DRIVER_LIBRARY")) << "runs over the fake driver";
+        if (turned_off()) GTEST_SKIP() << "KILN_BLOCK_CACHE=0: see BlockCacheOff";
         kiln::Device::current();
     }
 };
+
+// Run by the test block_cache_off, with KILN_BLOCK_CACHE=0: every block goes back to the driver.
+TEST(BlockCacheOff, EveryFreedBlockGoesToTheDriver) {
+    if (!turned_off()) GTEST_SKIP() << "runs with KILN_BLOCK_CACHE=0 (the test block_cache_off)";
+    const kiln::Stream stream;
+    const Counts before;
+    CUdeviceptr first = 0;
+    { first = kiln::empty({1000}, DType::float32, stream).data(); }
+    EXPECT_NE(kiln::empty({1000}, DType::float32, stream).data(), first);
+    EXPECT_EQ(Counts().allocs, before.allocs + 2);
+    EXPECT_EQ(Counts().frees, before.frees + 2);
+}
 
 TEST_F(BlockCache, ADroppedBlockIsTheNextOneOfItsSizeOnItsStream) {
     const kiln::Stream stream;
