@@ -44,20 +44,34 @@ struct Section {
 
 // The names of the symbols of @p elf's symbol table that @p keep(info, other, section index)
 // accepts, in table order.
-template <class Keep>
-std::optional<std::vector<std::string>> symbol_names(std::string_view elf, Keep keep) {
+// Where a 64-bit little-endian ELF file's section headers are, checked to lie within it.
+struct SectionTable {
+    std::uint64_t offset = 0, header_size = 0, count = 0, names_index = 0;
+};
+std::optional<SectionTable> section_table(std::string_view elf) {
     if (elf.size() < kElfHeaderSize ||
         elf.substr(0, 4) != "\x7f"
                             "ELF" ||
         static_cast<unsigned char>(elf[4]) != kClass64 ||
         static_cast<unsigned char>(elf[5]) != kLittleEndian)
         return std::nullopt;
-    const std::uint64_t section_offset = read_le(elf, 0x28, 8);
-    const std::uint64_t header_size = read_le(elf, 0x3a, 2);
-    const std::uint64_t count = read_le(elf, 0x3c, 2);
-    if (header_size < kSectionHeaderSize ||
-        !within(section_offset, count * header_size, elf.size()))
+    SectionTable t;
+    t.offset = read_le(elf, 0x28, 8);
+    t.header_size = read_le(elf, 0x3a, 2);
+    t.count = read_le(elf, 0x3c, 2);
+    t.names_index = read_le(elf, 0x3e, 2);
+    if (t.header_size < kSectionHeaderSize ||
+        !within(t.offset, t.count * t.header_size, elf.size()))
         return std::nullopt;
+    return t;
+}
+
+template <class Keep>
+std::optional<std::vector<std::string>> symbol_names(std::string_view elf, Keep keep) {
+    const std::optional<SectionTable> table = section_table(elf);
+    if (!table) return std::nullopt;
+    const std::uint64_t section_offset = table->offset, header_size = table->header_size,
+                        count = table->count;
     auto section = [&](std::uint64_t index) {
         const std::size_t at = static_cast<std::size_t>(section_offset + index * header_size);
         Section s;
@@ -124,19 +138,10 @@ std::optional<std::vector<std::string>> cubin_variable_names(std::string_view el
 }
 
 std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::string_view kernel) {
-    if (elf.size() < kElfHeaderSize ||
-        elf.substr(0, 4) != "\x7f"
-                            "ELF" ||
-        static_cast<unsigned char>(elf[4]) != kClass64 ||
-        static_cast<unsigned char>(elf[5]) != kLittleEndian)
-        return std::nullopt;
-    const std::uint64_t section_offset = read_le(elf, 0x28, 8);
-    const std::uint64_t header_size = read_le(elf, 0x3a, 2);
-    const std::uint64_t count = read_le(elf, 0x3c, 2);
-    const std::uint64_t names_index = read_le(elf, 0x3e, 2);
-    if (header_size < kSectionHeaderSize || names_index >= count ||
-        !within(section_offset, count * header_size, elf.size()))
-        return std::nullopt;
+    const std::optional<SectionTable> table = section_table(elf);
+    if (!table || table->names_index >= table->count) return std::nullopt;
+    const std::uint64_t section_offset = table->offset, header_size = table->header_size,
+                        count = table->count, names_index = table->names_index;
     auto field = [&](std::uint64_t index, std::size_t at, int size) {
         return read_le(elf, static_cast<std::size_t>(section_offset + index * header_size) + at,
                        size);
