@@ -131,14 +131,17 @@ struct DecodeResult {
 /// @param expected the key the file name promised: an entry that holds another key is rejected.
 /// @return the entry, or the reason it was rejected.
 DecodeResult decode_entry(std::string_view bytes, const Key& expected);
-/// How much of an entry to read out: everything, or what loading and running its payload needs
-/// (not the recipe and link inputs, which stay empty; they are still covered by the checks).
-enum class EntryParts { all, for_loading };
+/// How much of an entry to read out (the checks cover the whole entry either way).
+enum class EntryParts {
+    all,         ///< every field
+    for_loading, ///< what loading and running the payload needs: no recipe, no link inputs
+};
 
 /// decode_entry() that takes the file's bytes and keeps their buffer as the payload (the header
 /// and metadata are cut off in place): a hit copies nothing. @p bytes is left unspecified.
 /// @param bytes the whole file.
 /// @param expected the key the file name promised.
+/// @param parts what to read out: everything, or what running the payload needs.
 /// @return the entry, or the reason it was rejected.
 DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected,
                                    EntryParts parts = EntryParts::all);
