@@ -42,11 +42,22 @@ struct Section {
     std::uint32_t link = 0;
 };
 
-// The names of the symbols of @p elf's symbol table that @p keep(info, other, section index)
-// accepts, in table order.
 // Where a 64-bit little-endian ELF file's section headers are, checked to lie within it.
 struct SectionTable {
     std::uint64_t offset = 0, header_size = 0, count = 0, names_index = 0;
+
+    // The header of section @p index (below count: within the file, checked when made).
+    Section section(std::string_view elf, std::uint64_t index) const {
+        const std::size_t at = static_cast<std::size_t>(offset + index * header_size);
+        Section s;
+        s.name = static_cast<std::uint32_t>(read_le(elf, at, 4));
+        s.type = static_cast<std::uint32_t>(read_le(elf, at + 4, 4));
+        s.offset = read_le(elf, at + 24, 8);
+        s.size = read_le(elf, at + 32, 8);
+        s.link = static_cast<std::uint32_t>(read_le(elf, at + 40, 4));
+        s.entry_size = read_le(elf, at + 56, 8);
+        return s;
+    }
 };
 std::optional<SectionTable> section_table(std::string_view elf) {
     if (elf.size() < kElfHeaderSize ||
@@ -66,23 +77,14 @@ std::optional<SectionTable> section_table(std::string_view elf) {
     return t;
 }
 
+// The names of the symbols of @p elf's symbol table that @p keep(info, other, section index)
+// accepts, in table order.
 template <class Keep>
 std::optional<std::vector<std::string>> symbol_names(std::string_view elf, Keep keep) {
     const std::optional<SectionTable> table = section_table(elf);
     if (!table) return std::nullopt;
-    const std::uint64_t section_offset = table->offset, header_size = table->header_size,
-                        count = table->count;
-    auto section = [&](std::uint64_t index) {
-        const std::size_t at = static_cast<std::size_t>(section_offset + index * header_size);
-        Section s;
-        s.name = static_cast<std::uint32_t>(read_le(elf, at, 4));
-        s.type = static_cast<std::uint32_t>(read_le(elf, at + 4, 4));
-        s.offset = read_le(elf, at + 24, 8);
-        s.size = read_le(elf, at + 32, 8);
-        s.link = static_cast<std::uint32_t>(read_le(elf, at + 40, 4));
-        s.entry_size = read_le(elf, at + 56, 8);
-        return s;
-    };
+    const std::uint64_t count = table->count;
+    auto section = [&](std::uint64_t index) { return table->section(elf, index); };
     for (std::uint64_t index = 0; index < count; ++index) {
         const Section symbols = section(index);
         if (symbols.type != kSymbolTable) continue;
@@ -140,28 +142,19 @@ std::optional<std::vector<std::string>> cubin_variable_names(std::string_view el
 std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::string_view kernel) {
     const std::optional<SectionTable> table = section_table(elf);
     if (!table || table->names_index >= table->count) return std::nullopt;
-    const std::uint64_t section_offset = table->offset, header_size = table->header_size,
-                        count = table->count, names_index = table->names_index;
-    auto field = [&](std::uint64_t index, std::size_t at, int size) {
-        return read_le(elf, static_cast<std::size_t>(section_offset + index * header_size) + at,
-                       size);
-    };
-    const std::uint64_t names_offset = field(names_index, 24, 8);
-    const std::uint64_t names_size = field(names_index, 32, 8);
-    if (!within(names_offset, names_size, elf.size())) return std::nullopt;
-    const std::string_view names =
-        elf.substr(static_cast<std::size_t>(names_offset), static_cast<std::size_t>(names_size));
+    const Section names_section = table->section(elf, table->names_index);
+    if (!within(names_section.offset, names_section.size, elf.size())) return std::nullopt;
+    const std::string_view names = elf.substr(static_cast<std::size_t>(names_section.offset),
+                                              static_cast<std::size_t>(names_section.size));
     const std::string wanted = ".nv.info." + std::string(kernel);
-    for (std::uint64_t index = 0; index < count; ++index) {
-        const std::uint64_t name = field(index, 0, 4);
-        if (name >= names.size() ||
-            names.substr(static_cast<std::size_t>(name), wanted.size() + 1) !=
-                std::string_view(wanted.c_str(), wanted.size() + 1))
+    for (std::uint64_t index = 0; index < table->count; ++index) {
+        const Section section = table->section(elf, index);
+        if (section.name >= names.size() || names.substr(section.name, wanted.size() + 1) !=
+                                                std::string_view(wanted.c_str(), wanted.size() + 1))
             continue;
-        const std::uint64_t offset = field(index, 24, 8), size = field(index, 32, 8);
-        if (!within(offset, size, elf.size())) return std::nullopt;
-        const std::string_view info =
-            elf.substr(static_cast<std::size_t>(offset), static_cast<std::size_t>(size));
+        if (!within(section.offset, section.size, elf.size())) return std::nullopt;
+        const std::string_view info = elf.substr(static_cast<std::size_t>(section.offset),
+                                                 static_cast<std::size_t>(section.size));
         std::size_t params = 0;
         std::uint64_t end = 0; // of the last parameter
         std::optional<std::uint64_t> total;

@@ -1,6 +1,6 @@
 #include "kiln/elementwise_kernel.hpp"
-#include "driver_trace.hpp"
 
+#include "driver_trace.hpp"
 #include "elementwise_codegen.hpp"
 #include "elementwise_plan.hpp"
 #include "index_math.hpp"

@@ -223,16 +223,6 @@ LaunchChoice tune_and_store(const std::vector<LaunchChoice>& candidates, const c
     return chosen.choice;
 }
 
-bool stream_capturing(StreamRef stream) noexcept {
-    try {
-        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-        return driver().cuStreamIsCapturing(stream.get(), &status) != CUDA_SUCCESS ||
-               status != CU_STREAM_CAPTURE_STATUS_NONE;
-    } catch (const Error&) {
-        return true;
-    }
-}
-
 void count_tuning_skipped() noexcept {
     bump(counters().skipped);
 }

@@ -12,6 +12,7 @@
 #include "kiln/stream.hpp"
 #include "operands.hpp"
 #include "per_context_cache.hpp"
+#include "stream_capture.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -105,10 +106,6 @@ LaunchChoice tune_and_store(const std::vector<LaunchChoice>& candidates, const c
 /// copies would be captured too): the front end launches that call untuned, and a later call of
 /// the shape class tunes.
 struct TuningDeferred {};
-
-/// Whether work queued on @p stream now would be captured into a graph (also when the driver
-/// cannot tell).
-bool stream_capturing(StreamRef stream) noexcept;
 
 /// Counts a call that asked for tuning and could not have it.
 void count_tuning_skipped() noexcept;

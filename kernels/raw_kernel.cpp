@@ -1,7 +1,7 @@
 #include "kiln/raw_kernel.hpp"
-#include "driver_trace.hpp"
 
 #include "device_headers.hpp"
+#include "driver_trace.hpp"
 #include "kiln/device.hpp"
 #include "per_context_cache.hpp"
 #include "shared_registry.hpp"

@@ -1,6 +1,6 @@
 #include "kiln/reduction_kernel.hpp"
-#include "driver_trace.hpp"
 
+#include "driver_trace.hpp"
 #include "index_math.hpp"
 #include "kernel_description.hpp"
 #include "kiln/device.hpp"

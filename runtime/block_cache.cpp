@@ -100,13 +100,11 @@ struct ThreadBlocks {
         registered = true;
     }
 
-    // Moves the blocks @p take accepts out of the slots.
-    template <class Take> std::vector<Block> take_if(Take take) {
-        std::vector<Block> taken;
+    // Moves the blocks @p take accepts out of the slots, onto @p taken.
+    template <class Take> void take_if(Take take, std::vector<Block>& taken) {
         const std::lock_guard<std::mutex> lock(mutex);
         for (Block& block : slots)
             if (block.pointer && take(block)) taken.push_back(std::exchange(block, Block{}));
-        return taken;
     }
 };
 
@@ -163,8 +161,7 @@ std::size_t release_cached_blocks() noexcept {
         Registry& r = registry();
         const std::lock_guard<std::mutex> lock(r.mutex);
         for (ThreadBlocks* thread : r.threads)
-            for (const Block& block : thread->take_if([](const Block&) { return true; }))
-                taken.push_back(block);
+            thread->take_if([](const Block&) { return true; }, taken);
     } catch (...) {
     }
     for (const Block& block : taken)
@@ -191,9 +188,7 @@ void stream_ending(CUstream stream) noexcept {
         r.streams.erase(std::remove(r.streams.begin(), r.streams.end(), stream), r.streams.end());
         g_streams_version.fetch_add(1, std::memory_order_acq_rel);
         for (ThreadBlocks* thread : r.threads)
-            for (const Block& block :
-                 thread->take_if([&](const Block& b) { return b.stream == stream; }))
-                taken.push_back(block);
+            thread->take_if([&](const Block& b) { return b.stream == stream; }, taken);
     } catch (...) {
     }
     for (const Block& block : taken)

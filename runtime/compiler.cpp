@@ -1,8 +1,8 @@
 #include "kiln/compiler.hpp"
-#include "driver_trace.hpp"
 
 #include "compile_trace.hpp"
 #include "device_linker.hpp"
+#include "driver_trace.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/detail/cuda_include.hpp"

@@ -17,6 +17,9 @@ using Clock = std::chrono::steady_clock;
 
 std::atomic<bool> g_tracing{false};
 
+// Room for one line: a longer one is cut.
+constexpr std::size_t kLineSize = 160;
+
 // The end of this thread's previous line: a driver call's return or a mark.
 thread_local Clock::time_point t_previous_end{};
 
@@ -26,8 +29,8 @@ double micros(Clock::duration d) {
 
 void write_line(const char* line, int n) {
     if (n <= 0) return;
-    [[maybe_unused]] const ssize_t written =
-        ::write(STDERR_FILENO, line, std::min<std::size_t>(static_cast<std::size_t>(n), 159));
+    [[maybe_unused]] const ssize_t written = ::write(
+        STDERR_FILENO, line, std::min<std::size_t>(static_cast<std::size_t>(n), kLineSize - 1));
 }
 
 double since_previous(Clock::time_point at) {
@@ -37,7 +40,7 @@ double since_previous(Clock::time_point at) {
 // One line per call, written with a single write(2) so that threads' lines never interleave.
 void report(const char* name, Clock::time_point start, Clock::time_point end, CUresult result) {
     const double gap = since_previous(start);
-    char line[160];
+    char line[kLineSize];
     const int n = result == CUDA_SUCCESS
                       ? std::snprintf(line, sizeof line, "kiln driver: +%9.1f us  %-44s %9.1f us\n",
                                       gap, name, micros(end - start))
@@ -73,13 +76,9 @@ template <auto Member> void wrap(Driver& driver, const char* name) {
 
 } // namespace
 
-bool tracing_driver() noexcept {
-    return g_tracing.load(std::memory_order_relaxed);
-}
-
 void trace_mark(const char* step) noexcept {
-    if (!tracing_driver()) return;
-    char line[160];
+    if (!g_tracing.load(std::memory_order_relaxed)) return;
+    char line[kLineSize];
     const int n = std::snprintf(line, sizeof line, "kiln driver: +%9.1f us  (kiln) %s\n",
                                 since_previous(Clock::now()), step);
     write_line(line, n);

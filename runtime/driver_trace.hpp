@@ -13,9 +13,6 @@ namespace kiln::detail {
 /// table is shared.
 void trace_driver_calls(Driver& driver);
 
-/// Whether KILN_DRIVER_TRACE is on (the driver loaded with it).
-bool tracing_driver() noexcept;
-
 /// With the trace on, writes "@p step done" with the host time since the previous line of this
 /// thread; otherwise nothing (one relaxed load).
 void trace_mark(const char* step) noexcept;

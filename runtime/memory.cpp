@@ -1,6 +1,7 @@
 #include "kiln/memory.hpp"
 
 #include "block_cache.hpp"
+#include "stream_capture.hpp"
 
 #include "kiln/detail/activity_hook.hpp"
 #include "kiln/detail/driver.hpp"
@@ -73,15 +74,6 @@ void keep_pool_memory(CUcontext context) {
 
 namespace {
 
-// Whether work on @p stream is being captured into a graph (by Kiln or by the application): an
-// allocation there belongs to the graph, a free there is a graph node, so neither may go through
-// the blocks threads keep. A stream the driver cannot answer for counts as captured.
-bool capturing(CUstream stream) noexcept {
-    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
-    return detail::driver().cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS ||
-           status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 // The stream-ordered allocation; @p keepable (when given) says whether the block may be kept for
 // reuse when it is freed.
 CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* keepable) {
@@ -93,7 +85,9 @@ CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* k
     }
     // A block this thread freed on this stream (a repeated call's dropped output) asks nothing
     // of the driver.
-    const bool reusable = bytes <= detail::kMaxCachedBlockBytes && !capturing(stream.get());
+    // On a stream being captured the allocation belongs to the graph.
+    const bool reusable =
+        bytes <= detail::kMaxCachedBlockBytes && !detail::stream_capturing(stream);
     if (keepable) *keepable = reusable;
     if (reusable)
         if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
@@ -178,7 +172,7 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 void DeviceBuffer::release() noexcept {
     // The stream-ordered allocator's block is kept for this thread's next allocation of its size
     // on its stream, where it can be.
-    if (m_pointer && m_keepable && !capturing(m_stream.get()) &&
+    if (m_pointer && m_keepable && !detail::stream_capturing(m_stream) &&
         detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
         m_pointer = 0;
         return;

@@ -1,6 +1,7 @@
 #include "kiln/stream.hpp"
 
 #include "block_cache.hpp"
+#include "stream_capture.hpp"
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/device.hpp"
@@ -30,6 +31,16 @@ Stream::Stream(bool non_blocking) {
 void Stream::Deleter::operator()(CUstream stream) const noexcept {
     detail::stream_ending(stream);            // the blocks kept for it go back while it exists
     detail::driver().cuStreamDestroy(stream); // a destructor never throws; errors are sticky anyway
+}
+
+bool detail::stream_capturing(StreamRef stream) noexcept {
+    try {
+        CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return driver().cuStreamIsCapturing(stream.get(), &status) != CUDA_SUCCESS ||
+               status != CU_STREAM_CAPTURE_STATUS_NONE;
+    } catch (const Error&) {
+        return true; // no driver to ask
+    }
 }
 
 } // namespace kiln
