@@ -66,6 +66,9 @@ int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_o
         }
         if (n == 0) break;
         filled += static_cast<std::size_t>(n);
+        // The size fstat gave, in a read that asked for a byte more: that was the end (a
+        // regular file reads short only there), so no second read to see it.
+        if (filled == static_cast<std::size_t>(st.st_size) && filled < out.size()) break;
     }
     out.resize(filled);
     return filled > max_size ? EFBIG : 0;

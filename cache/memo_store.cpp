@@ -95,11 +95,12 @@ std::optional<Memo> MemoStore::load(const Key& signature) const {
     if (!shard.fd) return std::nullopt;
     detail::UniqueFd fd = detail::open_at(shard.fd.get(), memo_name(signature), detail::kReadFlags);
     if (!fd) return std::nullopt;
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !detail::distrust(st, modes).empty())
-        return std::nullopt;
     std::string bytes;
-    if (detail::read_all(fd.get(), kMaxMemoSize, bytes) != 0) return std::nullopt;
+    struct stat st {};
+    // read_all refuses anything but a regular file; its owner and modes are checked here.
+    if (detail::read_all(fd.get(), kMaxMemoSize, bytes, &st) != 0 ||
+        !detail::distrust(st, modes).empty())
+        return std::nullopt;
     return decode_memo(bytes, signature);
 }
 
