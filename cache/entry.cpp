@@ -445,6 +445,10 @@ DecodeResult decode_entry(std::string_view bytes, const Key& expected) {
     return decode(bytes, bytes.size(), expected, true);
 }
 
+DecodeResult decode_entry(std::string_view bytes, const Key& expected, EntryParts parts) {
+    return decode(bytes, bytes.size(), expected, true, nullptr, parts);
+}
+
 DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected, EntryParts parts) {
     const std::string_view view = bytes;
     return decode(view, view.size(), expected, true, &bytes, parts);

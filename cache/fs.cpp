@@ -74,6 +74,35 @@ int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_o
     return filled > max_size ? EFBIG : 0;
 }
 
+int read_all_into(int fd, char* buffer, std::size_t capacity, std::size_t& size,
+                  struct stat* st_out) {
+    struct stat st;
+    if (::fstat(fd, &st) != 0) return errno;
+    if (st_out) *st_out = st;
+    if (!S_ISREG(st.st_mode)) return EINVAL;
+    // A byte of room past the size fstat gave, to see the end in the same read.
+    if (static_cast<std::uint64_t>(st.st_size) >= capacity) return ENOBUFS;
+    std::size_t filled = 0;
+    const std::size_t want = static_cast<std::size_t>(st.st_size) + 1;
+    for (;;) {
+        const ssize_t n = ::read(fd, buffer + filled, (filled < want ? want : capacity) - filled);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return errno;
+        }
+        if (n == 0) break;
+        filled += static_cast<std::size_t>(n);
+        if (filled == static_cast<std::size_t>(st.st_size)) break; // read short: the end
+        if (filled == capacity) {
+            // It grew past the buffer while being read: start again, in a buffer of its own.
+            if (::lseek(fd, 0, SEEK_SET) != 0) return errno;
+            return ENOBUFS;
+        }
+    }
+    size = filled;
+    return 0;
+}
+
 int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out) {
     out.resize(size);
     std::size_t filled = 0;

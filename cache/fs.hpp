@@ -51,6 +51,11 @@ inline constexpr int kDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW;
 /// Read all of @p fd from its start into @p out. 0, an errno, or EFBIG when over @p max_size.
 /// @p st, when given, receives the fstat(2) it made.
 int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st = nullptr);
+/// read_all() into @p buffer of @p capacity bytes: 0 with @p size set, an errno (EINVAL when not
+/// a regular file), or ENOBUFS when the file does not fit (then @p fd is back at its start, so
+/// read_all() can take over). @p st, when given, receives the fstat(2) it made.
+int read_all_into(int fd, char* buffer, std::size_t capacity, std::size_t& size,
+                  struct stat* st = nullptr);
 /// Read exactly @p size bytes at @p offset. 0, an errno, or EIO on a short read.
 int read_at(int fd, std::uint64_t offset, std::size_t size, std::string& out);
 /// Write all of @p bytes. 0 or an errno.

@@ -4,6 +4,7 @@
 
 #include "fs.hpp"
 #include "layout.hpp"
+#include "read_scratch.hpp"
 #include "remote_stats_file.hpp"
 #include "shard.hpp"
 #include "stats_file.hpp"
@@ -245,6 +246,7 @@ std::optional<Entry> Store::peek(const Key& key, std::string* why) {
 }
 
 void Store::warm_up() noexcept {
+    detail::ReadScratch::fault_in();
     try {
         Entry entry;
         entry.key = KeyBuilder().add("warm-up", "entry").finish();

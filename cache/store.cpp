@@ -2,6 +2,7 @@
 
 #include "fs.hpp"
 #include "layout.hpp"
+#include "read_scratch.hpp"
 #include "remote_stats_file.hpp"
 #include "shard.hpp"
 #include "store_impl.hpp"
@@ -91,9 +92,24 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
             count_later(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
-        std::string bytes;
+        // Into the process's read buffer when it is free and the file fits (read_scratch.hpp:
+        // only the payload then lands in fresh memory), else into a buffer of the file's own.
         struct stat st {};
-        if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st)) {
+        DecodeResult decoded;
+        int error = ENOBUFS;
+        if (auto scratch = detail::ReadScratch::take()) {
+            std::size_t size = 0;
+            error = detail::read_all_into(fd.get(), scratch.data(), detail::ReadScratch::kCapacity,
+                                          size, &st);
+            if (error == 0)
+                decoded = decode_entry(std::string_view(scratch.data(), size), key, parts);
+        }
+        if (error == ENOBUFS) {
+            std::string bytes;
+            error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st);
+            if (error == 0) decoded = decode_entry_in_place(std::move(bytes), key, parts);
+        }
+        if (error != 0) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
                 damaged(ref, key, "not a regular file of a sane size", true);
             } else {
@@ -102,7 +118,6 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
             }
             return std::nullopt;
         }
-        DecodeResult decoded = decode_entry_in_place(std::move(bytes), key, parts);
         if (!decoded.entry) {
             damaged(ref, key, to_string(decoded.error), true);
             return std::nullopt;

@@ -137,6 +137,13 @@ enum class EntryParts {
     for_loading, ///< what loading and running the payload needs: no recipe, no link inputs
 };
 
+/// decode_entry() that reads out only @p parts; the payload is copied out of @p bytes.
+/// @param bytes the whole file.
+/// @param expected the key the file name promised.
+/// @param parts what to read out: everything, or what running the payload needs.
+/// @return the entry, or the reason it was rejected.
+DecodeResult decode_entry(std::string_view bytes, const Key& expected, EntryParts parts);
+
 /// decode_entry() that takes the file's bytes and keeps their buffer as the payload (the header
 /// and metadata are cut off in place): a hit copies nothing. @p bytes is left unspecified.
 /// @param bytes the whole file.
