@@ -235,9 +235,10 @@ class Store {
     std::vector<DirProblem> check_dir();
 
     /// Runs the read path once over nothing real: an entry encoded and decoded in memory, and a
-    /// lookup of a key no entry has (counted nowhere). kiln::prepare() calls it beside the
-    /// driver's loading, so that a process's first real lookup finds the code paged in and its
-    /// library calls bound. Never throws.
+    /// lookup of a key no entry has (counted nowhere); and touches every page of the buffer
+    /// lookups read entry files into. kiln::prepare() calls it beside the driver's loading, so
+    /// that a process's first real lookup finds the code and that buffer paged in and its library
+    /// calls bound. Never throws.
     void warm_up() noexcept;
 
     /// Process-wide default store from the environment, created on first use.
