@@ -13,9 +13,10 @@ constexpr std::size_t kSectionHeaderSize = 64;
 constexpr std::size_t kSymbolSize = 24;
 constexpr unsigned kClass64 = 2, kLittleEndian = 1;
 constexpr std::uint32_t kSymbolTable = 2; // SHT_SYMTAB
-// .nv.info records: a format byte, an attribute byte, then a 16-bit value (EIFMT_HVAL) or a
-// 16-bit payload size and the payload (EIFMT_SVAL); EIFMT_NVAL has neither.
-constexpr unsigned kNoValue = 1, kHalfValue = 3, kSizedValue = 4;
+// .nv.info records: a format byte, an attribute byte, then a 16-bit field: a byte value and a pad
+// (EIFMT_BVAL, which reductions' cubins carry), a 16-bit value (EIFMT_HVAL), or the size of the
+// payload that follows (EIFMT_SVAL); EIFMT_NVAL has no field.
+constexpr unsigned kNoValue = 1, kByteValue = 2, kHalfValue = 3, kSizedValue = 4;
 constexpr unsigned kParamInfo = 0x17, kParamBytes = 0x19; // EIATTR_KPARAM_INFO, _CBANK_PARAM_SIZE
 constexpr unsigned kObject = 1;                           // STT_OBJECT
 constexpr unsigned kFunction = 2;                         // STT_FUNC
@@ -166,8 +167,8 @@ std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::stri
             if (at + 2 > info.size()) return std::nullopt;
             const std::uint64_t value = read_le(info, at, 2);
             at += 2;
-            if (format == kHalfValue) {
-                if (attribute == kParamBytes) total = value;
+            if (format == kByteValue || format == kHalfValue) {
+                if (format == kHalfValue && attribute == kParamBytes) total = value;
                 continue;
             }
             if (format != kSizedValue || !within(at, value, info.size())) return std::nullopt;

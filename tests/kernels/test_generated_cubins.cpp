@@ -33,6 +33,18 @@ std::vector<std::string> variables(const kiln::Program& program) {
     return names.value_or(std::vector<std::string>{"(unreadable)"});
 }
 
+// Every kernel of the cubin has a parameter count the module load can read from its .nv.info
+// records: without one, the load asks the driver until it refuses (tens of microseconds of a first
+// call).
+void expect_parameter_counts(const kiln::Program& program) {
+    const auto kernels = kiln::cache::cubin_kernel_names(program.cubin());
+    ASSERT_TRUE(kernels.has_value()) << "unreadable cubin";
+    ASSERT_FALSE(kernels->empty());
+    for (const std::string& kernel : *kernels)
+        EXPECT_TRUE(kiln::cache::cubin_parameter_count(program.cubin(), kernel).has_value())
+            << kernel;
+}
+
 TEST(GeneratedCubins, ElementwiseKernelsHaveNoModuleVariables) {
     struct Case {
         const char* in;
@@ -62,6 +74,7 @@ TEST(GeneratedCubins, ElementwiseKernelsHaveNoModuleVariables) {
         const std::vector<Arg> args(arrays.begin(), arrays.end());
         const auto program = kernel.compile_for(args.data(), args.size(), {}, "sm_90");
         EXPECT_EQ(variables(*program), std::vector<std::string>{});
+        expect_parameter_counts(*program);
     }
 }
 
@@ -78,6 +91,7 @@ TEST(GeneratedCubins, ReductionKernelsHaveNoModuleVariables) {
                 const Arg args[] = {x};
                 const auto program = kernel->compile_for(args, 1, kiln::ReduceCall{axis}, "sm_90");
                 EXPECT_EQ(variables(*program), std::vector<std::string>{});
+                expect_parameter_counts(*program);
             }
     }
 }
