@@ -45,30 +45,53 @@ UniqueFd open_at(int dir_fd, const std::string& name, int flags, mode_t mode) {
     return UniqueFd(fd);
 }
 
-int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_out) {
-    struct stat st;
-    if (::fstat(fd, &st) != 0) return errno;
-    if (st_out) *st_out = st;
-    if (!S_ISREG(st.st_mode)) return EINVAL;
-    if (static_cast<std::uint64_t>(st.st_size) > max_size) return EFBIG;
-    // One read of the size fstat gave, then keep going in case the file grew (it should not).
-    out.resize(static_cast<std::size_t>(st.st_size) + 1);
-    std::size_t filled = 0;
-    for (;;) {
-        if (filled == out.size()) {
-            if (out.size() > max_size) return EFBIG;
-            out.resize(out.size() * 2);
-        }
-        const ssize_t n = ::read(fd, out.data() + filled, out.size() - filled);
+namespace {
+
+// Reads from fd's offset into buffer[filled, capacity) until the end of the file or a full buffer
+// (true: the end). `expected` is the size fstat gave: a read that reaches it is the end (a regular
+// file reads short only there), so no second read is made to see it. 0 or an errno.
+int read_to_end(int fd, char* buffer, std::size_t capacity, std::size_t expected,
+                std::size_t& filled, bool& ended) {
+    ended = false;
+    while (filled < capacity) {
+        const ssize_t n = ::read(fd, buffer + filled, capacity - filled);
         if (n < 0) {
             if (errno == EINTR) continue;
             return errno;
         }
-        if (n == 0) break;
         filled += static_cast<std::size_t>(n);
-        // The size fstat gave, in a read that asked for a byte more: that was the end (a
-        // regular file reads short only there), so no second read to see it.
-        if (filled == static_cast<std::size_t>(st.st_size) && filled < out.size()) break;
+        if (n == 0 || filled == expected) {
+            ended = true;
+            break;
+        }
+    }
+    return 0;
+}
+
+// fstat(2) into st (and *st_out): 0 for a regular file, else EINVAL or the errno.
+int stat_regular(int fd, struct stat& st, struct stat* st_out) {
+    if (::fstat(fd, &st) != 0) return errno;
+    if (st_out) *st_out = st;
+    return S_ISREG(st.st_mode) ? 0 : EINVAL;
+}
+
+} // namespace
+
+int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_out) {
+    struct stat st;
+    if (const int error = stat_regular(fd, st, st_out)) return error;
+    if (static_cast<std::uint64_t>(st.st_size) > max_size) return EFBIG;
+    // A byte of room past the size fstat gave; more only if the file grew (it should not).
+    const auto expected = static_cast<std::size_t>(st.st_size);
+    out.resize(expected + 1);
+    std::size_t filled = 0;
+    for (bool ended = false; !ended;) {
+        if (filled == out.size()) {
+            if (out.size() > max_size) return EFBIG;
+            out.resize(out.size() * 2);
+        }
+        if (const int error = read_to_end(fd, out.data(), out.size(), expected, filled, ended))
+            return error;
     }
     out.resize(filled);
     return filled > max_size ? EFBIG : 0;
@@ -77,27 +100,18 @@ int read_all(int fd, std::uint64_t max_size, std::string& out, struct stat* st_o
 int read_all_into(int fd, char* buffer, std::size_t capacity, std::size_t& size,
                   struct stat* st_out) {
     struct stat st;
-    if (::fstat(fd, &st) != 0) return errno;
-    if (st_out) *st_out = st;
-    if (!S_ISREG(st.st_mode)) return EINVAL;
+    if (const int error = stat_regular(fd, st, st_out)) return error;
     // A byte of room past the size fstat gave, to see the end in the same read.
     if (static_cast<std::uint64_t>(st.st_size) >= capacity) return ENOBUFS;
     std::size_t filled = 0;
-    const std::size_t want = static_cast<std::size_t>(st.st_size) + 1;
-    for (;;) {
-        const ssize_t n = ::read(fd, buffer + filled, (filled < want ? want : capacity) - filled);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return errno;
-        }
-        if (n == 0) break;
-        filled += static_cast<std::size_t>(n);
-        if (filled == static_cast<std::size_t>(st.st_size)) break; // read short: the end
-        if (filled == capacity) {
-            // It grew past the buffer while being read: start again, in a buffer of its own.
-            if (::lseek(fd, 0, SEEK_SET) != 0) return errno;
-            return ENOBUFS;
-        }
+    bool ended = false;
+    if (const int error =
+            read_to_end(fd, buffer, capacity, static_cast<std::size_t>(st.st_size), filled, ended))
+        return error;
+    if (!ended) {
+        // It grew past the buffer while being read: start again, in a buffer of its own.
+        if (::lseek(fd, 0, SEEK_SET) != 0) return errno;
+        return ENOBUFS;
     }
     size = filled;
     return 0;

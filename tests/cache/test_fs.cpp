@@ -1,5 +1,6 @@
-// read_all: the one reader of cache files. Whole files of any size, in as few reads as the size
-// allows; anything but a regular file, or a file over the limit, refused before it is read.
+// read_all and read_all_into: the readers of cache files. Whole files of any size, in as few reads
+// as the size allows; anything but a regular file, or a file over the limit, refused before it is
+// read.
 
 #include "fs.hpp"
 
@@ -17,6 +18,7 @@
 
 using kiln::cache::detail::open_at;
 using kiln::cache::detail::read_all;
+using kiln::cache::detail::read_all_into;
 using kiln::cache::detail::UniqueFd;
 using kiln::test::TempDir;
 
@@ -72,4 +74,37 @@ TEST(ReadAll, RefusesAFileOverTheLimitAndAnythingNotARegularFile) {
 
     UniqueFd directory(::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     EXPECT_EQ(read_all(directory.get(), 1000, out), EINVAL);
+}
+
+// A file with more bytes than fstat gave (procfs files report size 0) is still read to its end:
+// read_all grows its buffer; read_all_into reads what fits, and a file that does not fit is left
+// at its start for read_all to take over.
+TEST(ReadAll, FilesLargerThanTheirStatusAreReadToTheEnd) {
+    const char* const path = "/proc/self/cmdline"; // this test's own command line
+    std::ifstream stream(path, std::ios::binary);
+    const std::string expected{std::istreambuf_iterator<char>(stream), {}};
+    ASSERT_GT(expected.size(), 8u);
+    const auto open_it = [path] { return UniqueFd(::open(path, O_RDONLY | O_CLOEXEC)); };
+
+    UniqueFd fd = open_it();
+    ASSERT_TRUE(fd);
+    struct stat st {};
+    std::string whole;
+    ASSERT_EQ(read_all(fd.get(), 1u << 20, whole, &st), 0);
+    ASSERT_EQ(st.st_size, 0);
+    EXPECT_EQ(whole, expected);
+
+    std::string buffer(expected.size() + 1, '\0');
+    std::size_t size = 0;
+    fd = open_it();
+    ASSERT_EQ(read_all_into(fd.get(), buffer.data(), buffer.size(), size), 0);
+    EXPECT_EQ(buffer.substr(0, size), expected);
+
+    fd = open_it();
+    EXPECT_EQ(read_all_into(fd.get(), buffer.data(), 8, size), ENOBUFS);
+    EXPECT_EQ(::lseek(fd.get(), 0, SEEK_CUR), 0);
+    ASSERT_EQ(read_all(fd.get(), 1u << 20, whole), 0);
+    EXPECT_EQ(whole, expected);
+    fd = open_it(); // growing past the limit is refused too
+    EXPECT_EQ(read_all(fd.get(), expected.size() - 1, whole), EFBIG);
 }
