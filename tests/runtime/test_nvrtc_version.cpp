@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <regex>
@@ -230,7 +231,11 @@ TEST(NvrtcVersion, ATruncatedElfHasNoBuildId) {
 TEST(NvrtcVersion, PrefixesOfTheRealLibraryGiveTheIdOrNothing) {
     const std::string id = elf_build_id(nvrtc_library());
     ASSERT_FALSE(id.empty());
-    const std::string head = kiln::test::read_file(nvrtc_library()).substr(0, 4096);
+    // The first page only (the library is about 100 MB).
+    std::string head(4096, '\0');
+    std::ifstream(nvrtc_library(), std::ios::binary).read(head.data(), 4096);
+    ASSERT_EQ(head.substr(0, 4), "\x7f"
+                                 "ELF");
     TempDir dir;
     for (std::size_t size = 0; size < head.size(); size += 7) {
         const std::string found = id_of_bytes(dir, head.substr(0, size));
