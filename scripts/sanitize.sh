@@ -42,14 +42,20 @@ fi
 default_cxx=c++
 [[ $kind == address ]] && default_cxx=clang++-14
 cxx=${KILN_SANITIZE_CXX:-$default_cxx}
-[[ $cxx == clang++-14 ]] && scripts/install_packages.sh clang-14 libclang-rt-14-dev
+link_flags=()
+if [[ $cxx == clang++-14 ]]; then
+    scripts/install_packages.sh clang-14 libclang-rt-14-dev lld-14
+    # LLVM's linker links an instrumented test in a quarter of the time GNU ld takes.
+    link_flags=(-DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld)
+fi
 if [[ -f $build/CMakeCache.txt ]] &&
     ! grep -qx "CMAKE_CXX_COMPILER:[A-Z]*=$(command -v "$cxx")" "$build/CMakeCache.txt"; then
     rm -rf "$build"
 fi
 # The asan / tsan presets of CMakePresets.json (build-asan, build-tsan).
-cmake --preset "$preset" -DCMAKE_CXX_COMPILER="$cxx" -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" \
-    -DKILN_BUILD_GPU_TESTS="$gpu_tests" ${KILN_CMAKE_ARGS:-} >/dev/null
+cmake --preset "$preset" -DCMAKE_CXX_COMPILER="$cxx" "${link_flags[@]}" \
+    -DCUDAToolkit_ROOT="${CUDA_HOME:-/usr/local/cuda}" -DKILN_BUILD_GPU_TESTS="$gpu_tests" \
+    ${KILN_CMAKE_ARGS:-} >/dev/null
 # KILN_SANITIZE_TARGETS: build only these targets (with `-R` among the ctest arguments to run
 # only their tests), for a focused run that costs a fraction of the whole build.
 if [[ -n ${KILN_SANITIZE_TARGETS:-} ]]; then
