@@ -50,8 +50,8 @@ if command -v pkg-config >/dev/null; then
     step "pkg-config run" check_run "$work/client-pc"
 fi
 
-# This build compiles all of Kiln's library again: unoptimized and without debug information (a
-# third of a Release build's time on 2 cores), since what is tested is the CMake wiring.
+# This build compiles all of Kiln's library again: unoptimized and without debug information,
+# since what is tested is the CMake wiring (the whole test: 160 s -> 118 s on 2 cores).
 step "add_subdirectory configure" "$cmake" -S "$source/examples/client" -B "$work/subdir" "${common[@]}" \
     -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
     -DKILN_SOURCE_DIR="$source" -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_TOOLS=OFF -DKILN_BUILD_BENCH=OFF
