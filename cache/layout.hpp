@@ -5,6 +5,7 @@
 //   <dir>/<ab>/<key>.cu      its source, when sources are saved
 //   <dir>/<ab>/<key>.json    NVRTC's compile time trace (KILN_COMPILE_TIME_TRACE=1)
 //   <dir>/<ab>/<key>.tune    a launch tuner's choice (tuning_store.hpp; its own key, no entry)
+//   <dir>/<ab>/<sig>.memo    a generated kernel's memo (memo_store.hpp; named by its signature)
 //   <dir>/<ab>/stats         the shard's counters (stats_file.hpp)
 //   <dir>/usage              the estimate of the whole cache's entries and bytes (stats_file.hpp)
 //   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale

@@ -91,6 +91,25 @@ std::string check_entry(int shard_fd, const std::string& name, const Key& key, i
     return decoded.entry ? std::string() : to_string(decoded.error);
 }
 
+// Why the memo @p name in the shard @p shard_fd is not one a lookup of @p signature would take,
+// or "" when it is.
+std::string check_memo(int shard_fd, const std::string& name, const Key& signature,
+                       const detail::Modes& modes) {
+    detail::UniqueFd fd = detail::open_at(shard_fd, name, detail::kReadFlags);
+    if (!fd) {
+        if (errno == ENOENT) return {}; // evicted meanwhile
+        return errno == ELOOP ? "a symbolic link, not a memo" : std::strerror(errno);
+    }
+    std::string bytes;
+    struct stat st {};
+    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st))
+        return error == EFBIG || error == EINVAL || error == EISDIR
+                   ? "not a regular file of a sane size"
+                   : std::strerror(error);
+    if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
+    return decode_memo(bytes, signature) ? std::string() : "not a memo of its signature";
+}
+
 } // namespace
 
 std::vector<EntryInfo> Store::list() {
@@ -111,6 +130,26 @@ std::vector<EntryInfo> Store::list() {
         }
     }
     return infos;
+}
+
+void Store::Impl::verify_memo(detail::ShardRef& ref, const detail::ShardItem& item, bool fix,
+                              VerifyResult& result) {
+    ++result.checked;
+    const std::string name = item.key.hex() + std::string(detail::kMemoSuffix);
+    std::string problem = check_memo(ref.get(), name, item.key, modes);
+    if (problem.empty()) {
+        ++result.ok;
+        return;
+    }
+    ++result.damaged;
+    if (fix && ::unlinkat(ref.get(), name.c_str(), 0) == 0) {
+        ++result.removed;
+        detail::Counters delta;
+        delta.damaged = 1;
+        delta.bytes = -static_cast<std::int64_t>(item.memo_size);
+        count(ref, delta);
+    }
+    result.problems.emplace_back(shard_dir(ref.shard) / name, std::move(problem));
 }
 
 VerifyResult Store::verify(bool fix) {
@@ -138,6 +177,7 @@ VerifyResult Store::verify(bool fix) {
         detail::ShardContents contents;
         if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         for (const auto& item : contents.items) {
+            if (item.has_memo) m_impl->verify_memo(ref, item, fix, result);
             if (!item.has_entry) continue;
             ++result.checked;
             const std::string name = item.key.hex() + std::string(detail::kEntrySuffix);

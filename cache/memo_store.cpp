@@ -1,10 +1,9 @@
 #include "kiln/cache/memo_store.hpp"
 
-#include "atomic_file.hpp"
 #include "bytes.hpp"
-#include "cache_dir.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
+#include "read_scratch.hpp"
 #include "store_impl.hpp"
 
 #include <xxhash.h>
@@ -12,29 +11,33 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 
 // A memo, as written and as read (every field is checked on read; anything else is damage, and
 // damage is a miss):
 //
-//   memo      ::= magic version signature entry name hash
+//   memo      ::= magic version signature entry name cubin hash
 //   magic     ::= "KILNMEMO"                8 bytes
-//   version   ::= u32                       kMemoVersion
+//   version   ::= u32                       kMemoVersion (2; version 1 had no cubin)
 //   signature ::= 16 bytes                  the memo's own signature: the file name is not trusted
-//   entry     ::= 16 bytes                  the key of the entry to look up
-//   name      ::= u32 length, length bytes  length <= MemoStore::kMaxName
+//   entry     ::= 16 bytes                  the key the kernel was compiled under
+//   name      ::= u32 length, length bytes  1 <= length <= kMaxMemoName
+//   cubin     ::= u64 size, size bytes      1 <= size <= kMaxMemoCubin
 //   hash      ::= u64                       XXH3-64 of every byte before it
 //
-// Integers are little-endian (bytes.hpp). A memo is trusted only as far as "which key to look
-// up": the entry is verified by its own checksums and key, and the caller checks the kernel name.
+// Integers are little-endian (bytes.hpp). The hash covers every byte, so a flipped bit anywhere
+// is a miss. The cubin is trusted as an entry's payload is (a writer of the cache directory can
+// plant either); the caller still checks that it holds the kernel it asks for.
 
 namespace kiln::cache {
 
 namespace {
 
 constexpr std::string_view kMagic = "KILNMEMO";
-constexpr std::uint32_t kMemoVersion = 1;
+constexpr std::uint32_t kMemoVersion = 2;
 constexpr std::size_t kKeySize = sizeof(Key::bytes);
-constexpr std::size_t kMaxMemoSize = 8 + 4 + 2 * kKeySize + 4 + MemoStore::kMaxName + 8;
+constexpr std::uint64_t kMaxMemoSize =
+    8 + 4 + 2 * kKeySize + 4 + kMaxMemoName + 8 + kMaxMemoCubin + 8;
 
 std::string memo_name(const Key& signature) {
     return signature.hex() + std::string(detail::kMemoSuffix);
@@ -44,16 +47,24 @@ std::string_view key_bytes(const Key& key) {
     return {reinterpret_cast<const char*>(key.bytes.data()), key.bytes.size()};
 }
 
+bool storable(const Memo& memo) {
+    return !memo.name.empty() && memo.name.size() <= kMaxMemoName && !memo.cubin.empty() &&
+           memo.cubin.size() <= kMaxMemoCubin;
+}
+
 } // namespace
 
 std::string encode_memo(const Key& signature, const Memo& memo) {
     std::string out;
+    out.reserve(8 + 4 + 2 * kKeySize + 4 + memo.name.size() + 8 + memo.cubin.size() + 8);
     detail::ByteWriter w(out);
     w.raw(kMagic);
     w.u32(kMemoVersion);
     w.raw(key_bytes(signature));
     w.raw(key_bytes(memo.entry));
     w.string(memo.name);
+    w.u64(memo.cubin.size());
+    w.raw(memo.cubin);
     w.u64(XXH3_64bits(out.data(), out.size()));
     return out;
 }
@@ -69,54 +80,77 @@ std::optional<Memo> decode_memo(std::string_view bytes, const Key& signature) {
     if (!r.ok()) return std::nullopt;
     std::copy(entry.begin(), entry.end(), reinterpret_cast<char*>(memo.entry.bytes.data()));
     const std::uint32_t length = r.u32();
-    if (length == 0 || length > MemoStore::kMaxName) return std::nullopt;
-    memo.name = std::string(r.raw(length));
+    if (length == 0 || length > kMaxMemoName) return std::nullopt;
+    const std::string_view name = r.raw(length);
+    const std::uint64_t size = r.u64();
+    if (!r.ok() || size == 0 || size > kMaxMemoCubin || size > r.remaining()) return std::nullopt;
+    const std::string_view cubin = r.raw(static_cast<std::size_t>(size));
     const std::uint64_t hash = r.u64();
     if (!r.ok() || r.remaining() != 0 || hash != XXH3_64bits(body.data(), body.size()))
         return std::nullopt;
+    memo.name = std::string(name);
+    memo.cubin = std::string(cubin);
     return memo;
 }
 
-MemoStore::MemoStore(Config config)
-    : m_config(std::move(config)) {}
-
-std::filesystem::path MemoStore::path(const Key& signature) const {
-    return detail::shard_dir(m_config.dir, detail::shard_of(signature)) / memo_name(signature);
+std::filesystem::path Store::memo_path(const Key& signature) const {
+    return detail::shard_dir(m_impl->config.dir, detail::shard_of(signature)) /
+           memo_name(signature);
 }
 
-std::optional<Memo> MemoStore::load(const Key& signature) const {
-    if (m_config.disabled || m_config.dir.empty()) return std::nullopt;
-    const detail::Modes modes = detail::modes_for(m_config.shared);
-    // The directory and the shard are checked as the store checks them (owner, modes, no links).
-    const detail::OpenedRoot root = detail::open_root(m_config.dir, modes, false);
-    if (!root.fd) return std::nullopt;
-    const detail::OpenedShard shard =
-        detail::open_shard(root.fd.get(), detail::shard_of(signature), modes, false);
-    if (!shard.fd) return std::nullopt;
-    detail::UniqueFd fd = detail::open_at(shard.fd.get(), memo_name(signature), detail::kReadFlags);
-    if (!fd) return std::nullopt;
-    std::string bytes;
-    struct stat st {};
-    // read_all refuses anything but a regular file; its owner and modes are checked here.
-    if (detail::read_all(fd.get(), kMaxMemoSize, bytes, &st) != 0 ||
-        !detail::distrust(st, modes).empty())
-        return std::nullopt;
-    return decode_memo(bytes, signature);
+std::optional<Memo> Store::load_memo(const Key& signature) {
+    if (!m_impl->local()) return std::nullopt;
+    try {
+        // The directory and the shard are opened and checked as for an entry (owner, modes, no
+        // links); a memo is never worth creating a directory or counting a miss for.
+        auto ref = m_impl->open_shard(detail::shard_of(signature), false);
+        if (!ref) return std::nullopt;
+        detail::UniqueFd fd = detail::open_at(ref.get(), memo_name(signature), detail::kReadFlags);
+        if (!fd) return std::nullopt;
+        // Read as an entry is (read_scratch.hpp): only the cubin lands in fresh memory.
+        struct stat st {};
+        std::optional<Memo> memo;
+        int error = ENOBUFS;
+        if (auto scratch = detail::ReadScratch::take()) {
+            std::size_t size = 0;
+            error = detail::read_all_into(fd.get(), scratch.data(), detail::ReadScratch::kCapacity,
+                                          size, &st);
+            if (error == 0) memo = decode_memo(std::string_view(scratch.data(), size), signature);
+        }
+        if (error == ENOBUFS) {
+            std::string bytes;
+            error = detail::read_all(fd.get(), kMaxMemoSize, bytes, &st);
+            if (error == 0) memo = decode_memo(bytes, signature);
+        }
+        // read_all refuses anything but a regular file; its owner and modes are checked here: a
+        // memo others could have written is a miss, however well formed.
+        if (error != 0 || !memo || !detail::distrust(st, m_impl->modes).empty())
+            return std::nullopt;
+        // A memo hit is the first call's disk hit (its entry is not read): the memo becomes the
+        // most recently used, as an entry would, and the hit is counted.
+        if (!m_impl->config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
+        detail::Counters hit;
+        hit.hits = 1;
+        m_impl->count_later(ref, hit);
+        return memo;
+    } catch (const std::exception&) {
+        return std::nullopt; // a memo is a shortcut: any failure takes the full path
+    }
 }
 
-bool MemoStore::store(const Key& signature, const Memo& memo) const {
-    if (m_config.disabled || m_config.readonly || m_config.dir.empty() || memo.name.empty() ||
-        memo.name.size() > kMaxName)
+bool Store::store_memo(const Key& signature, const Memo& memo) {
+    if (!m_impl->local() || m_impl->config.readonly || !storable(memo)) return false;
+    try {
+        if (int error = m_impl->put_file(signature, detail::kMemoSuffix,
+                                         encode_memo(signature, memo), false)) {
+            m_impl->warn_write(memo_path(signature).string(), error);
+            return false;
+        }
+        return true;
+    } catch (const std::exception& e) {
+        detail::warn(std::string("kernel cache could not write a memo: ") + e.what());
         return false;
-    detail::ignore_sigxfsz_once();
-    const detail::Modes modes = detail::modes_for(m_config.shared);
-    const detail::OpenedRoot root = detail::open_root(m_config.dir, modes, true);
-    if (!root.fd) return false;
-    const detail::OpenedShard shard =
-        detail::open_shard(root.fd.get(), detail::shard_of(signature), modes, true);
-    if (!shard.fd) return false;
-    return detail::write_atomically(shard.fd.get(), memo_name(signature),
-                                    encode_memo(signature, memo), modes.file, modes.shared) == 0;
+    }
 }
 
 } // namespace kiln::cache

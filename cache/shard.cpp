@@ -55,6 +55,11 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
             item.has_trace = true;
             item.trace_size = file.size;
             if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
+        } else if (auto signature = key_from_name(file.name, kMemoSuffix)) {
+            ShardItem& item = item_for(*signature);
+            item.has_memo = true;
+            item.memo_size = file.size;
+            if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
         } else if (is_temp_name(file.name) && file.mtime_ns < stale_before_ns) {
             out.stale_temps.push_back(file.name);
         }
@@ -71,6 +76,8 @@ std::uint64_t remove_item(int shard_fd, const ShardItem& item) {
         freed += item.source_size;
     if (item.has_trace && ::unlinkat(shard_fd, (hex + std::string(kTraceSuffix)).c_str(), 0) == 0)
         freed += item.trace_size;
+    if (item.has_memo && ::unlinkat(shard_fd, (hex + std::string(kMemoSuffix)).c_str(), 0) == 0)
+        freed += item.memo_size;
     return freed;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // What one shard directory holds, read with one directory listing: the entries and saved
-// sources grouped by key, and the temporaries that killed writers left behind.
+// sources grouped by key, the memos, and the temporaries that killed writers left behind.
 
 #include "kiln/cache/key.hpp"
 
@@ -11,20 +11,23 @@
 
 namespace kiln::cache::detail {
 
-/// An entry and/or its saved source and time trace: the unit that eviction removes.
+/// An entry and/or its saved source and time trace, or a memo (named by its signature, not an
+/// entry key): the unit that eviction removes.
 struct ShardItem {
     Key key;
     bool has_entry = false;
     bool has_source = false;
     bool has_trace = false;
+    bool has_memo = false;
     bool entry_is_dir = false; ///< damage: a directory where the entry should be
     std::uint64_t entry_size = 0;
     std::uint64_t source_size = 0;
     std::uint64_t trace_size = 0;
+    std::uint64_t memo_size = 0;
     /// The entry's modification time (refreshed on each hit), else the newest of the others.
     std::int64_t mtime_ns = 0;
 
-    std::uint64_t size() const { return entry_size + source_size + trace_size; }
+    std::uint64_t size() const { return entry_size + source_size + trace_size + memo_size; }
 };
 
 struct ShardContents {
@@ -42,7 +45,7 @@ inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
 /// stale. Files with other names are left alone. 0 or an errno.
 int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out);
 
-/// Remove an item's entry, source and trace (a reader that has one open keeps reading it); a
+/// Remove an item's entry, source, trace and memo (a reader that has one open keeps reading it); a
 /// directory in an entry's place goes too. Returns the bytes freed.
 std::uint64_t remove_item(int shard_fd, const ShardItem& item);
 

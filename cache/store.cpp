@@ -58,17 +58,6 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     }
 }
 
-namespace {
-
-// Whether an entry's modification time is within a minute of now (either way).
-bool touched_lately(const struct stat& st) {
-    const std::time_t now = std::time(nullptr);
-    const std::time_t modified = st.st_mtim.tv_sec;
-    return modified > now - 60 && modified < now + 60;
-}
-
-} // namespace
-
 std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
@@ -125,7 +114,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
         // The hit makes the entry the most recently used: eviction goes by modification time.
         // Once a minute is enough for that, and spares a hot entry an inode write (a journal
         // transaction) on every process's first call.
-        if (!config.readonly && !touched_lately(st)) ::futimens(fd.get(), nullptr);
+        if (!config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
         count_later(ref, one(&detail::Counters::hits));
         return std::move(decoded.entry);
     } catch (const std::exception& e) {

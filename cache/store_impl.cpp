@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <mutex>
 
 namespace kiln::cache {
@@ -238,6 +239,12 @@ void Store::Impl::flush_pending() {
     }
 }
 
+bool detail::touched_lately(const struct stat& st) {
+    const std::time_t now = std::time(nullptr);
+    const std::time_t modified = st.st_mtim.tv_sec;
+    return modified > now - 60 && modified < now + 60;
+}
+
 int Store::Impl::put_file(const Key& key, std::string_view suffix, std::string_view bytes,
                           bool is_entry) {
     detail::ignore_sigxfsz_once();
@@ -260,7 +267,7 @@ int Store::Impl::put_file(const Key& key, std::string_view suffix, std::string_v
     auto totals = count(ref, delta);
     // The cache as a whole keeps to its limit: past it, one clean-up brings it down to 90%,
     // which leaves room for the next stores before another is due (amortized).
-    if (is_entry && totals && config.max_size != 0 &&
+    if (totals && config.max_size != 0 &&
         totals->bytes > static_cast<std::int64_t>(config.max_size))
         evict(config.max_size / 10 * 9, std::nullopt, &key, detail::LockWait::brief,
               detail::now_ns() - detail::kStaleTempAgeNs, true);

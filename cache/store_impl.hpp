@@ -8,6 +8,7 @@
 #include "fs.hpp"
 #include "layout.hpp"
 #include "remote_tier.hpp"
+#include "shard.hpp"
 #include "stats_file.hpp"
 
 #include <sys/types.h>
@@ -85,8 +86,9 @@ struct Store::Impl {
     /// Try once more to write what count() kept.
     void flush_pending();
 
-    /// Publish @p name in the shard: an entry, source or trace of @p key (a directory in its way
-    /// is removed first). Counts its bytes, and a store (when @p is_entry). 0 or an errno.
+    /// Publish @p name in the shard: an entry, source, trace or memo of @p key (a directory in its
+    /// way is removed first). Counts its bytes, and a store (when @p is_entry); past the size
+    /// limit, cleans the cache (never @p key). 0 or an errno.
     int put_file(const Key& key, std::string_view suffix, std::string_view bytes, bool is_entry);
     /// Publish an encoded entry, count it, and clean the cache when over its limit. 0 or errno.
     int put(const Key& key, std::string_view bytes);
@@ -105,6 +107,10 @@ struct Store::Impl {
     PruneResult evict(std::uint64_t max_bytes, std::optional<std::int64_t> older_than_ns,
                       const Key* keep, detail::LockWait wait, std::int64_t stale_before_ns,
                       bool count_evicted);
+
+    /// Store::verify's check of one memo: counted in @p result, removed when damaged and @p fix.
+    void verify_memo(detail::ShardRef& ref, const detail::ShardItem& item, bool fix,
+                     VerifyResult& result);
 
     void warn_write(const std::string& what, int error);
     void warn_read(const std::string& what, int error);
@@ -125,6 +131,10 @@ struct Store::Impl {
 namespace detail {
 /// Log a warning through kiln::logger(); never throws (a logging failure is dropped).
 void warn(const std::string& message) noexcept;
+/// Whether a file's modification time is within a minute of now (either way): a hit refreshes
+/// it only when not, since eviction needs no finer order and an inode write costs a journal
+/// transaction.
+bool touched_lately(const struct stat& st);
 /// Ignore SIGXFSZ if it still has its default action (which kills the process), so a file-size
 /// limit turns into EFBIG and a cache miss. Done once per process, before the first write.
 void ignore_sigxfsz_once();

@@ -12,6 +12,7 @@
 #include "source_writer.hpp"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct CompiledSpecialization {
     /// What it was compiled with: Module::load recompiles with the same options when the driver
     /// rejects a cubin read from the disk cache.
     CompileOptions options;
+    /// The signature of the memo the program came from (specialization_memo.hpp); none when it
+    /// was compiled or read by its key.
+    std::optional<cache::Key> memo;
 };
 
 /// Compiles @p generated for @p arch. @p description (kernel_description.hpp) goes into the

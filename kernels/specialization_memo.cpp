@@ -1,13 +1,14 @@
 #include "specialization_memo.hpp"
 
 #include "driver_trace.hpp"
-#include "kiln/cache/memo_store.hpp"
+#include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
 #include "nvrtc_version.hpp"
 #include "prepare_steps.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <optional>
 
@@ -35,19 +36,25 @@ IdentityState& identity_state() {
 const bool kIdentityPrepared =
     (add_prepare_step([] {
          memo_identity();
-         const cache::Store* store = Compiler::global().store();
-         if (store && !store->config().disabled)
-             (void)cache::MemoStore(store->config())
-                 .load(cache::KeyBuilder().add("warm-up", "no memo has this signature").finish());
+         if (cache::Store* store = Compiler::global().store())
+             (void)store->load_memo(
+                 cache::KeyBuilder().add("warm-up", "no memo has this signature").finish());
      }),
      true);
 
 // Whether the memo can stand in for the source: a disk cache that reads, and nothing asked of a
 // compile that needs the source (saving it beside the entry; a compile-time trace, which
-// Compiler::load_cached() refuses too).
+// Compiler::from_memo() refuses too).
 bool memo_usable(const Compiler& compiler) {
     const cache::Store* store = compiler.store();
     return store && !store->config().disabled && !store->config().save_source;
+}
+
+// Write (or replace) the memo of @p signature with @p program, which holds params.name.
+void remember(const cache::Key& signature, const KernelParams& params, const Program& program) {
+    cache::Store* store = Compiler::global().store();
+    if (store && !store->config().readonly)
+        store->store_memo(signature, {program.key(), params.name, program.cubin()});
 }
 
 } // namespace
@@ -121,40 +128,44 @@ CompiledSpecialization compile_memoized(const KernelParams& params,
                                         const std::function<std::string()>& describe) {
     Compiler& compiler = Compiler::global();
     const bool memo = signature && memo_usable(compiler);
-    std::optional<cache::MemoStore> memos;
     if (memo) {
-        memos.emplace(compiler.store()->config());
-        auto found = memos->load(*signature);
+        const auto start = std::chrono::steady_clock::now();
+        auto found = compiler.store()->load_memo(*signature);
         trace_mark("memo read");
         if (found && found->name == params.name) {
-            if (auto program = compiler.load_cached(found->entry, arch, params.name)) {
+            const double read_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                    .count();
+            if (auto program = compiler.from_memo(std::move(*found), arch, read_ms)) {
                 CompiledSpecialization hit;
                 hit.program = std::move(program);
                 hit.options.arch = arch;
                 hit.options.options = nvrtc_options;
+                hit.memo = signature;
                 return hit;
             }
         }
     }
     CompiledSpecialization compiled =
         compile_specialization(params, generate(), nvrtc_options, arch, describe());
-    // Only a program the disk holds is worth a memo (a hit read it, a compile stored it).
-    if (memo && !compiler.store()->config().readonly)
-        memos->store(*signature, {compiled.program->key(), params.name});
+    if (memo) remember(*signature, params, *compiled.program);
     return compiled;
 }
 
 Function load_memoized(const KernelParams& params, const CompiledSpecialization& compiled,
                        const std::function<CompiledSpecialization()>& full) {
-    // Generated source is never empty: an empty one is a program read through a memo.
-    if (!compiled.program->source().empty()) return load_specialization(params, compiled);
+    if (!compiled.memo) return load_specialization(params, compiled);
     try {
         return load_specialization(params, compiled);
     } catch (const Error&) {
-        // The full path reads the entry again, with the source to recompile it when the driver
-        // rejects it, or reports the error as a call without memos would.
+        // The memo's cubin has no source to recompile it: the full path reads the entry (with
+        // the source to recompile it when the driver rejects that too) or reports the error as a
+        // call without memos would; what it loads replaces the memo.
         Compiler::global().forget(compiled.program->key());
-        return load_specialization(params, full());
+        CompiledSpecialization again = full();
+        Function function = load_specialization(params, again);
+        remember(*compiled.memo, params, *again.program);
+        return function;
     }
 }
 

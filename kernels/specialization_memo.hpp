@@ -2,10 +2,10 @@
 // The memo of a generated kernel: a fresh process's first call finds its cubin on disk without
 // generating the source. A front end hashes everything that decides the source it would generate
 // (its definition's text, options, plan, architecture) with Kiln's build identity and NVRTC's into
-// a signature; the memo file of that signature (kiln/cache/memo_store.hpp) names the entry key and
-// kernel that the source led to last time. A memo only says which key to look up: the entry is
-// verified as any entry and must hold the kernel, and any doubt (no memo, a damaged or planted
-// one, an entry gone or damaged) takes the full path: generate, key, compile or read.
+// a signature; the memo file of that signature (kiln/cache/memo_store.hpp) holds the entry key,
+// kernel name and cubin that the source led to last time, so the first call reads one file. Any
+// doubt (no memo, a damaged or planted one, a cubin without the kernel, one the driver rejects)
+// takes the full path: generate, key, compile or read, and write the memo again.
 
 #include "kernel_params.hpp"
 #include "kiln/cache/key.hpp"
@@ -48,9 +48,9 @@ class MemoSignature {
 };
 
 /// compile_specialization(), through the memo of @p signature when there is one: on a memo hit
-/// the entry is read by key and nothing is generated (Program::source() is empty); on a miss the
-/// source is generated (@p generate), compiled or read as usual, and the memo written when the
-/// program is on disk. @p describe is called only when the source is.
+/// nothing is generated or read but the memo (Program::source() is empty; the result's `memo`
+/// holds the signature); on a miss the source is generated (@p generate), compiled or read as
+/// usual, and the memo written. @p describe is called only when the source is.
 CompiledSpecialization compile_memoized(const KernelParams& params,
                                         const std::optional<cache::Key>& signature,
                                         const std::vector<std::string>& nvrtc_options,
@@ -60,7 +60,7 @@ CompiledSpecialization compile_memoized(const KernelParams& params,
 
 /// load_specialization(), with a fall back for a program read through a memo that the driver
 /// rejects (it has no source to recompile): @p full compiles it the full way, which recompiles
-/// the rejected entry.
+/// a rejected entry, and what it loads replaces the memo.
 Function load_memoized(const KernelParams& params, const CompiledSpecialization& compiled,
                        const std::function<CompiledSpecialization()>& full);
 

@@ -488,26 +488,29 @@ CompileStatistics Compiler::statistics() const noexcept {
     return s;
 }
 
-std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, const std::string& arch,
-                                                     const std::string& kernel) {
+std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::string& arch,
+                                                   double read_ms) {
     if (!m_impl->disk_usable() || m_impl->store->config().save_source ||
         detail::compile_time_trace_enabled())
         return nullptr;
+    const auto holds_kernel = [&](const std::string& cubin) {
+        // A memo's cubin is as trusted as an entry's, but it must be the kernel asked for. A
+        // cubin whose symbols cannot be read is left to the driver, which names what it lacks.
+        const auto held = cache::cubin_kernel_names(cubin);
+        return !held || std::find(held->begin(), held->end(), memo.name) != held->end();
+    };
     {
         // Compiled or read before in this process (another kernel object, another context).
         std::shared_future<std::shared_ptr<const Program>> known;
         {
             std::lock_guard<std::mutex> lock(m_impl->mutex);
-            auto found = m_impl->programs.find(key);
+            auto found = m_impl->programs.find(memo.entry);
             if (found != m_impl->programs.end()) known = found->second;
         }
         if (known.valid()) {
             try {
                 auto program = known.get();
-                // A memo only names a key: the program must hold the kernel it was asked for.
-                const auto held = cache::cubin_kernel_names(program->cubin());
-                if (held && std::find(held->begin(), held->end(), kernel) == held->end())
-                    return nullptr;
+                if (!holds_kernel(program->cubin())) return nullptr;
                 m_impl->memory_hits.fetch_add(1, std::memory_order_relaxed);
                 m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
                 return program;
@@ -516,27 +519,19 @@ std::shared_ptr<const Program> Compiler::load_cached(const cache::Key& key, cons
             }
         }
     }
-    const auto start = std::chrono::steady_clock::now();
-    auto entry = m_impl->store->load(key, cache::EntryParts::for_loading);
-    detail::trace_mark("entry read and verified");
-    if (!entry || entry->kind != cache::PayloadKind::cubin) return nullptr;
-    const auto& names = entry->kernel_names;
-    if (!names.empty() && std::find(names.begin(), names.end(), kernel) == names.end())
-        return nullptr;
+    if (!holds_kernel(memo.cubin)) return nullptr;
     auto program = std::make_shared<Program>();
-    program->m_key = key;
+    program->m_key = memo.entry;
     program->m_arch = arch;
-    program->m_cubin = std::move(entry->payload);
-    program->m_log = std::move(entry->log);
-    program->m_lowered_names = std::move(entry->lowered_names);
+    program->m_cubin = std::move(memo.cubin);
     program->m_origin = ProgramOrigin::disk_cache;
-    program->m_ms = ms_since(start);
+    program->m_ms = read_ms;
     {
         // Later requests for the key in this process share it, as compile()'s would.
         std::promise<std::shared_ptr<const Program>> ready;
         ready.set_value(program);
         std::lock_guard<std::mutex> lock(m_impl->mutex);
-        m_impl->programs.emplace(key, ready.get_future().share());
+        m_impl->programs.emplace(memo.entry, ready.get_future().share());
     }
     m_impl->disk_hits.fetch_add(1, std::memory_order_relaxed);
     m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);

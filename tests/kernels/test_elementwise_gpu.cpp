@@ -2,7 +2,10 @@
 // raw indexing, broadcasting, views, outputs given or allocated, options.
 
 #include "gpu.hpp"
+#include "temp_dir.hpp"
 
+#include "kiln/cache/memo_store.hpp"
+#include "kiln/cache/store.hpp"
 #include "kiln/detail/half.hpp"
 #include "kiln/kiln.hpp"
 
@@ -11,6 +14,7 @@
 #include <climits>
 #include <cmath>
 #include <complex>
+#include <filesystem>
 #include <random>
 
 using kiln::Array;
@@ -373,4 +377,50 @@ TEST(ElementwiseGpu, RepeatedCallsComputeTheirOwnOperands) {
         for (std::size_t i = 0; i < out.size(); ++i)
             ASSERT_EQ(out[i], expected[rep][i]) << "call " << rep << " element " << i;
     }
+}
+
+// A memo whose cubin the driver rejects (the same kernel built for another architecture) costs
+// the call only time: it takes the full path, gets its kernel, and the memo then holds the cubin
+// that loaded.
+TEST(ElementwiseGpu, AMemoWhoseCubinTheDriverRejectsIsReplacedByOneThatLoads) {
+    KILN_REQUIRE_GPU();
+    kiln::cache::Store* store = kiln::Compiler::global().store();
+    if (!store || store->config().disabled || store->config().readonly ||
+        store->config().save_source)
+        GTEST_SKIP() << "memos need a writable disk cache that does not save sources";
+    const std::string name = "memo_rejected_" + std::to_string(rng()());
+    const auto triple = [&] { return ElementwiseKernel("T x", "T y", "y = x * 3", name); };
+    const auto host = random_floats(1000);
+    const Array x = kiln::from_host(host);
+    triple()(x); // writes the memo
+
+    // The memo just written: the one whose verified content names this kernel.
+    std::filesystem::path file;
+    kiln::cache::Key signature;
+    std::optional<kiln::cache::Memo> good;
+    for (const auto& item : std::filesystem::recursive_directory_iterator(store->config().dir)) {
+        const auto key = kiln::cache::Key::from_hex(item.path().stem().string());
+        if (item.path().extension() != ".memo" || !key) continue;
+        auto memo = kiln::cache::decode_memo(kiln::test::read_file(item.path()), *key);
+        if (memo && memo->name == name) {
+            file = item.path();
+            signature = *key;
+            good = std::move(memo);
+        }
+    }
+    ASSERT_TRUE(good) << "no memo names " << name;
+    const std::string arch = kiln::Device::current().arch();
+    const kiln::Arg args[] = {x};
+    const auto foreign = triple().compile_for(args, 1, {}, arch == "sm_75" ? "sm_80" : "sm_75");
+    ASSERT_TRUE(store->store_memo(signature, {good->entry, name, foreign->cubin()}));
+    kiln::Compiler::global().forget(good->entry); // as in a fresh process
+
+    const Array y = triple()(x);
+    const auto out = y.to_host<float>();
+    ASSERT_EQ(out.size(), host.size());
+    for (std::size_t i = 0; i < host.size(); ++i)
+        ASSERT_EQ(out[i], host[i] * 3) << i;
+    const auto after = kiln::cache::decode_memo(kiln::test::read_file(file), signature);
+    ASSERT_TRUE(after);
+    EXPECT_EQ(after->cubin, good->cubin);
 }

@@ -106,7 +106,7 @@ TEST(SpecializationMemo, ASecondKernelObjectFindsItsCubinWithoutGeneratingSource
     EXPECT_EQ(squared_diff()->key(), first->key());
     EXPECT_EQ(memo_hits(), hits + 1);
     EXPECT_EQ(compiles(), compiled);
-    // As in a fresh process: nothing in memory, the memo leads to the entry on disk.
+    // As in a fresh process: nothing in memory, the memo holds the cubin.
     kiln::Compiler::global().forget(first->key());
     hits = memo_hits();
     const std::uint64_t disk = kiln::Compiler::global().statistics().disk_hits;
@@ -118,6 +118,24 @@ TEST(SpecializationMemo, ASecondKernelObjectFindsItsCubinWithoutGeneratingSource
     EXPECT_EQ(second->key(), first->key());
     EXPECT_EQ(second->cubin(), first->cubin());
     EXPECT_EQ(second->origin(), kiln::ProgramOrigin::disk_cache);
+}
+
+// The memo holds the cubin: a fresh process's first call reads that one file, not the entry.
+TEST(SpecializationMemo, AMemoHitReadsNoEntry) {
+    const auto first = squared_diff();
+    squared_diff(); // the memo is valid now
+    const std::string hex = first->key().hex();
+    const auto entry =
+        std::filesystem::path(std::getenv("KILN_CACHE_DIR")) / hex.substr(0, 2) / (hex + ".kiln");
+    ASSERT_TRUE(std::filesystem::remove(entry));
+    kiln::Compiler::global().forget(first->key());
+    const std::uint64_t hits = memo_hits(), compiled = compiles();
+    const auto second = squared_diff();
+    EXPECT_EQ(memo_hits(), hits + 1);
+    EXPECT_EQ(compiles(), compiled);
+    EXPECT_EQ(second->cubin(), first->cubin());
+    EXPECT_EQ(second->key(), first->key());
+    EXPECT_FALSE(std::filesystem::exists(entry)); // nothing looked for it
 }
 
 TEST(SpecializationMemo, AReductionFindsItsCubinThroughItsMemo) {
@@ -152,10 +170,11 @@ TEST(SpecializationMemo, APlantedMemoNamingAnotherKernelsEntryIsAMiss) {
     const auto path = squared_diff_memo();
     const auto signature = kiln::cache::Key::from_hex(path.stem().string());
     ASSERT_TRUE(signature);
-    // A well-formed memo that points at the other kernel's entry under this kernel's name: the
-    // entry does not hold this kernel, so it is not taken.
+    // A well-formed memo that holds the other kernel's cubin under this kernel's name: the cubin
+    // does not hold this kernel, so it is not taken.
     kiln::test::write_file(
-        path, kiln::cache::encode_memo(*signature, {other->key(), "memo_squared_diff"}));
+        path,
+        kiln::cache::encode_memo(*signature, {other->key(), "memo_squared_diff", other->cubin()}));
     ::chmod(path.c_str(), 0600);
     const std::uint64_t hits = memo_hits();
     const auto program = squared_diff();

@@ -8,6 +8,7 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/recipe.hpp"
 
 #include <cstdint>
@@ -144,7 +145,7 @@ class Program {
     const std::string& arch() const noexcept { return m_arch; }
     /// The CUDA source it was compiled from.
     /// @return the CUDA source it was compiled from; empty for a generated kernel found on disk
-    /// through its memo (Compiler::load_cached()), whose source was not generated.
+    /// through its memo (Compiler::from_memo()), whose source was not generated.
     const std::string& source() const noexcept { return m_source; }
     /// Whether it was compiled here or read from the disk cache.
     /// @return whether it was compiled here or read from the disk cache.
@@ -262,21 +263,22 @@ class Compiler {
     std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch,
                                              const std::vector<cache::LinkInput>& link_inputs = {});
 
-    /// The program of @p key from this compiler's memory, else read from disk and verified as
-    /// compile() reads an entry, then kept in memory: for a generated kernel found through its
-    /// memo. A program read from disk here has no source (Program::source() is empty) and no
-    /// driver-rejection retry. Counts as a memory or disk hit, and as a memo hit.
-    /// @param key the entry's key.
+    /// The program of a generated kernel found through its memo (cache::Store::load_memo()):
+    /// this compiler's program of the memo's entry key when it holds one, else one made of the
+    /// memo's cubin and kept in memory under that key, as compile() keeps what it reads. Such a
+    /// program has no source (Program::source() is empty) and no driver-rejection retry. Counts
+    /// as a memory or disk hit, and as a memo hit.
+    /// @param memo the memo, verified by the store; its cubin is taken.
     /// @param arch the architecture the key was made for (recorded in the program).
-    /// @param kernel a kernel the entry must hold (when it records its kernel names).
-    /// @return the program, or nullptr (no usable disk cache, no entry, a damaged entry, an entry
-    /// without @p kernel, or a
-    /// compile-time trace or source saving asked for, which need a real compile or the source).
-    std::shared_ptr<const Program> load_cached(const cache::Key& key, const std::string& arch,
-                                               const std::string& kernel);
+    /// @param read_ms how long reading the memo took (Program::milliseconds()).
+    /// @return the program, or nullptr: no usable disk cache, a compile-time trace or source
+    /// saving asked for (they need a real compile or the source), or a cubin without the memo's
+    /// kernel.
+    std::shared_ptr<const Program> from_memo(cache::Memo memo, const std::string& arch,
+                                             double read_ms);
 
     /// Drop the program of @p key from this compiler's memory: the next compile() of it reads or
-    /// compiles it again (a program read by load_cached() that the driver rejects).
+    /// compiles it again (a program from_memo() made that the driver rejects).
     /// @param key the program's key.
     void forget(const cache::Key& key);
 

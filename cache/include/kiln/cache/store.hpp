@@ -12,6 +12,7 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/remote.hpp"
 
 #include <chrono>
@@ -102,8 +103,8 @@ struct DirProblem {
 /// What verify() found.
 struct VerifyResult {
     /// @{
-    /// `checked`: entries read; `ok`: entries that verified; `damaged`: the others; `removed`:
-    /// damaged entries removed (with `fix`).
+    /// `checked`: entries and memos read; `ok`: those that verified; `damaged`: the others (and
+    /// shard problems); `removed`: damaged ones removed (with `fix`).
     std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
     /// @}
     /// Each damaged file and why.
@@ -173,6 +174,25 @@ class Store {
     /// @return false (with one warning per store) when it could not: disabled, read-only or
     /// unwritable caches, or an entry over the format's limits.
     bool store(const Entry& entry);
+
+    /// The memo of @p signature (memo_store.hpp), verified (a regular file this user trusts,
+    /// opened without following links, every byte under its hash); nullopt otherwise, and for a
+    /// disabled or remote-only cache. A hit refreshes the memo's modification time and counts as
+    /// a hit; a miss counts nothing (the entry lookup that follows does).
+    /// @param signature the hash of everything that decides a generated kernel's source.
+    /// @return the memo, or nullopt.
+    std::optional<Memo> load_memo(const Key& signature);
+    /// Publish @p memo under @p signature (atomic, never through a planted link). Its bytes count
+    /// towards the size limit and eviction removes it as it removes entries.
+    /// @param signature the memo's signature.
+    /// @param memo what the signature leads to.
+    /// @return false when it could not: disabled, read-only, remote-only or unwritable caches, a
+    /// name or cubin empty or over the limits (memo_store.hpp), a write error.
+    bool store_memo(const Key& signature, const Memo& memo);
+    /// Where the memo of @p signature lives (`<dir>/<ab>/<signature>.memo`).
+    /// @param signature the memo's signature.
+    /// @return the path, whether or not the file exists.
+    std::filesystem::path memo_path(const Key& signature) const;
 
     /// The driver rejected this entry's payload: remove it and count it as damaged (the remote
     /// copy is replaced when the kernel is next stored).
@@ -255,7 +275,9 @@ class Store {
     /// Every entry whose header verifies, in no particular order. Reads headers, not payloads.
     /// @return the entries.
     std::vector<EntryInfo> list();
-    /// Read and verify every entry; with @p fix remove the damaged ones (counted as damaged).
+    /// Read and verify every entry and memo; with @p fix remove the damaged ones (counted as
+    /// damaged). A memo is damaged when a lookup would not take it (malformed, another
+    /// signature's, a link, or a file other users could have written).
     /// @param fix whether to remove damaged entries.
     /// @return the counts, and each damaged file with its reason.
     VerifyResult verify(bool fix);
