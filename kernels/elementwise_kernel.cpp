@@ -87,10 +87,16 @@ struct TuneKeyHash {
     }
 };
 
-// In kiln::prepare(): a definition parsed once, so the parser's code is paged in and its library
-// calls bound before a real first call (the constructor was most of a first call from disk).
+// In kiln::prepare(): a definition parsed and a call planned once (binding, loop shape, layout;
+// over a description, no device), so that code is paged in and its library calls bound before a
+// real first call.
 const bool kParserPrepared =
-    (detail::add_prepare_step([] { ElementwiseKernel("T x", "T y", "y = x", "kiln_prepare"); }),
+    (detail::add_prepare_step([] {
+         const ElementwiseKernel kernel("T x", "T y", "y = x", "kiln_prepare");
+         const Array x = Array::wrap(CUdeviceptr{1} << 20, {1024}, DType::float32);
+         const Arg args[] = {x};
+         (void)kernel.source_for(args, 1);
+     }),
      true);
 
 } // namespace

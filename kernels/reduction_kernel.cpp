@@ -188,10 +188,14 @@ void cap_grid(Prepared& p, std::uint32_t max_grid) {
     }
 }
 
-// In kiln::prepare(), as ElementwiseKernel's: a definition parsed once.
+// In kiln::prepare(), as ElementwiseKernel's: a definition parsed and a call planned once.
 const bool kParserPrepared =
-    (detail::add_prepare_step(
-         [] { ReductionKernel("T x", "T y", "x", "a + b", "y = a", "0", "kiln_prepare"); }),
+    (detail::add_prepare_step([] {
+         const ReductionKernel kernel("T x", "T y", "x", "a + b", "y = a", "0", "kiln_prepare");
+         const Array x = Array::wrap(CUdeviceptr{1} << 20, {32, 32}, DType::float32);
+         const Arg args[] = {x};
+         (void)kernel.source_for(args, 1, ReduceCall{1});
+     }),
      true);
 
 } // namespace
