@@ -9,6 +9,7 @@
 
 #include <mutex>
 #include <string>
+#include <thread>
 
 namespace kiln::detail {
 
@@ -28,9 +29,7 @@ using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
 // KILN_DRIVER_FUNCTIONS the signature cuda.h declares (checked against cudaTypedefs.h).
 constexpr int kDriverAbiVersion = 12090;
 
-LoadResult load() {
-    // Kiln's own start-up work overlaps the driver's (nothing in it may need the driver).
-    const detail::PrepareAlongside alongside;
+LoadResult load_driver() {
     LoadResult result;
     const std::string library = env::get("KILN_DRIVER_LIBRARY").value_or("libcuda.so.1");
     // Kept open for the life of the process: unloading a driver is never safe.
@@ -82,6 +81,25 @@ LoadResult load() {
     }
     if (env::get_flag("KILN_DRIVER_TRACE", false)) trace_driver_calls(d);
     logger().debug("loaded CUDA driver {} from {}", d.version, library);
+    return result;
+}
+
+// The driver loads (dlopen, cuInit: tens of milliseconds) on a second thread while this one runs
+// Kiln's own start-up work, kiln::prepare(), which needs no driver: this thread's caches then hold
+// the code its first call runs next, which measured as a quarter of a first call from disk on a
+// VM (bench/RESULTS.md, run M). Without a second thread, one after the other.
+LoadResult load() {
+    LoadResult result;
+    std::thread loader;
+    try {
+        loader = std::thread([&result] { result = load_driver(); });
+    } catch (...) {
+    }
+    prepare();
+    if (loader.joinable())
+        loader.join();
+    else
+        result = load_driver();
     return result;
 }
 

@@ -74,16 +74,4 @@ void detail::add_prepare_step(void (*step)()) noexcept {
     s.count.store(slot + 1, std::memory_order_release);
 }
 
-detail::PrepareAlongside::PrepareAlongside() noexcept {
-    try {
-        m_thread = std::thread(prepare);
-    } catch (...) {
-        // no thread: the first call does the work
-    }
-}
-
-detail::PrepareAlongside::~PrepareAlongside() {
-    if (m_thread.joinable()) m_thread.join();
-}
-
 } // namespace kiln
