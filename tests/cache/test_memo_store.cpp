@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <string>
@@ -161,6 +162,26 @@ TEST(MemoStore, MemosCountTowardsTheSizeAndAreEvictedLeastRecentlyUsedFirst) {
     store.clear();
     EXPECT_FALSE(std::filesystem::exists(store.memo_path(new_signature)));
     EXPECT_EQ(store.stats().bytes, 0u);
+}
+
+// Storing memos keeps the cache within its limit as storing entries does.
+TEST(MemoStore, StoringMemosPastTheLimitEvictsTheLeastRecentlyUsed) {
+    TempDir dir;
+    kiln::cache::Config config = config_for(dir.path());
+    config.max_size = 4 * encode_memo(key_of("m0"), memo_for("m0", 3000)).size();
+    Store store(config);
+    const std::time_t now = std::time(nullptr);
+    std::uint64_t largest_seen = 0;
+    for (int i = 0; i < 12; ++i) {
+        const auto signature = key_of("m" + std::to_string(i));
+        ASSERT_TRUE(store.store_memo(signature, memo_for("m" + std::to_string(i), 3000)));
+        kiln::test::set_mtime(store.memo_path(signature), now - 1000 + i); // a clear age order
+        largest_seen = std::max<std::uint64_t>(largest_seen, store.stats().bytes);
+    }
+    EXPECT_LE(largest_seen,
+              config.max_size + std::filesystem::file_size(store.memo_path(key_of("m11"))));
+    EXPECT_TRUE(store.load_memo(key_of("m11"))); // the newest stays
+    EXPECT_FALSE(store.load_memo(key_of("m0"))); // the oldest went
 }
 
 TEST(MemoStore, AMemoHitCountsAsACacheHit) {
