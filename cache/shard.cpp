@@ -18,6 +18,13 @@ std::uint64_t ShardContents::entries() const {
     return count;
 }
 
+std::uint64_t ShardContents::memos() const {
+    std::uint64_t count = 0;
+    for (const auto& item : items)
+        count += item.has_memo;
+    return count;
+}
+
 std::uint64_t ShardContents::bytes() const {
     std::uint64_t total = 0;
     for (const auto& item : items)

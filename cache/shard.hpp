@@ -35,6 +35,7 @@ struct ShardContents {
     /// Names of temporaries last modified before the scan's stale-temporary limit.
     std::vector<std::string> stale_temps;
     std::uint64_t entries() const;
+    std::uint64_t memos() const;
     std::uint64_t bytes() const;
 };
 

@@ -235,6 +235,7 @@ Stats Store::stats() {
         detail::ShardContents contents;
         if (detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         stats.entries += contents.entries();
+        stats.memos += contents.memos();
         stats.bytes += contents.bytes();
     }
     stats.hits = counters.hits;

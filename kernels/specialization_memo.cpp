@@ -4,6 +4,7 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
+#include "kiln/module.hpp"
 #include "nvrtc_version.hpp"
 #include "prepare_steps.hpp"
 
@@ -167,9 +168,11 @@ Function load_memoized(const KernelParams& params, const CompiledSpecialization&
         // the source to recompile it when the driver rejects that too) or reports the error as a
         // call without memos would; what it loads replaces the memo.
         Compiler::global().forget(compiled.program->key());
-        CompiledSpecialization again = full();
-        Function function = load_specialization(params, again);
-        remember(*compiled.memo, params, *again.program);
+        const CompiledSpecialization again = full();
+        // The module's program: a recompile of a rejected entry replaces the one it was given.
+        const auto module = Module::load(again.program, again.options);
+        Function function = module->function(params.name);
+        remember(*compiled.memo, params, *module->program());
         return function;
     }
 }

@@ -74,6 +74,7 @@ void run_stats(const StatsArgs& args) {
         nlohmann::json j;
         j["dir"] = config.dir.string();
         j["entries"] = stats.entries;
+        j["memos"] = stats.memos;
         j["bytes"] = stats.bytes;
         j["max_size"] = config.max_size;
         j["hits"] = stats.hits;
@@ -98,6 +99,7 @@ void run_stats(const StatsArgs& args) {
     }
     std::printf("cache directory  %s\n", config.dir.c_str());
     std::printf("entries          %llu\n", static_cast<unsigned long long>(stats.entries));
+    std::printf("memos            %llu\n", static_cast<unsigned long long>(stats.memos));
     std::printf("size             %s of %s\n", format_size(stats.bytes).c_str(),
                 config.max_size ? format_size(config.max_size).c_str() : "no limit");
     std::printf("hits             %llu", static_cast<unsigned long long>(stats.hits));

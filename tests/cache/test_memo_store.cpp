@@ -150,6 +150,7 @@ TEST(MemoStore, MemosCountTowardsTheSizeAndAreEvictedLeastRecentlyUsedFirst) {
     const auto memo_size = std::filesystem::file_size(store.memo_path(old_signature));
     EXPECT_EQ(store.stats().bytes, 2 * memo_size);
     EXPECT_EQ(store.stats().entries, 0u); // memos are not entries
+    EXPECT_EQ(store.stats().memos, 2u);
     const std::time_t now = std::time(nullptr);
     kiln::test::set_mtime(store.memo_path(new_signature), now - 500); // older, but about to be used
     kiln::test::set_mtime(store.memo_path(old_signature), now - 300);
@@ -162,6 +163,7 @@ TEST(MemoStore, MemosCountTowardsTheSizeAndAreEvictedLeastRecentlyUsedFirst) {
     store.clear();
     EXPECT_FALSE(std::filesystem::exists(store.memo_path(new_signature)));
     EXPECT_EQ(store.stats().bytes, 0u);
+    EXPECT_EQ(store.stats().memos, 0u);
 }
 
 // Storing memos keeps the cache within its limit as storing entries does.

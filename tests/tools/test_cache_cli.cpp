@@ -365,6 +365,30 @@ TEST_F(CacheCli, EveryCommandSpeaksJson) {
     EXPECT_EQ(parse("cache config").at("settings")[0].at("name"), "max-size");
 }
 
+// A generated kernel's memo holds a cubin: stats count it and its bytes, verify checks it.
+TEST_F(CacheCli, StatsCountMemosAndVerifyChecksThem) {
+    const auto a = add("a");
+    const auto signature = kiln::cache::KeyBuilder().add("cli", "memo").finish();
+    ASSERT_TRUE(m_store.store_memo(signature, {a.key, "k", std::string(900, 'c')}));
+    auto stats = run_command(kiln("cache stats --json"));
+    ASSERT_EQ(stats.status, 0) << stats.err;
+    const auto j = nlohmann::json::parse(stats.out);
+    EXPECT_EQ(j.at("entries"), 1);
+    EXPECT_EQ(j.at("memos"), 1);
+    EXPECT_GE(j.at("bytes").get<std::uint64_t>(),
+              std::filesystem::file_size(m_store.memo_path(signature)));
+    EXPECT_NE(run_command(kiln("cache stats")).out.find("memos            1"), std::string::npos);
+    auto verified = run_command(kiln("cache verify --json"));
+    EXPECT_EQ(nlohmann::json::parse(verified.out).at("checked"), 2) << verified.out;
+    std::string bytes = kiln::test::read_file(m_store.memo_path(signature));
+    bytes[40] ^= 1;
+    kiln::test::write_file(m_store.memo_path(signature), bytes);
+    ::chmod(m_store.memo_path(signature).c_str(), 0600);
+    auto damaged = run_command(kiln("cache verify"));
+    EXPECT_NE(damaged.status, 0);
+    EXPECT_NE(damaged.out.find(".memo"), std::string::npos) << damaged.out;
+}
+
 TEST_F(CacheCli, StatsZeroResetsTheCountersAndKeepsTheEntries) {
     const auto a = add("a");
     ASSERT_TRUE(m_store.load(a.key));

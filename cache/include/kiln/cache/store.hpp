@@ -62,9 +62,9 @@ struct Stats {
     std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
     /// @}
     /// @{
-    /// `entries`: entries in the directory now; `bytes`: their bytes on disk (saved sources
-    /// included).
-    std::uint64_t entries = 0, bytes = 0;
+    /// `entries`: entries in the directory now; `memos`: generated kernels' memos
+    /// (memo_store.hpp); `bytes`: the bytes of both on disk (saved sources included).
+    std::uint64_t entries = 0, memos = 0, bytes = 0;
     /// @}
 };
 
