@@ -132,22 +132,19 @@ std::vector<EntryInfo> Store::list() {
     return infos;
 }
 
-void Store::Impl::verify_memo(detail::ShardRef& ref, const detail::ShardItem& item, bool fix,
-                              VerifyResult& result) {
+void Store::Impl::record_verdict(detail::ShardRef& ref, const std::string& name,
+                                 std::string problem, bool fix, detail::Counters removed,
+                                 VerifyResult& result) {
     ++result.checked;
-    const std::string name = item.key.hex() + std::string(detail::kMemoSuffix);
-    std::string problem = check_memo(ref.get(), name, item.key, modes);
     if (problem.empty()) {
         ++result.ok;
         return;
     }
     ++result.damaged;
-    if (fix && ::unlinkat(ref.get(), name.c_str(), 0) == 0) {
+    if (fix && detail::remove_at(ref.get(), name) == 0) {
         ++result.removed;
-        detail::Counters delta;
-        delta.damaged = 1;
-        delta.bytes = -static_cast<std::int64_t>(item.memo_size);
-        count(ref, delta);
+        removed.damaged = 1;
+        count(ref, removed);
     }
     result.problems.emplace_back(shard_dir(ref.shard) / name, std::move(problem));
 }
@@ -177,27 +174,25 @@ VerifyResult Store::verify(bool fix) {
         detail::ShardContents contents;
         if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         for (const auto& item : contents.items) {
-            if (item.has_memo) m_impl->verify_memo(ref, item, fix, result);
-            if (!item.has_entry) continue;
-            ++result.checked;
-            const std::string name = item.key.hex() + std::string(detail::kEntrySuffix);
-            std::string problem = check_entry(ref.get(), name, item.key, shard);
-            if (problem.empty()) {
-                ++result.ok;
-                continue;
+            const std::string hex = item.key.hex();
+            if (item.has_memo) {
+                const std::string name = hex + std::string(detail::kMemoSuffix);
+                detail::Counters removed;
+                removed.bytes = -static_cast<std::int64_t>(item.memo_size);
+                m_impl->record_verdict(ref, name,
+                                       check_memo(ref.get(), name, item.key, m_impl->modes), fix,
+                                       removed, result);
             }
-            ++result.damaged;
-            if (fix && detail::remove_at(ref.get(), name) == 0) {
-                ++result.removed;
-                detail::Counters delta;
-                delta.damaged = 1;
+            if (item.has_entry) {
+                const std::string name = hex + std::string(detail::kEntrySuffix);
+                detail::Counters removed;
                 if (!item.entry_is_dir) {
-                    delta.files = -1;
-                    delta.bytes = -static_cast<std::int64_t>(item.entry_size);
+                    removed.files = -1;
+                    removed.bytes = -static_cast<std::int64_t>(item.entry_size);
                 }
-                m_impl->count(ref, delta);
+                m_impl->record_verdict(ref, name, check_entry(ref.get(), name, item.key, shard),
+                                       fix, removed, result);
             }
-            result.problems.emplace_back(m_impl->shard_dir(shard) / name, std::move(problem));
         }
     }
     return result;

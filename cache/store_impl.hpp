@@ -108,9 +108,11 @@ struct Store::Impl {
                       const Key* keep, detail::LockWait wait, std::int64_t stale_before_ns,
                       bool count_evicted);
 
-    /// Store::verify's check of one memo: counted in @p result, removed when damaged and @p fix.
-    void verify_memo(detail::ShardRef& ref, const detail::ShardItem& item, bool fix,
-                     VerifyResult& result);
+    /// Store::verify's verdict on the file @p name of a shard (an entry or a memo; @p problem
+    /// empty when it verified), counted in @p result; a damaged one is removed when @p fix, and
+    /// @p removed (what removing it takes from the usage) counted with the damage.
+    void record_verdict(detail::ShardRef& ref, const std::string& name, std::string problem,
+                        bool fix, detail::Counters removed, VerifyResult& result);
 
     void warn_write(const std::string& what, int error);
     void warn_read(const std::string& what, int error);
