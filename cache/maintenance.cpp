@@ -74,19 +74,28 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
     return info;
 }
 
-// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is.
-std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard) {
-    if (detail::shard_of(key) != shard) return "in the wrong shard directory";
+// Read the file @p name of the shard @p shard_fd whole (@p what: "an entry", "a memo") into
+// @p bytes, as verify checks it: nullopt when read, else the verdict: "" when it went meanwhile
+// (evicted: nothing to report), or why it cannot be read.
+std::optional<std::string> read_for_check(int shard_fd, const std::string& name, const char* what,
+                                          std::string& bytes, struct stat* st = nullptr) {
     detail::UniqueFd fd = detail::open_at(shard_fd, name, detail::kReadFlags);
     if (!fd) {
-        if (errno == ENOENT) return {}; // evicted meanwhile
-        return errno == ELOOP ? "a symbolic link, not an entry" : std::strerror(errno);
+        if (errno == ENOENT) return std::string();
+        return errno == ELOOP ? std::string("a symbolic link, not ") + what : std::strerror(errno);
     }
-    std::string bytes;
-    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes))
+    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, st))
         return error == EFBIG || error == EINVAL || error == EISDIR
                    ? "not a regular file of a sane size"
                    : std::strerror(error);
+    return std::nullopt;
+}
+
+// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is.
+std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard) {
+    if (detail::shard_of(key) != shard) return "in the wrong shard directory";
+    std::string bytes;
+    if (auto verdict = read_for_check(shard_fd, name, "an entry", bytes)) return *verdict;
     DecodeResult decoded = decode_entry(bytes, key);
     return decoded.entry ? std::string() : to_string(decoded.error);
 }
@@ -95,17 +104,9 @@ std::string check_entry(int shard_fd, const std::string& name, const Key& key, i
 // or "" when it is.
 std::string check_memo(int shard_fd, const std::string& name, const Key& signature,
                        const detail::Modes& modes) {
-    detail::UniqueFd fd = detail::open_at(shard_fd, name, detail::kReadFlags);
-    if (!fd) {
-        if (errno == ENOENT) return {}; // evicted meanwhile
-        return errno == ELOOP ? "a symbolic link, not a memo" : std::strerror(errno);
-    }
     std::string bytes;
     struct stat st {};
-    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st))
-        return error == EFBIG || error == EINVAL || error == EISDIR
-                   ? "not a regular file of a sane size"
-                   : std::strerror(error);
+    if (auto verdict = read_for_check(shard_fd, name, "a memo", bytes, &st)) return *verdict;
     if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
     return decode_memo(bytes, signature) ? std::string() : "not a memo of its signature";
 }

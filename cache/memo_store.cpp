@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cerrno>
 
 // A memo, as written and as read (every field is checked on read; anything else is damage, and
 // damage is a miss):
@@ -110,18 +109,8 @@ std::optional<Memo> Store::load_memo(const Key& signature) {
         // Read as an entry is (read_scratch.hpp): only the cubin lands in fresh memory.
         struct stat st {};
         std::optional<Memo> memo;
-        int error = ENOBUFS;
-        if (auto scratch = detail::ReadScratch::take()) {
-            std::size_t size = 0;
-            error = detail::read_all_into(fd.get(), scratch.data(), detail::ReadScratch::kCapacity,
-                                          size, &st);
-            if (error == 0) memo = decode_memo(std::string_view(scratch.data(), size), signature);
-        }
-        if (error == ENOBUFS) {
-            std::string bytes;
-            error = detail::read_all(fd.get(), kMaxMemoSize, bytes, &st);
-            if (error == 0) memo = decode_memo(bytes, signature);
-        }
+        const auto decode = [&](std::string_view bytes) { memo = decode_memo(bytes, signature); };
+        const int error = detail::read_for_lookup(fd.get(), kMaxMemoSize, &st, decode, decode);
         // read_all refuses anything but a regular file; its owner and modes are checked here: a
         // memo others could have written is a miss, however well formed.
         if (error != 0 || !memo || !detail::distrust(st, m_impl->modes).empty())

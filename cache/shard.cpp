@@ -6,10 +6,37 @@
 #include <unistd.h>
 
 #include <algorithm>
-
+#include <string_view>
 #include <unordered_map>
 
 namespace kiln::cache::detail {
+
+namespace {
+
+// The files a shard holds besides entries, each a regular file counted by its item: a saved
+// source and a time trace (named by their entry's key) and a memo (named by its signature).
+struct Companion {
+    std::string_view suffix;
+    bool ShardItem::*has;
+    std::uint64_t ShardItem::*size;
+};
+constexpr Companion kCompanions[] = {
+    {kSourceSuffix, &ShardItem::has_source, &ShardItem::source_size},
+    {kTraceSuffix, &ShardItem::has_trace, &ShardItem::trace_size},
+    {kMemoSuffix, &ShardItem::has_memo, &ShardItem::memo_size},
+};
+
+// What kind of companion file @p name is, with its key in @p key; nullptr for any other name.
+const Companion* companion_of(std::string_view name, Key& key) {
+    for (const Companion& companion : kCompanions)
+        if (auto found = key_from_name(name, companion.suffix)) {
+            key = *found;
+            return &companion;
+        }
+    return nullptr;
+}
+
+} // namespace
 
 std::uint64_t ShardContents::entries() const {
     std::uint64_t count = 0;
@@ -52,20 +79,10 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
             item.mtime_ns = file.mtime_ns;
         } else if (file.is_dir) {
             continue; // only an entry's name is checked for a directory in its place
-        } else if (auto source_key = key_from_name(file.name, kSourceSuffix)) {
-            ShardItem& item = item_for(*source_key);
-            item.has_source = true;
-            item.source_size = file.size;
-            if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
-        } else if (auto trace_key = key_from_name(file.name, kTraceSuffix)) {
-            ShardItem& item = item_for(*trace_key);
-            item.has_trace = true;
-            item.trace_size = file.size;
-            if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
-        } else if (auto signature = key_from_name(file.name, kMemoSuffix)) {
-            ShardItem& item = item_for(*signature);
-            item.has_memo = true;
-            item.memo_size = file.size;
+        } else if (Key named; const Companion* companion = companion_of(file.name, named)) {
+            ShardItem& item = item_for(named);
+            item.*companion->has = true;
+            item.*companion->size = file.size;
             if (!item.has_entry) item.mtime_ns = std::max(item.mtime_ns, file.mtime_ns);
         } else if (is_temp_name(file.name) && file.mtime_ns < stale_before_ns) {
             out.stale_temps.push_back(file.name);
@@ -79,12 +96,10 @@ std::uint64_t remove_item(int shard_fd, const ShardItem& item) {
     const std::string hex = item.key.hex();
     if (item.has_entry && remove_at(shard_fd, hex + std::string(kEntrySuffix)) == 0)
         freed += item.entry_size;
-    if (item.has_source && ::unlinkat(shard_fd, (hex + std::string(kSourceSuffix)).c_str(), 0) == 0)
-        freed += item.source_size;
-    if (item.has_trace && ::unlinkat(shard_fd, (hex + std::string(kTraceSuffix)).c_str(), 0) == 0)
-        freed += item.trace_size;
-    if (item.has_memo && ::unlinkat(shard_fd, (hex + std::string(kMemoSuffix)).c_str(), 0) == 0)
-        freed += item.memo_size;
+    for (const Companion& companion : kCompanions)
+        if (item.*companion.has &&
+            ::unlinkat(shard_fd, (hex + std::string(companion.suffix)).c_str(), 0) == 0)
+            freed += item.*companion.size;
     return freed;
 }
 

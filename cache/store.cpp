@@ -85,19 +85,12 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
         // only the payload then lands in fresh memory), else into a buffer of the file's own.
         struct stat st {};
         DecodeResult decoded;
-        int error = ENOBUFS;
-        if (auto scratch = detail::ReadScratch::take()) {
-            std::size_t size = 0;
-            error = detail::read_all_into(fd.get(), scratch.data(), detail::ReadScratch::kCapacity,
-                                          size, &st);
-            if (error == 0)
-                decoded = decode_entry(std::string_view(scratch.data(), size), key, parts);
-        }
-        if (error == ENOBUFS) {
-            std::string bytes;
-            error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st);
-            if (error == 0) decoded = decode_entry_in_place(std::move(bytes), key, parts);
-        }
+        const int error = detail::read_for_lookup(
+            fd.get(), detail::kMaxEntryFileSize, &st,
+            [&](std::string_view bytes) { decoded = decode_entry(bytes, key, parts); },
+            [&](std::string&& bytes) {
+                decoded = decode_entry_in_place(std::move(bytes), key, parts);
+            });
         if (error != 0) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
                 damaged(ref, key, "not a regular file of a sane size", true);
