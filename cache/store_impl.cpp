@@ -376,6 +376,7 @@ PruneResult Store::Impl::evict(std::uint64_t max_bytes, std::optional<std::int64
                 ++removed;
                 --entries;
             }
+            if (item->has_memo) ++result.memos;
         }
         result.entries += removed;
         result.temporaries += detail::remove_stale_temps(ref.get(), contents[shard]);

@@ -167,12 +167,14 @@ void run_verify(const VerifyArgs& args) {
 void print_removed(const cache::PruneResult& result, bool json) {
     if (json) {
         print_json({{"entries", result.entries},
+                    {"memos", result.memos},
                     {"bytes", result.bytes},
                     {"temporaries", result.temporaries}});
         return;
     }
-    std::printf("removed %llu entries (%s)", static_cast<unsigned long long>(result.entries),
-                format_size(result.bytes).c_str());
+    std::printf("removed %llu entries", static_cast<unsigned long long>(result.entries));
+    if (result.memos) std::printf(" and %llu memos", static_cast<unsigned long long>(result.memos));
+    std::printf(" (%s)", format_size(result.bytes).c_str());
     if (result.temporaries)
         std::printf(" and %llu stale temporary files",
                     static_cast<unsigned long long>(result.temporaries));

@@ -158,9 +158,11 @@ TEST(MemoStore, MemosCountTowardsTheSizeAndAreEvictedLeastRecentlyUsedFirst) {
     EXPECT_GE(kiln::test::mtime_of(store.memo_path(new_signature)), now);
     const auto pruned = store.prune(memo_size);
     EXPECT_EQ(pruned.bytes, memo_size);
+    EXPECT_EQ(pruned.memos, 1u);
+    EXPECT_EQ(pruned.entries, 0u);
     EXPECT_FALSE(std::filesystem::exists(store.memo_path(old_signature)));
     EXPECT_TRUE(store.load_memo(new_signature));
-    store.clear();
+    EXPECT_EQ(store.clear().memos, 1u);
     EXPECT_FALSE(std::filesystem::exists(store.memo_path(new_signature)));
     EXPECT_EQ(store.stats().bytes, 0u);
     EXPECT_EQ(store.stats().memos, 0u);

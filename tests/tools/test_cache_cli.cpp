@@ -389,6 +389,18 @@ TEST_F(CacheCli, StatsCountMemosAndVerifyChecksThem) {
     EXPECT_NE(damaged.out.find(".memo"), std::string::npos) << damaged.out;
 }
 
+TEST_F(CacheCli, ClearSaysHowManyMemosItRemoved) {
+    const auto a = add("a");
+    const auto signature = kiln::cache::KeyBuilder().add("cli", "cleared memo").finish();
+    ASSERT_TRUE(m_store.store_memo(signature, {a.key, "k", std::string(900, 'c')}));
+    auto cleared = run_command(kiln("cache clear --json"));
+    ASSERT_EQ(cleared.status, 0) << cleared.err;
+    const auto j = nlohmann::json::parse(cleared.out);
+    EXPECT_EQ(j.at("entries"), 1);
+    EXPECT_EQ(j.at("memos"), 1);
+    EXPECT_FALSE(std::filesystem::exists(m_store.memo_path(signature)));
+}
+
 TEST_F(CacheCli, StatsZeroResetsTheCountersAndKeepsTheEntries) {
     const auto a = add("a");
     ASSERT_TRUE(m_store.load(a.key));

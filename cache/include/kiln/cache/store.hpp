@@ -114,6 +114,7 @@ struct VerifyResult {
 /// What prune() or clear() removed.
 struct PruneResult {
     std::uint64_t entries = 0;     ///< entries (with their sources) removed
+    std::uint64_t memos = 0;       ///< memos (a generated call's cubin, kept by signature) removed
     std::uint64_t bytes = 0;       ///< bytes freed
     std::uint64_t temporaries = 0; ///< left-over temporaries of killed writers removed
 };
