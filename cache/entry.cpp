@@ -72,7 +72,7 @@ namespace kiln::cache {
 
 namespace {
 
-constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'C', 'C', 'H', '\0'};
+constexpr char kEntryMagic[8] = {'K', 'I', 'L', 'N', 'C', 'C', 'H', '\0'};
 constexpr std::size_t kHashedHeaderSize = 56; // header bytes before head_hash
 constexpr std::uint32_t kMaxCount = 1u << 20;
 constexpr std::uint64_t kMaxString = 0xffffffffu;
@@ -301,10 +301,11 @@ bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& en
 
 // Magic, version and the fixed fields; nothing about the rest of the file yet.
 std::optional<DecodeError> read_header(std::string_view bytes, Header& header) {
-    if (bytes.size() >= sizeof kMagic && std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
+    if (bytes.size() >= sizeof kEntryMagic &&
+        std::memcmp(bytes.data(), kEntryMagic, sizeof kEntryMagic) != 0)
         return DecodeError::bad_magic;
     detail::ByteReader in(bytes);
-    in.raw(sizeof kMagic);
+    in.raw(sizeof kEntryMagic);
     header.version = in.u32();
     if (in.ok() &&
         (header.version < kOldestEntryFormatVersion || header.version > kEntryFormatVersion))
@@ -391,7 +392,7 @@ std::string encode_entry(const Entry& entry) {
     std::string bytes;
     bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size());
     detail::ByteWriter out(bytes);
-    out.raw(std::string_view(kMagic, sizeof kMagic));
+    out.raw(std::string_view(kEntryMagic, sizeof kEntryMagic));
     out.u32(entry.format_version);
     out.u32(static_cast<std::uint32_t>(entry.kind));
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),

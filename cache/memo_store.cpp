@@ -32,7 +32,7 @@ namespace kiln::cache {
 
 namespace {
 
-constexpr std::string_view kMagic = "KILNMEMO";
+constexpr std::string_view kMemoMagic = "KILNMEMO";
 constexpr std::uint32_t kMemoVersion = 2;
 constexpr std::size_t kKeySize = sizeof(Key::bytes);
 constexpr std::uint64_t kMaxMemoSize =
@@ -57,7 +57,7 @@ std::string encode_memo(const Key& signature, const Memo& memo) {
     std::string out;
     out.reserve(8 + 4 + 2 * kKeySize + 4 + memo.name.size() + 8 + memo.cubin.size() + 8);
     detail::ByteWriter w(out);
-    w.raw(kMagic);
+    w.raw(kMemoMagic);
     w.u32(kMemoVersion);
     w.raw(key_bytes(signature));
     w.raw(key_bytes(memo.entry));
@@ -72,7 +72,7 @@ std::optional<Memo> decode_memo(std::string_view bytes, const Key& signature) {
     if (bytes.size() > kMaxMemoSize || bytes.size() < 8) return std::nullopt;
     const std::string_view body = bytes.substr(0, bytes.size() - 8);
     detail::ByteReader r(bytes);
-    if (r.raw(kMagic.size()) != kMagic || r.u32() != kMemoVersion) return std::nullopt;
+    if (r.raw(kMemoMagic.size()) != kMemoMagic || r.u32() != kMemoVersion) return std::nullopt;
     if (r.raw(kKeySize) != key_bytes(signature) || !r.ok()) return std::nullopt;
     Memo memo;
     const std::string_view entry = r.raw(kKeySize);

@@ -10,12 +10,12 @@ namespace kiln::cache::detail {
 
 namespace {
 
-struct Field {
+struct RemoteStatsField {
     const char* name;
     std::uint64_t RemoteStats::*member;
 };
 
-constexpr Field kFields[] = {
+constexpr RemoteStatsField kRemoteStatsFields[] = {
     {"hits", &RemoteStats::hits},
     {"misses", &RemoteStats::misses},
     {"damaged", &RemoteStats::damaged},
@@ -30,21 +30,21 @@ constexpr Field kFields[] = {
 } // namespace
 
 bool is_zero(const RemoteStats& stats) {
-    for (const Field& field : kFields)
+    for (const RemoteStatsField& field : kRemoteStatsFields)
         if (stats.*field.member != 0) return false;
     return true;
 }
 
 RemoteStats difference(const RemoteStats& a, const RemoteStats& b) {
     RemoteStats d;
-    for (const Field& field : kFields)
+    for (const RemoteStatsField& field : kRemoteStatsFields)
         d.*field.member = a.*field.member - b.*field.member;
     return d;
 }
 
 std::string format_remote_stats(const RemoteStats& stats) {
     std::string text;
-    for (const Field& field : kFields)
+    for (const RemoteStatsField& field : kRemoteStatsFields)
         text += std::string(field.name) + ' ' + std::to_string(stats.*field.member) + '\n';
     return text;
 }
@@ -52,7 +52,7 @@ std::string format_remote_stats(const RemoteStats& stats) {
 RemoteStats parse_remote_stats(std::string_view text) {
     RemoteStats stats;
     for_each_counter_line(text, [&](std::string_view name, std::uint64_t value) {
-        for (const Field& field : kFields)
+        for (const RemoteStatsField& field : kRemoteStatsFields)
             if (name == field.name) stats.*field.member = value;
     });
     return stats;

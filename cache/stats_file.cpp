@@ -17,13 +17,13 @@ namespace kiln::cache::detail {
 
 namespace {
 
-struct Field {
+struct StatsField {
     const char* name;
     std::uint64_t Counters::*unsigned_member;
     std::int64_t Counters::*signed_member;
 };
 
-constexpr Field kFields[] = {
+constexpr StatsField kStatsFields[] = {
     {"hits", &Counters::hits, nullptr},       {"misses", &Counters::misses, nullptr},
     {"damaged", &Counters::damaged, nullptr}, {"evicted", &Counters::evicted, nullptr},
     {"stores", &Counters::stores, nullptr},   {"files", nullptr, &Counters::files},
@@ -55,7 +55,7 @@ std::string read_text(int fd) {
 } // namespace
 
 Counters& Counters::operator+=(const Counters& other) {
-    for (const Field& field : kFields) {
+    for (const StatsField& field : kStatsFields) {
         if (field.unsigned_member)
             this->*field.unsigned_member += other.*field.unsigned_member;
         else
@@ -65,7 +65,7 @@ Counters& Counters::operator+=(const Counters& other) {
 }
 
 bool Counters::empty() const {
-    for (const Field& field : kFields) {
+    for (const StatsField& field : kStatsFields) {
         if (field.unsigned_member && this->*field.unsigned_member != 0) return false;
         if (field.signed_member && this->*field.signed_member != 0) return false;
     }
@@ -74,7 +74,7 @@ bool Counters::empty() const {
 
 std::string format_counters(const Counters& counters) {
     std::string text;
-    for (const Field& field : kFields) {
+    for (const StatsField& field : kStatsFields) {
         const std::int64_t value = field.unsigned_member
                                        ? static_cast<std::int64_t>(counters.*field.unsigned_member)
                                        : std::max<std::int64_t>(0, counters.*field.signed_member);
@@ -106,7 +106,7 @@ void for_each_counter_line(std::string_view text,
 Counters parse_counters(std::string_view text) {
     Counters counters;
     for_each_counter_line(text, [&](std::string_view name, std::uint64_t value) {
-        for (const Field& field : kFields) {
+        for (const StatsField& field : kStatsFields) {
             if (name != field.name) continue;
             if (field.unsigned_member)
                 counters.*field.unsigned_member = value;

@@ -31,7 +31,7 @@ namespace kiln::cache {
 
 namespace {
 
-constexpr std::string_view kMagic = "KILNTUNE";
+constexpr std::string_view kTuneMagic = "KILNTUNE";
 constexpr std::uint32_t kRecordVersion = 1;
 constexpr std::size_t kMaxRecordSize = 8 + 4 + 16 + 4 + TuningStore::kMaxPayload + 8;
 
@@ -44,7 +44,7 @@ std::string record_name(const Key& key) {
 std::string encode_tuning_record(const Key& key, std::string_view payload) {
     std::string out;
     detail::ByteWriter w(out);
-    w.raw(kMagic);
+    w.raw(kTuneMagic);
     w.u32(kRecordVersion);
     w.raw(std::string_view(reinterpret_cast<const char*>(key.bytes.data()), key.bytes.size()));
     w.string(payload);
@@ -56,7 +56,7 @@ std::optional<std::string> decode_tuning_record(std::string_view bytes, const Ke
     if (bytes.size() > kMaxRecordSize || bytes.size() < 8) return std::nullopt;
     const std::string_view body = bytes.substr(0, bytes.size() - 8);
     detail::ByteReader r(bytes);
-    if (r.raw(kMagic.size()) != kMagic || r.u32() != kRecordVersion) return std::nullopt;
+    if (r.raw(kTuneMagic.size()) != kTuneMagic || r.u32() != kRecordVersion) return std::nullopt;
     const std::string_view stored_key = r.raw(key.bytes.size());
     if (!r.ok() || stored_key != std::string_view(reinterpret_cast<const char*>(key.bytes.data()),
                                                   key.bytes.size()))

@@ -17,7 +17,7 @@ std::string vec_type(DType d, int vec) {
 }
 
 // Emits the kernel body; one instance per generate_elementwise() call.
-class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
+class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
   public:
     using KernelEmitter::KernelEmitter;
 
@@ -343,7 +343,7 @@ class Emitter : KernelEmitter<ElementwiseDefinition, Plan> {
 
 GeneratedSource generate_elementwise(const ElementwiseDefinition& def, const Plan& plan,
                                      const Bindings& bindings) {
-    return Emitter(def, plan).source(bindings);
+    return ElementwiseEmitter(def, plan).source(bindings);
 }
 
 } // namespace kiln::detail

@@ -44,15 +44,15 @@ std::string operation_of(Op op) {
 }
 
 // Which ready ElementwiseKernel: the operation and its compute type.
-struct KernelKey {
+struct OpKernelKey {
     Op op;
     DType compute;
-    bool operator==(const KernelKey& o) const noexcept {
+    bool operator==(const OpKernelKey& o) const noexcept {
         return op == o.op && compute == o.compute;
     }
 };
-struct KernelKeyHash {
-    std::size_t operator()(const KernelKey& k) const noexcept {
+struct OpKernelKeyHash {
+    std::size_t operator()(const OpKernelKey& k) const noexcept {
         return static_cast<std::size_t>(k.op) << 8 | static_cast<std::size_t>(k.compute);
     }
 };
@@ -75,8 +75,8 @@ ElementwiseKernel make_kernel(Op op, DType compute) {
 // its own specializations per dtypes and layout. A hot call finds its kernel without a lock: the
 // table is the lock-free per-context cache, used with no context.
 const ElementwiseKernel& kernel_for(Op op, DType compute) {
-    static detail::PerContextCache<ElementwiseKernel, KernelKey, KernelKeyHash> kernels;
-    return kernels.get(nullptr, KernelKey{op, compute}, [&] { return make_kernel(op, compute); });
+    static detail::PerContextCache<ElementwiseKernel, OpKernelKey, OpKernelKeyHash> kernels;
+    return kernels.get(nullptr, OpKernelKey{op, compute}, [&] { return make_kernel(op, compute); });
 }
 
 detail::TypedOperand typed(const Arg& a) {

@@ -11,7 +11,7 @@ namespace kiln::detail {
 namespace {
 
 // Emits the source line by line; the user's expressions are pieces the writer locates.
-class Emitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
+class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
   public:
     using KernelEmitter::KernelEmitter;
 
@@ -508,7 +508,7 @@ std::string resolve_reduce_type(const ReductionDefinition& def, const ReductionP
 
 GeneratedSource generate_reduction(const ReductionDefinition& def, const ReductionPlan& plan,
                                    const Bindings& bindings) {
-    return Emitter(def, plan).source(bindings);
+    return ReductionEmitter(def, plan).source(bindings);
 }
 
 } // namespace kiln::detail

@@ -53,7 +53,7 @@ bool blank(const std::string& s) {
 }
 
 // One call's decisions before a kernel is chosen: no strings, no heap.
-struct Prepared {
+struct ReductionPrepared {
     ReductionPlan plan{};
     detail::Operands ops;
     detail::OperandStrides strides; // elements: inputs kept+reduced, outputs kept
@@ -67,15 +67,15 @@ struct Prepared {
 
 // What a tuned launch is looked up by: the plan with its default block, and the shape class (the
 // size classes of the outputs and of the reduction).
-struct TuneKey {
+struct ReductionTuneKey {
     ReductionPlan plan;
     std::uint32_t out_class = 0, red_class = 0;
-    bool operator==(const TuneKey& o) const noexcept {
+    bool operator==(const ReductionTuneKey& o) const noexcept {
         return out_class == o.out_class && red_class == o.red_class && plan == o.plan;
     }
 };
-struct TuneKeyHash {
-    std::size_t operator()(const TuneKey& key) const noexcept {
+struct ReductionTuneKeyHash {
+    std::size_t operator()(const ReductionTuneKey& key) const noexcept {
         return detail::SignatureHash<ReductionPlan>{}(key.plan) ^
                static_cast<std::size_t>((key.out_class * 67ull + key.red_class) *
                                         0x9e3779b97f4a7c15ull);
@@ -129,25 +129,25 @@ struct ReductionKernel::Impl {
     mutable detail::PerContextCache<Loaded, ReductionPlan, detail::SignatureHash<ReductionPlan>>
         functions;
     // Tuned launches, per context, plan and shape class.
-    mutable detail::TunedLaunches<TuneKey, TuneKeyHash> tunings;
+    mutable detail::TunedLaunches<ReductionTuneKey, ReductionTuneKeyHash> tunings;
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     void shape_call(const Arg* args, std::size_t count, const ReduceCall& how, bool allocate,
-                    Prepared& p) const;
-    void choose_layout(Prepared& p, const std::array<bool, kMaxDims>& reduced,
+                    ReductionPrepared& p) const;
+    void choose_layout(ReductionPrepared& p, const std::array<bool, kMaxDims>& reduced,
                        const Dims& full_shape, bool keepdims) const;
-    detail::GeneratedSource source(const Prepared& p) const {
+    detail::GeneratedSource source(const ReductionPrepared& p) const {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
-    std::string describe(const Prepared& p) const;
-    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch,
+    std::string describe(const ReductionPrepared& p) const;
+    detail::CompiledSpecialization compile(const ReductionPrepared& p, const std::string& arch,
                                            bool memo = true) const {
         return detail::compile_memoized(
             def.params, memo ? signature(p, arch) : std::nullopt, nvrtc_options, arch,
             [&] { return source(p); }, [&] { return describe(p); });
     }
     // Everything that decides source(p) for @p arch (specialization_memo.hpp).
-    std::optional<cache::Key> signature(const Prepared& p, const std::string& arch) const {
+    std::optional<cache::Key> signature(const ReductionPrepared& p, const std::string& arch) const {
         return detail::MemoSignature("reduction", def.params, nvrtc_options, arch)
             .text("map", def.map_expr)
             .text("reduce", def.reduce_expr)
@@ -158,26 +158,27 @@ struct ReductionKernel::Impl {
             .bytes("plan", &p.plan, p.plan.used_bytes())
             .finish();
     }
-    const Loaded& function(const Prepared& p, CUcontext context) const;
-    void size_launch(Prepared& p, int blocks_per_multiprocessor) const;
+    const Loaded& function(const ReductionPrepared& p, CUcontext context) const;
+    void size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const;
     // Launches @p p; with @p record, also writes there what a repeat of the call needs.
-    void launch(const Prepared& p, const Function& f, CUcontext context, StreamRef stream,
+    void launch(const ReductionPrepared& p, const Function& f, CUcontext context, StreamRef stream,
                 detail::RepeatLaunch* record = nullptr) const;
     // The fingerprint of a call that may be repeated from the memo (false: never memoized).
     bool fingerprint(const Arg* args, std::size_t count, const ReduceCall& how, CUcontext context,
                      detail::CallFingerprint& print) const;
     // The tuned block and grid for @p p's plan and shape class (tuned on first use); @p loaded is
     // the untuned specialization, sized.
-    const Loaded& apply_tuning(Prepared& p, const Loaded& loaded, CUcontext context,
+    const Loaded& apply_tuning(ReductionPrepared& p, const Loaded& loaded, CUcontext context,
                                StreamRef stream) const;
-    detail::TunedLaunch tune_launch(const Prepared& p, CUcontext context, StreamRef stream) const;
+    detail::TunedLaunch tune_launch(const ReductionPrepared& p, CUcontext context,
+                                    StreamRef stream) const;
 };
 
 namespace {
 
 // Caps the grid-stride loop's grid (over outputs; over batches for the outer layout) at
 // @p max_grid blocks in all.
-void cap_grid(Prepared& p, std::uint32_t max_grid) {
+void cap_grid(ReductionPrepared& p, std::uint32_t max_grid) {
     if (!max_grid) return;
     if (p.plan.layout == ReduceLayout::outer) {
         const std::uint64_t per_batch = std::uint64_t{p.grid.x} * p.grid.y;
@@ -189,7 +190,7 @@ void cap_grid(Prepared& p, std::uint32_t max_grid) {
 }
 
 // In kiln::prepare(), as ElementwiseKernel's: a definition parsed and a call planned once.
-const bool kParserPrepared =
+const bool kReductionParserPrepared =
     (detail::add_prepare_step([] {
          const ReductionKernel kernel("T x", "T y", "x", "a + b", "y = a", "0", "kiln_prepare");
          const Array x = Array::wrap(CUdeviceptr{1} << 20, {32, 32}, DType::float32);
@@ -201,7 +202,7 @@ const bool kParserPrepared =
 } // namespace
 
 void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const ReduceCall& how,
-                                       bool allocate, Prepared& p) const {
+                                       bool allocate, ReductionPrepared& p) const {
     p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
@@ -257,7 +258,8 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
     }
 }
 
-void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kMaxDims>& reduced,
+void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
+                                          const std::array<bool, kMaxDims>& reduced,
                                           const Dims& shape, bool keepdims) const {
     ReductionPlan& plan = p.plan;
     const detail::Operands& ops = p.ops;
@@ -375,7 +377,7 @@ void ReductionKernel::Impl::choose_layout(Prepared& p, const std::array<bool, kM
     plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
 }
 
-void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocessor) const {
+void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const {
     const ReductionPlan& plan = p.plan;
     // One full wave of blocks: splitting further would leave a tail of idle multiprocessors.
     const std::int64_t resident =
@@ -419,7 +421,7 @@ void ReductionKernel::Impl::size_launch(Prepared& p, int blocks_per_multiprocess
     }
 }
 
-std::string ReductionKernel::Impl::describe(const Prepared& p) const {
+std::string ReductionKernel::Impl::describe(const ReductionPrepared& p) const {
     detail::Json spec = detail::describe_params(def.params);
     spec["map_expr"] = def.map_expr;
     spec["reduce_expr"] = def.reduce_expr;
@@ -441,7 +443,7 @@ std::string ReductionKernel::Impl::describe(const Prepared& p) const {
     return detail::describe_call("reduction", std::move(spec), p.ops, call);
 }
 
-const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepared& p,
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const ReductionPrepared& p,
                                                                      CUcontext context) const {
     return functions.get(context, p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
@@ -453,7 +455,7 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Prepa
     });
 }
 
-void ReductionKernel::Impl::launch(const Prepared& p, const Function& f, CUcontext context,
+void ReductionKernel::Impl::launch(const ReductionPrepared& p, const Function& f, CUcontext context,
                                    StreamRef stream, detail::RepeatLaunch* record) const {
     const ReductionPlan& plan = p.plan;
     const bool index64 = plan.index64;
@@ -507,11 +509,11 @@ bool ReductionKernel::Impl::fingerprint(const Arg* args, std::size_t count, cons
     return print.args(args, count);
 }
 
-const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Prepared& p,
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(ReductionPrepared& p,
                                                                          const Loaded& loaded,
                                                                          CUcontext context,
                                                                          StreamRef stream) const {
-    const TuneKey key{p.plan, detail::size_class(p.n_out), detail::size_class(p.n_red)};
+    const ReductionTuneKey key{p.plan, detail::size_class(p.n_out), detail::size_class(p.n_red)};
     const detail::TunedLaunch* found;
     try {
         found = &tunings.get(context, key, [&] { return tune_launch(p, context, stream); });
@@ -533,8 +535,8 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Prepare
 // (its lanes, then a warp reduction) whatever the block holds, so the block size is free; every
 // layout's grid-stride loop gives each output (or batch) the same work whatever the grid. The
 // split across blocks and the block of the other layouts stay as they are.
-detail::TunedLaunch ReductionKernel::Impl::tune_launch(const Prepared& p, CUcontext context,
-                                                       StreamRef stream) const {
+detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& p,
+                                                       CUcontext context, StreamRef stream) const {
     const bool free_block = p.plan.layout == ReduceLayout::group && p.plan.warp_group;
     const std::vector<int> blocks = free_block ? detail::block_candidates(p.plan.block_x, 64, 1024)
                                                : std::vector<int>{p.plan.block_x};
@@ -553,7 +555,7 @@ detail::TunedLaunch ReductionKernel::Impl::tune_launch(const Prepared& p, CUcont
 
     // A candidate ready to launch: the plan with its block, its specialization (sized as every
     // call sizes it: the same split), and its grid cap.
-    auto ready_for = [&](const detail::LaunchChoice& choice, Prepared& q) {
+    auto ready_for = [&](const detail::LaunchChoice& choice, ReductionPrepared& q) {
         q.plan.block_x = choice.block;
         const Loaded& l = function(q, context);
         size_launch(q, l.blocks_per_multiprocessor);
@@ -562,9 +564,10 @@ detail::TunedLaunch ReductionKernel::Impl::tune_launch(const Prepared& p, CUcont
         cap_grid(q, cap);
         return std::make_pair(&l, cap);
     };
-    return detail::tune_launch(
-        p, candidates, key, stream, ready_for,
-        [&](const Prepared& q, const Loaded& l) { launch(q, l.function, context, stream); });
+    return detail::tune_launch(p, candidates, key, stream, ready_for,
+                               [&](const ReductionPrepared& q, const Loaded& l) {
+                                   launch(q, l.function, context, stream);
+                               });
 }
 
 ReductionKernel::ReductionKernel(const std::string& in_params, const std::string& out_params,
@@ -615,7 +618,7 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
         Outputs outputs;
         if (memo.repeat(m_impl->def.params, args, how.stream, true, outputs)) return outputs;
     }
-    Prepared p;
+    ReductionPrepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();
     p.multiprocessors = multiprocessors(context);
@@ -636,7 +639,7 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
 
 std::string ReductionKernel::source_for(const Arg* args, std::size_t count,
                                         const ReduceCall& how) const {
-    Prepared p;
+    ReductionPrepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->source(p).source;
 }
@@ -644,14 +647,14 @@ std::string ReductionKernel::source_for(const Arg* args, std::size_t count,
 std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std::size_t count,
                                                             const ReduceCall& how,
                                                             const std::string& arch) const {
-    Prepared p;
+    ReductionPrepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->compile(p, arch).program;
 }
 
 std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
                                           const ReduceCall& how) const {
-    Prepared p;
+    ReductionPrepared p;
     m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return m_impl->describe(p);
 }
@@ -659,7 +662,7 @@ std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
 std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,
                                                      std::size_t count, const ReduceCall& how,
                                                      int multiprocessors) {
-    Prepared p;
+    ReductionPrepared p;
     p.multiprocessors = multiprocessors;
     kernel.m_impl->shape_call(args, count, how, /*allocate=*/false, p);
     return kernel.m_impl->source(p).source;

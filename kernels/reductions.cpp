@@ -13,7 +13,7 @@ namespace detail {
 namespace {
 
 // Device helpers the ready reductions share; R is the accumulation type, O the result type.
-constexpr const char* kPreamble = R"(
+constexpr const char* kReducePreamble = R"(
 template <class T> __device__ T kiln_max(T a, T b) { return kiln::is_nan(a) ? a : (kiln::is_nan(b) ? b : (a > b ? a : b)); }
 template <class T> __device__ T kiln_min(T a, T b) { return kiln::is_nan(a) ? a : (kiln::is_nan(b) ? b : (a < b ? a : b)); }
 template <class T> __device__ T kiln_abs2(T v) { return v * v; }
@@ -133,7 +133,7 @@ ReductionRecipe recipe_of(ReduceOp op, DType compute, DType accumulate, DType re
     recipe.reduce_type = spec.reduce_type.empty() ? name(accumulate) : spec.reduce_type;
     recipe.preamble = std::string("typedef ") + cuda_type(compute) + " C;\ntypedef " +
                       cuda_type(accumulate) + " R;\ntypedef " + cuda_type(result) + " O;\n" +
-                      kPreamble;
+                      kReducePreamble;
     return recipe;
 }
 

@@ -108,10 +108,11 @@ double event_ms(CUevent from, CUevent to) noexcept {
 }
 
 // The open sessions and the records they collect.
-class Registry {
+class ActivityRegistry {
   public:
-    static Registry& instance() {
-        static Registry* registry = new Registry; // outlives thread-local sessions at exit
+    static ActivityRegistry& instance() {
+        static ActivityRegistry* registry =
+            new ActivityRegistry; // outlives thread-local sessions at exit
         return *registry;
     }
 
@@ -231,7 +232,7 @@ void warn_untimed(const char* what) noexcept {
 } // namespace
 
 SessionState::~SessionState() {
-    if (open) Registry::instance().close(this);
+    if (open) ActivityRegistry::instance().close(this);
     if (begin_event) EventPool::instance().release(context, begin_event);
 }
 
@@ -253,7 +254,7 @@ void ObservedActivity::start(Activity kind, std::string_view name, std::size_t b
         }
         if (timed) {
             m_stream = stream.get();
-            m_record = Registry::instance().begin(kind, std::move(label), bytes, m_stream);
+            m_record = ActivityRegistry::instance().begin(kind, std::move(label), bytes, m_stream);
         }
     } catch (const std::exception& e) {
         m_record.reset();
@@ -267,7 +268,7 @@ void ObservedActivity::start(Activity kind, std::string_view name, std::size_t b
 void ObservedActivity::finish() noexcept {
     if (m_record && m_done) {
         try {
-            Registry::instance().complete(*m_record, m_stream);
+            ActivityRegistry::instance().complete(*m_record, m_stream);
         } catch (const std::exception& e) {
             warn_untimed(e.what());
         }
@@ -286,7 +287,7 @@ BuiltinKernelScope::~BuiltinKernelScope() {
 }
 
 void set_launch_ranges_observed(bool on) noexcept {
-    Registry::instance().set_launch_ranges(on);
+    ActivityRegistry::instance().set_launch_ranges(on);
 }
 
 } // namespace detail
@@ -321,7 +322,7 @@ TimingSession::TimingSession(Activity filter, bool synchronize)
     // completes at once.
     KILN_CU(cuEventRecord(m_state->begin_event, nullptr));
     m_state->host_begin = detail::Clock::now();
-    detail::Registry::instance().open(m_state.get());
+    detail::ActivityRegistry::instance().open(m_state.get());
 }
 
 TimingSession::~TimingSession() = default;
@@ -338,7 +339,7 @@ bool TimingSession::open() const noexcept {
 
 std::vector<TimingResult> TimingSession::end(bool synchronize) {
     if (!open()) return {};
-    detail::Registry& registry = detail::Registry::instance();
+    detail::ActivityRegistry& registry = detail::ActivityRegistry::instance();
     registry.close(m_state.get());
     const auto records = registry.take(m_state.get());
     if (synchronize) KILN_CU(cuCtxSynchronize());

@@ -94,7 +94,7 @@ struct SliceRange {
     std::int64_t length = 0;
 };
 
-SliceRange resolve(const Slice& slice, std::int64_t extent) {
+SliceRange resolve_slice(const Slice& slice, std::int64_t extent) {
     const std::int64_t step = slice.step;
     const std::int64_t lower = step < 0 ? -1 : 0;
     const std::int64_t upper = step < 0 ? extent - 1 : extent;
@@ -321,7 +321,7 @@ Array Array::slice(const std::vector<Index>& indices) const {
         if (index.slice.step == 0)
             throw ArgumentError("slice " + slice_text(index.slice) + " on axis " +
                                 std::to_string(axis) + ": the step cannot be zero");
-        const SliceRange range = resolve(index.slice, extent);
+        const SliceRange range = resolve_slice(index.slice, extent);
         std::int64_t new_stride = 0;
         if (__builtin_mul_overflow(stride, index.slice.step, &new_stride)) {
             if (range.length > 1)

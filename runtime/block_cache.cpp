@@ -28,14 +28,14 @@ struct ThreadBlocks;
 
 // Every thread's cache and the streams Kiln made, for a stream's end and for running out of
 // memory. Never destroyed: threads that end during static destruction still unregister.
-struct Registry {
+struct BlockRegistry {
     std::mutex mutex;
     std::vector<ThreadBlocks*> threads;
     std::vector<CUstream> streams;
 };
-Registry& registry() {
+BlockRegistry& registry() {
     static auto* r = [] {
-        auto* made = new Registry;
+        auto* made = new BlockRegistry;
         made->threads.reserve(64); // a thread's first kept block then allocates nothing
         made->streams.reserve(64);
         return made;
@@ -70,7 +70,7 @@ struct ThreadBlocks {
 
     ~ThreadBlocks() {
         if (registered) {
-            Registry& r = registry();
+            BlockRegistry& r = registry();
             const std::lock_guard<std::mutex> lock(r.mutex);
             r.threads.erase(std::find(r.threads.begin(), r.threads.end(), this));
         }
@@ -83,7 +83,7 @@ struct ThreadBlocks {
         if (default_stream(stream)) return true;
         const std::uint64_t version = g_streams_version.load(std::memory_order_acquire);
         if (stream != checked || version != checked_version) {
-            Registry& r = registry();
+            BlockRegistry& r = registry();
             const std::lock_guard<std::mutex> lock(r.mutex);
             checked_kiln = std::find(r.streams.begin(), r.streams.end(), stream) != r.streams.end();
             checked = stream;
@@ -94,7 +94,7 @@ struct ThreadBlocks {
 
     void register_once() {
         if (registered) return;
-        Registry& r = registry();
+        BlockRegistry& r = registry();
         const std::lock_guard<std::mutex> lock(r.mutex);
         r.threads.push_back(this);
         registered = true;
@@ -158,7 +158,7 @@ bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
 std::size_t release_cached_blocks() noexcept {
     std::vector<Block> taken;
     try {
-        Registry& r = registry();
+        BlockRegistry& r = registry();
         const std::lock_guard<std::mutex> lock(r.mutex);
         for (ThreadBlocks* thread : r.threads)
             thread->take_if([](const Block&) { return true; }, taken);
@@ -171,7 +171,7 @@ std::size_t release_cached_blocks() noexcept {
 
 void stream_made(CUstream stream) noexcept {
     try {
-        Registry& r = registry();
+        BlockRegistry& r = registry();
         const std::lock_guard<std::mutex> lock(r.mutex);
         r.streams.push_back(stream);
         g_streams_version.fetch_add(1, std::memory_order_acq_rel);
@@ -183,7 +183,7 @@ void stream_made(CUstream stream) noexcept {
 void stream_ending(CUstream stream) noexcept {
     std::vector<Block> taken;
     try {
-        Registry& r = registry();
+        BlockRegistry& r = registry();
         const std::lock_guard<std::mutex> lock(r.mutex);
         r.streams.erase(std::remove(r.streams.begin(), r.streams.end(), stream), r.streams.end());
         g_streams_version.fetch_add(1, std::memory_order_acq_rel);

@@ -78,7 +78,8 @@ struct Request {
     std::vector<LinkInput> link_inputs;
 };
 
-Request resolve(std::string_view source, const CompileOptions& in, const std::string& nvrtc) {
+Request resolve_request(std::string_view source, const CompileOptions& in,
+                        const std::string& nvrtc) {
     Request r;
     r.source = std::string(source);
     r.arch = normalize_arch(in.arch.empty() ? Device::current().arch() : in.arch);
@@ -154,7 +155,7 @@ Request resolve(std::string_view source, const CompileOptions& in, const std::st
 }
 
 // What the entry records about how @p r was compiled, under the NVRTC program name @p name:
-// options_from_recipe() turns it back into options that resolve() makes the same key from.
+// options_from_recipe() turns it back into options that resolve_request() makes the same key from.
 cache::Recipe recipe_of(const Request& r, const std::string& name) {
     cache::Recipe recipe;
     recipe.source = r.source;
@@ -544,12 +545,12 @@ void Compiler::forget(const cache::Key& key) {
 }
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {
-    return resolve(source, options, m_impl->nvrtc()).key;
+    return resolve_request(source, options, m_impl->nvrtc()).key;
 }
 
 std::shared_ptr<const Program> Compiler::compile(std::string_view source,
                                                  const CompileOptions& options) {
-    return m_impl->get(resolve(source, options, m_impl->nvrtc()),
+    return m_impl->get(resolve_request(source, options, m_impl->nvrtc()),
                        options.use_disk_cache ? Impl::DiskUse::read_write : Impl::DiskUse::none);
 }
 
@@ -562,7 +563,7 @@ std::shared_ptr<const Program> Compiler::recompile(const Program& program,
         std::lock_guard<std::mutex> lock(m_impl->mutex);
         m_impl->programs.erase(program.key());
     }
-    return m_impl->get(resolve(program.source(), options, m_impl->nvrtc()),
+    return m_impl->get(resolve_request(program.source(), options, m_impl->nvrtc()),
                        Impl::DiskUse::write_only);
 }
 
@@ -572,7 +573,7 @@ Compiler::reproduce(const cache::Recipe& recipe, std::string_view arch,
     const auto start = std::chrono::steady_clock::now();
     CompileOptions options = options_from_recipe(recipe, std::string(arch));
     options.link_inputs = link_inputs_from_entry(link_inputs);
-    const Request r = resolve(recipe.source, options, m_impl->nvrtc());
+    const Request r = resolve_request(recipe.source, options, m_impl->nvrtc());
     const std::string name =
         recipe.program_name.empty() ? "kiln_" + r.key.hex() + ".cu" : recipe.program_name;
     m_impl->compiles.fetch_add(1, std::memory_order_relaxed);

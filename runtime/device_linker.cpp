@@ -23,7 +23,7 @@ namespace detail {
 
 namespace {
 
-bool starts_with(std::string_view text, std::string_view prefix) {
+bool begins_with(std::string_view text, std::string_view prefix) {
     return text.substr(0, prefix.size()) == prefix;
 }
 
@@ -199,7 +199,7 @@ RelocatableMode relocatable_mode(const std::vector<std::string>& options) {
             if (i + 1 < options.size()) mode.relocatable = options[++i] == "true";
         } else {
             for (std::string_view prefix : {"-rdc=", "--relocatable-device-code="})
-                if (starts_with(option, prefix))
+                if (begins_with(option, prefix))
                     mode.relocatable = std::string_view(option).substr(prefix.size()) == "true";
         }
     }
@@ -239,14 +239,14 @@ const DeviceRuntime& device_runtime() {
 cache::LinkInputKind detect_link_input_kind(const std::string& bytes, const std::string& name) {
     constexpr unsigned kCudaMachine = 190; // EM_CUDA
     const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-    if (starts_with(bytes, "!<arch>\n")) {
+    if (begins_with(bytes, "!<arch>\n")) {
         const std::string fault = archive_fault(bytes);
         if (!fault.empty())
             throw ArgumentError("link input '" + name + "' is not a valid static library: " +
                                 fault + "; give the .a file the toolkit's archiver made");
         return cache::LinkInputKind::library;
     }
-    if (bytes.size() >= 20 && starts_with(bytes, "\x7f"
+    if (bytes.size() >= 20 && begins_with(bytes, "\x7f"
                                                  "ELF")) {
         const unsigned machine = byte(18) | byte(19) << 8;
         return machine == kCudaMachine ? cache::LinkInputKind::cubin : cache::LinkInputKind::object;

@@ -50,10 +50,13 @@ if command -v pkg-config >/dev/null; then
     step "pkg-config run" check_run "$work/client-pc"
 fi
 
-# This build compiles all of Kiln's library again: unoptimized and without debug information,
-# since what is tested is the CMake wiring (the whole test: 160 s -> 118 s on 2 cores).
+# This build compiles all of Kiln's library again: unoptimized, without debug information and as
+# a unity build (one translation unit per library), since what is tested is the CMake wiring (the
+# library's build: 164 s of CPU time -> 50 s on 2 cores). It also shows that Kiln builds inside a
+# project that sets CMAKE_UNITY_BUILD: no two of its sources define the same internal name.
 step "add_subdirectory configure" "$cmake" -S "$source/examples/client" -B "$work/subdir" "${common[@]}" \
     -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=0 \
     -DKILN_SOURCE_DIR="$source" -DKILN_BUILD_TESTS=OFF -DKILN_BUILD_TOOLS=OFF -DKILN_BUILD_BENCH=OFF
 step "add_subdirectory build" "$cmake" --build "$work/subdir" -j2 --target client
 step "add_subdirectory run" check_run "$work/subdir/client"
