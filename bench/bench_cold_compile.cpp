@@ -1,10 +1,12 @@
 // A raw kernel's first compile with an empty cache beside a plain NVRTC compile of the same source
 // with the same options (issue 16, item 2: Kiln at most 1.1x plain NVRTC plus loading); with
 // --kind elementwise or reduction, a generated kernel's first call with an empty cache beside a
-// plain NVRTC compile (and load) of the trivial kernel (targets: 1.3x and 1.8x).
+// plain NVRTC compile (and load) of the trivial kernel (targets: 1.3x and 1.8x); with --plain-same
+// too, beside a plain NVRTC compile (and load) of the same generated source, with Kiln's device
+// headers and options: what NVRTC itself takes for that kernel, whatever Kiln does around it.
 //
 //   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu] [--nvrtc-cache] [--phases]
-//                      [--comment-salt] [--kind raw|elementwise|reduction]
+//                      [--comment-salt] [--kind raw|elementwise|reduction] [--plain-same]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty Kiln
 // cache directory and a fresh, empty CUDA_CACHE_PATH (where NVRTC 12.9+ keeps its own cache). It
@@ -28,6 +30,7 @@
 // --comment-salt salts the sources in a comment only, as this benchmark did before: with
 // --nvrtc-cache on a GPU host that shows what NVRTC's cache did to the plain side's figures.
 
+#include "device_headers.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 
@@ -93,11 +96,19 @@ void check(CUresult result) {
     if (result != CUDA_SUCCESS) throw std::runtime_error("a CUDA driver call failed");
 }
 
-// Plain NVRTC and the driver, as an application without Kiln would write them.
-double plain(const std::string& source, bool gpu, Phases& phases) {
+// Plain NVRTC and the driver, as an application without Kiln would write them: @p source (with
+// @p headers in memory) compiled, loaded and its kernel @p function found.
+double plain(const std::string& source, bool gpu, Phases& phases,
+             const std::vector<kiln::Header>& headers = {}, const char* function_name = "my_add") {
+    std::vector<const char*> header_names, header_sources;
+    for (const kiln::Header& h : headers) {
+        header_names.push_back(h.name.c_str());
+        header_sources.push_back(h.source.c_str());
+    }
     const double t0 = now_ms();
     nvrtcProgram program = nullptr;
-    check(nvrtcCreateProgram(&program, source.c_str(), "my_add.cu", 0, nullptr, nullptr));
+    check(nvrtcCreateProgram(&program, source.c_str(), "plain.cu", static_cast<int>(headers.size()),
+                             header_sources.data(), header_names.data()));
     std::vector<const char*> options;
     options.reserve(g_options.size());
     for (const auto& option : g_options)
@@ -115,7 +126,7 @@ double plain(const std::string& source, bool gpu, Phases& phases) {
         CUmodule module = nullptr;
         CUfunction function = nullptr;
         check(driver.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr));
-        check(driver.cuModuleGetFunction(&function, module, "my_add"));
+        check(driver.cuModuleGetFunction(&function, module, function_name));
         phases.load = now_ms() - t1;
         const double total = now_ms() - t0;
         driver.cuModuleUnload(module); // untimed: Kiln's modules stay loaded too
@@ -126,10 +137,47 @@ double plain(const std::string& source, bool gpu, Phases& phases) {
 
 bool g_phases = false;
 
-// --kind: what Kiln's side compiles. The plain side always compiles my_add.
+// --kind: what Kiln's side compiles. The plain side compiles my_add, or with --plain-same the
+// generated kernel's source.
 std::string g_kind = "raw";
+bool g_plain_same = false;
 
 constexpr std::int64_t kElements = 1 << 20;
+
+// The generated kernels, salted with a constant in their map (so that it reaches the PTX).
+std::string salt_constant(long salt) {
+    return " + T(" + std::to_string(salt % 100000) + ".0f * 1e-30f)";
+}
+kiln::ReductionKernel l2norm_kernel(long salt) {
+    return kiln::ReductionKernel("T x", "T y", "x * x" + salt_constant(salt), "a + b",
+                                 "y = sqrt(a)", "0", "l2norm");
+}
+kiln::ElementwiseKernel squared_diff_kernel(long salt) {
+    return kiln::ElementwiseKernel("T x, T y", "T z", "z = (x - y) * (x - y)" + salt_constant(salt),
+                                   "squared_diff");
+}
+
+// The source Kiln generates for the call generated_first_call() makes (no device needed).
+std::string generated_source(long salt) {
+    using namespace kiln;
+    const bool reduction = g_kind == "reduction";
+    const Array x = Array::wrap(CUdeviceptr{1} << 20, {1024, reduction ? 1024 : kElements / 1024},
+                                DType::float32);
+    if (reduction) {
+        const Arg args[] = {x};
+        return l2norm_kernel(salt).source_for(args, 1, ReduceCall{1});
+    }
+    const Arg args[] = {x, x, x};
+    return squared_diff_kernel(salt).source_for(args, 3);
+}
+
+// The plain side of --plain-same: NVRTC and the driver over the generated source, generated first
+// (untimed), with Kiln's device headers and the options Kiln gave NVRTC for it.
+double plain_generated(long salt, bool gpu, Phases& phases) {
+    const std::string source = generated_source(salt);
+    return plain(source, gpu, phases, kiln::detail::device_headers(),
+                 g_kind == "reduction" ? "l2norm" : "squared_diff");
+}
 
 // A generated kernel's first call: the ElementwiseKernel squared_diff or the ReductionKernel
 // l2norm over rows, each salted with a constant in its map (so it reaches the PTX). With a GPU the
@@ -137,7 +185,6 @@ constexpr std::int64_t kElements = 1 << 20;
 // without one compile_for (to the cubin bytes).
 double generated_first_call(long salt, const std::string& arch, bool gpu) {
     using namespace kiln;
-    const std::string constant = " + T(" + std::to_string(salt % 100000) + ".0f * 1e-30f)";
     const bool reduction = g_kind == "reduction";
     const Array x =
         gpu ? empty({reduction ? 1024 : kElements, reduction ? 1024 : 1}, DType::float32)
@@ -147,8 +194,7 @@ double generated_first_call(long salt, const std::string& arch, bool gpu) {
     if (gpu) Device::current().synchronize();
     const double t0 = now_ms();
     if (reduction) {
-        ReductionKernel l2norm("T x", "T y", "x * x" + constant, "a + b", "y = sqrt(a)", "0",
-                               "l2norm");
+        const ReductionKernel l2norm = l2norm_kernel(salt);
         if (gpu) {
             l2norm(ReduceCall{1}, x);
         } else {
@@ -156,8 +202,7 @@ double generated_first_call(long salt, const std::string& arch, bool gpu) {
             l2norm.compile_for(args, 1, ReduceCall{1}, arch);
         }
     } else {
-        ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)" + constant,
-                                       "squared_diff");
+        const ElementwiseKernel squared_diff = squared_diff_kernel(salt);
         if (gpu) {
             squared_diff(x, x, z);
         } else {
@@ -235,6 +280,7 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
         "--salt", salt_text.c_str()};
     if (no_gpu) argv.push_back("--no-gpu");
     if (g_phases) argv.push_back("--phases");
+    if (g_plain_same) argv.push_back("--plain-same");
     if (g_comment_salt) argv.push_back("--comment-salt");
     argv.push_back("--kind");
     argv.push_back(g_kind.c_str());
@@ -340,11 +386,13 @@ int run(int argc, char** argv) {
             g_comment_salt = true;
         else if (a == "--kind" && has_value)
             g_kind = argv[++i];
+        else if (a == "--plain-same")
+            g_plain_same = true;
         else {
             std::fprintf(stderr,
                          "usage: bench_cold_compile [--samples N] [--arch sm_XX] [--no-gpu] "
                          "[--nvrtc-cache] [--phases] [--comment-salt] "
-                         "[--kind raw|elementwise|reduction]\n");
+                         "[--kind raw|elementwise|reduction] [--plain-same]\n");
             return 2;
         }
     }
@@ -352,7 +400,8 @@ int run(int argc, char** argv) {
         std::fprintf(stderr, "bench_cold_compile: --kind is raw, elementwise or reduction\n");
         return 2;
     }
-    if (g_kind != "raw") g_phases = false; // phases are the raw kernel's
+    if (g_kind != "raw") g_phases = false;     // phases are the raw kernel's
+    if (g_kind == "raw") g_plain_same = false; // the raw kernel's plain side is the same source
     const bool gpu = !no_gpu && kiln::Device::available();
     if (gpu) kiln::Device::current(); // the context, untimed
     if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
@@ -365,8 +414,9 @@ int run(int argc, char** argv) {
             Timing t;
             t.side = (i % 2 == 0) == kiln_first ? 'K' : 'N';
             const std::string source = my_add(salt * 4 + i);
-            t.total = t.side == 'K' ? with_kiln(source, arch, gpu, t.phases)
-                                    : plain(source, gpu, t.phases);
+            t.total = t.side == 'K'  ? with_kiln(source, arch, gpu, t.phases)
+                      : g_plain_same ? plain_generated(salt * 4 + i, gpu, t.phases)
+                                     : plain(source, gpu, t.phases);
             timings.push_back(t);
         }
         const auto stats = kiln::Compiler::global().statistics();
@@ -394,7 +444,15 @@ int run(int argc, char** argv) {
     {
         auto options = kiln::CompileOptions::for_arch(arch);
         options.use_disk_cache = false;
-        g_options = kiln::compile(my_add(0), options)->nvrtc_options();
+        if (g_plain_same) {
+            // As the front ends compile a generated kernel: its headers in memory, the toolkit's
+            // on the include path.
+            options.headers = kiln::detail::device_headers();
+            options.cuda_headers = true;
+            g_options = kiln::compile(generated_source(0), options)->nvrtc_options();
+        } else {
+            g_options = kiln::compile(my_add(0), options)->nvrtc_options();
+        }
     }
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
@@ -434,11 +492,12 @@ int run(int argc, char** argv) {
     }
     const Timing kf = medians(kiln_first), nf = medians(nvrtc_first), kl = medians(kiln_later),
                  nl = medians(nvrtc_later);
-    const std::string subject =
-        g_kind == "raw" ? "raw my_add"
-        : g_kind == "elementwise"
-            ? "ElementwiseKernel squared_diff (Kiln) against the trivial my_add (plain NVRTC)"
-            : "ReductionKernel l2norm over rows (Kiln) against the trivial my_add (plain NVRTC)";
+    const std::string against = g_plain_same ? " against the same generated source (plain NVRTC)"
+                                             : " against the trivial my_add (plain NVRTC)";
+    const std::string subject = g_kind == "raw" ? "raw my_add"
+                                : g_kind == "elementwise"
+                                    ? "ElementwiseKernel squared_diff (Kiln)" + against
+                                    : "ReductionKernel l2norm over rows (Kiln)" + against;
     std::printf("%s, empty cache, %s, %s, %d fresh processes (medians, wall ms; %s):\n",
                 subject.c_str(), gpu ? kiln::Device::current().name().c_str() : "no GPU",
                 arch.c_str(), samples,

@@ -7,7 +7,8 @@
 # bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
 # start-up figures: the first call from disk in fresh processes, with one traced sample per kind
 # (driver calls, Kiln's time between them, page faults); a raw kernel's cold compile beside plain
-# NVRTC + module load; generated kernels' cold first call beside a trivial kernel's compile) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
+# NVRTC + module load; generated kernels' cold first call beside a trivial kernel's compile and
+# beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
@@ -127,9 +128,11 @@ step_startup() {
         # shellcheck disable=SC2086 # a mode may be two options
         ./build-gpu/bench/bench_cold_compile --samples 10 $mode 2>&1 || status=1
     done | tee "$out/cold_compile.txt"
-    # Generated kernels' first call with an empty cache beside the trivial kernel's plain compile.
+    # Generated kernels' first call with an empty cache beside the trivial kernel's plain compile
+    # (the targets), then beside a plain compile of the same generated source (Kiln's own share).
     for kind in elementwise reduction; do
         ./build-gpu/bench/bench_cold_compile --samples 10 --kind $kind 2>&1 || status=1
+        ./build-gpu/bench/bench_cold_compile --samples 10 --kind $kind --plain-same 2>&1 || status=1
     done | tee -a "$out/cold_compile.txt"
     has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
 }
