@@ -2,6 +2,7 @@
 
 #include "device_headers.hpp"
 #include "kiln/error.hpp"
+#include "minimal_front_end.hpp"
 
 #include <cstdlib>
 #include <utility>
@@ -47,6 +48,9 @@ CompiledSpecialization compile_specialization(const KernelParams& params,
     options.arch = arch;
     options.description = std::move(description);
     options.options = nvrtc_options;
+    // NVRTC's smaller front end where the kernel needs nothing it leaves out (the same cubin).
+    if (minimal_front_end_fits(generated.source, nvrtc_options))
+        options.options.emplace_back(kMinimalOption);
     options.headers = device_headers();
     // The toolkit's headers are always on the include path, for every front end and any user
     // code (a preamble may include <cooperative_groups.h>): the path costs nothing, only an

@@ -5,13 +5,9 @@
 
 namespace kiln::detail {
 
-namespace {
-
 bool identifier_char(char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
 }
-
-} // namespace
 
 std::vector<std::string> tokenize(const std::string& code) {
     std::vector<std::string> tokens;

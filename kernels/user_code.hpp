@@ -9,6 +9,9 @@
 
 namespace kiln::detail {
 
+/// Whether @p c may appear in a C++ identifier (a letter, a digit or '_').
+bool identifier_char(char c);
+
 /// C++ tokens of @p code, comments dropped: identifiers, string and character literals,
 /// two-character operators that contain '=' (so `==` is not an assignment), other characters.
 std::vector<std::string> tokenize(const std::string& code);
