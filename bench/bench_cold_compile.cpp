@@ -33,6 +33,7 @@
 #include "device_headers.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
+#include "minimal_front_end.hpp"
 
 #include <nvrtc.h>
 
@@ -449,7 +450,10 @@ int run(int argc, char** argv) {
             // on the include path.
             options.headers = kiln::detail::device_headers();
             options.cuda_headers = true;
-            g_options = kiln::compile(generated_source(0), options)->nvrtc_options();
+            const std::string source = generated_source(0);
+            if (kiln::detail::minimal_front_end_fits(source, {}))
+                options.options.emplace_back(kiln::detail::kMinimalOption);
+            g_options = kiln::compile(source, options)->nvrtc_options();
         } else {
             g_options = kiln::compile(my_add(0), options)->nvrtc_options();
         }
