@@ -33,7 +33,7 @@
 #include "device_headers.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
-#include "minimal_front_end.hpp"
+#include "specialization.hpp"
 
 #include <nvrtc.h>
 
@@ -443,20 +443,12 @@ int run(int argc, char** argv) {
     // here so that no sample is warmed by the asking. The salt keeps it from the samples' sources.
     ::setenv("KILN_NVRTC_CACHE", nvrtc_cache ? "1" : "0", 1);
     {
-        auto options = kiln::CompileOptions::for_arch(arch);
+        const std::string source = g_plain_same ? generated_source(0) : my_add(0);
+        // A generated kernel's options are the front ends' (specialization.hpp).
+        auto options = g_plain_same ? kiln::detail::specialization_options(source, {}, arch)
+                                    : kiln::CompileOptions::for_arch(arch);
         options.use_disk_cache = false;
-        if (g_plain_same) {
-            // As the front ends compile a generated kernel: its headers in memory, the toolkit's
-            // on the include path.
-            options.headers = kiln::detail::device_headers();
-            options.cuda_headers = true;
-            const std::string source = generated_source(0);
-            if (kiln::detail::minimal_front_end_fits(source, {}))
-                options.options.emplace_back(kiln::detail::kMinimalOption);
-            g_options = kiln::compile(source, options)->nvrtc_options();
-        } else {
-            g_options = kiln::compile(my_add(0), options)->nvrtc_options();
-        }
+        g_options = kiln::compile(source, options)->nvrtc_options();
     }
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);

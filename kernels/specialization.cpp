@@ -40,22 +40,28 @@ std::string summary(const KernelParams& params, const GeneratedSource& generated
 
 } // namespace
 
-CompiledSpecialization compile_specialization(const KernelParams& params,
-                                              const GeneratedSource& generated,
-                                              const std::vector<std::string>& nvrtc_options,
-                                              const std::string& arch, std::string description) {
+CompileOptions specialization_options(std::string_view source,
+                                      const std::vector<std::string>& nvrtc_options,
+                                      const std::string& arch) {
     CompileOptions options;
     options.arch = arch;
-    options.description = std::move(description);
     options.options = nvrtc_options;
     // NVRTC's smaller front end where the kernel needs nothing it leaves out (the same cubin).
-    if (minimal_front_end_fits(generated.source, nvrtc_options))
-        options.options.emplace_back(kMinimalOption);
+    if (minimal_front_end_fits(source, nvrtc_options)) options.options.emplace_back(kMinimalOption);
     options.headers = device_headers();
     // The toolkit's headers are always on the include path, for every front end and any user
     // code (a preamble may include <cooperative_groups.h>): the path costs nothing, only an
     // #include does, and the generated head includes only what the kernel mentions.
     options.cuda_headers = true;
+    return options;
+}
+
+CompiledSpecialization compile_specialization(const KernelParams& params,
+                                              const GeneratedSource& generated,
+                                              const std::vector<std::string>& nvrtc_options,
+                                              const std::string& arch, std::string description) {
+    CompileOptions options = specialization_options(generated.source, nvrtc_options, arch);
+    options.description = std::move(description);
     try {
         auto program = Compiler::global().compile(generated.source, options);
         return {std::move(program), std::move(options)};

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::detail {
@@ -27,6 +28,13 @@ struct CompiledSpecialization {
     /// was compiled or read by its key.
     std::optional<cache::Key> memo;
 };
+
+/// The options every generated kernel compiles with: @p arch, @p nvrtc_options (and -minimal where
+/// @p source allows it, minimal_front_end.hpp), Kiln's device headers in memory and the toolkit's
+/// on the include path.
+CompileOptions specialization_options(std::string_view source,
+                                      const std::vector<std::string>& nvrtc_options,
+                                      const std::string& arch);
 
 /// Compiles @p generated for @p arch. @p description (kernel_description.hpp) goes into the
 /// cache entry's recipe; it is not part of the key. @throws CompileError, naming the piece at
