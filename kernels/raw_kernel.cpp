@@ -3,6 +3,7 @@
 #include "device_headers.hpp"
 #include "driver_trace.hpp"
 #include "kiln/device.hpp"
+#include "minimal_front_end.hpp"
 #include "per_context_cache.hpp"
 #include "shared_registry.hpp"
 
@@ -32,22 +33,29 @@ void add_cupy_headers(const std::string& source, CompileOptions& options) {
 struct RawModule::State {
     std::string source;
     CompileOptions options;
+    /// Whether NVRTC's -minimal front end fits the source and options (minimal_front_end.hpp):
+    /// added then, as for generated kernels (the same cubin, a faster compile).
+    bool minimal = false;
     std::optional<std::string> image; // set for modules read from a file
     std::string description;
     detail::PerContextCache<std::shared_ptr<const Module>> modules;
 
-    std::shared_ptr<const Program> compile_for(const std::string& arch) {
+    // The program for @p arch (when the options name none); @p used: its options.
+    std::shared_ptr<const Program> compile_for(const std::string& arch,
+                                               CompileOptions* used = nullptr) {
         CompileOptions resolved = options;
         if (resolved.arch.empty()) resolved.arch = arch;
-        return Compiler::global().compile(source, resolved);
+        return detail::compile_front_end_fallback(
+            resolved, minimal,
+            [&](const CompileOptions& o) { return Compiler::global().compile(source, o); }, used);
     }
 
     const std::shared_ptr<const Module>& module_in(CUcontext context) {
         return modules.get(context, {}, [&] {
             if (image) return Module::load(*image, description);
-            CompileOptions resolved = options;
-            if (resolved.arch.empty()) resolved.arch = Device::current().arch();
-            return shared_module(Compiler::global().compile(source, resolved), resolved, context);
+            CompileOptions used;
+            auto program = compile_for(Device::current().arch(), &used);
+            return shared_module(std::move(program), used, context);
         });
     }
 
@@ -79,6 +87,7 @@ RawModule::RawModule(std::string source, CompileOptions options,
     add_cupy_headers(m_state->source, m_state->options);
     auto& names = m_state->options.name_expressions;
     names.insert(names.end(), name_expressions.begin(), name_expressions.end());
+    m_state->minimal = detail::raw_source_fits_minimal_front_end(m_state->source, m_state->options);
     m_state->description = "a RawModule";
 }
 

@@ -40,14 +40,14 @@ std::string summary(const KernelParams& params, const GeneratedSource& generated
 
 } // namespace
 
-CompileOptions specialization_options(std::string_view source,
-                                      const std::vector<std::string>& nvrtc_options,
+namespace {
+
+// specialization_options() less the front end's choice.
+CompileOptions full_front_end_options(const std::vector<std::string>& nvrtc_options,
                                       const std::string& arch) {
     CompileOptions options;
     options.arch = arch;
     options.options = nvrtc_options;
-    // NVRTC's smaller front end where the kernel needs nothing it leaves out (the same cubin).
-    if (minimal_front_end_fits(source, nvrtc_options)) options.options.emplace_back(kMinimalOption);
     options.headers = device_headers();
     // The toolkit's headers are always on the include path, for every front end and any user
     // code (a preamble may include <cooperative_groups.h>): the path costs nothing, only an
@@ -56,15 +56,32 @@ CompileOptions specialization_options(std::string_view source,
     return options;
 }
 
+} // namespace
+
+CompileOptions specialization_options(std::string_view source,
+                                      const std::vector<std::string>& nvrtc_options,
+                                      const std::string& arch) {
+    CompileOptions options = full_front_end_options(nvrtc_options, arch);
+    // NVRTC's smaller front end where the kernel needs nothing it leaves out (the same cubin).
+    if (minimal_front_end_fits(source, nvrtc_options)) options.options.emplace_back(kMinimalOption);
+    return options;
+}
+
 CompiledSpecialization compile_specialization(const KernelParams& params,
                                               const GeneratedSource& generated,
                                               const std::vector<std::string>& nvrtc_options,
                                               const std::string& arch, std::string description) {
-    CompileOptions options = specialization_options(generated.source, nvrtc_options, arch);
+    CompileOptions options = full_front_end_options(nvrtc_options, arch);
     options.description = std::move(description);
+    CompiledSpecialization compiled;
     try {
-        auto program = Compiler::global().compile(generated.source, options);
-        return {std::move(program), std::move(options)};
+        compiled.program = compile_front_end_fallback(
+            options, minimal_front_end_fits(generated.source, nvrtc_options),
+            [&](const CompileOptions& o) {
+                return Compiler::global().compile(generated.source, o);
+            },
+            &compiled.options);
+        return compiled;
     } catch (const CompileError& e) {
         throw CompileError(summary(params, generated, e.log()), e.log(), e.options(), e.source());
     }

@@ -128,6 +128,8 @@ step_startup() {
         # shellcheck disable=SC2086 # a mode may be two options
         ./build-gpu/bench/bench_cold_compile --samples 10 $mode 2>&1 || status=1
     done | tee "$out/cold_compile.txt"
+    # The raw kernel beside plain NVRTC given -minimal too (the RawKernel's options): NVRTC's share.
+    ./build-gpu/bench/bench_cold_compile --samples 10 --plain-same 2>&1 | tee -a "$out/cold_compile.txt" || status=1
     # Generated kernels' first call with an empty cache beside the trivial kernel's plain compile
     # (the targets), then beside a plain compile of the same generated source (Kiln's own share).
     for kind in elementwise reduction; do

@@ -3,6 +3,7 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/compiler.hpp"
+#include "kiln/raw_kernel.hpp"
 #include "kiln/version.hpp"
 
 #include <cuda.h>
@@ -59,6 +60,20 @@ TEST_F(CompileCli, JsonHasKeyCacheMillisecondsAndCubinSize) {
     EXPECT_GT(j.at("cubin_bytes").get<std::size_t>(), 0u);
     const auto options = j.at("options").get<std::vector<std::string>>();
     EXPECT_NE(std::find(options.begin(), options.end(), "-DTWICE"), options.end());
+}
+
+// `kiln compile` warms what a RawKernel of the same source and options looks up: one key, NVRTC's
+// -minimal front end chosen the same way (added here: the source needs nothing it removes).
+TEST_F(CompileCli, StoresUnderTheKeyARawKernelLooksUp) {
+    const auto file = write("k.cu", kKernel);
+    auto result = run_command(kiln("compile " + file + " --arch sm_90 --json -- -DTWICE"));
+    ASSERT_EQ(result.status, 0) << result.err;
+    const auto j = nlohmann::json::parse(result.out);
+    const auto options = j.at("options").get<std::vector<std::string>>();
+    EXPECT_NE(std::find(options.begin(), options.end(), "-minimal"), options.end());
+    kiln::CompileOptions raw = kiln::CompileOptions::for_arch("sm_90");
+    raw.options = {"-DTWICE"};
+    EXPECT_EQ(j.at("key"), kiln::RawModule(kKernel, raw).compile()->key().hex());
 }
 
 TEST_F(CompileCli, NameExpressionsArePrintedWithTheirLoweredNames) {
