@@ -416,7 +416,10 @@ TEST(RawKernel, ACachedCubinTheDriverRejectsIsRecompiledNotALaunchError) {
     const auto options = kiln::CompileOptions::for_arch(kiln::Device::current().arch());
     auto& store = kiln::cache::Store::global();
     kiln::cache::Entry entry;
-    entry.key = kiln::Compiler::global().key_for(source, options);
+    // The key a RawKernel of this source looks up: NVRTC's -minimal front end fits it.
+    kiln::CompileOptions looked_up = options;
+    looked_up.options.emplace_back("-minimal");
+    entry.key = kiln::Compiler::global().key_for(source, looked_up);
     entry.payload = std::string("\x7f"
                                 "ELF") +
                     std::string(200, '\x5a');
@@ -431,4 +434,5 @@ TEST(RawKernel, ACachedCubinTheDriverRejectsIsRecompiledNotALaunchError) {
     EXPECT_EQ(download<int>(out)[0], 4242);
     EXPECT_EQ(store.stats().damaged, damaged_before + 1);
     EXPECT_NE(store.load(entry.key)->payload, entry.payload) << "the entry was rewritten";
+    EXPECT_EQ(kernel.compile()->key(), entry.key) << "the planted key is the one looked up";
 }
