@@ -140,7 +140,8 @@ std::optional<std::vector<std::string>> cubin_variable_names(std::string_view el
     return names;
 }
 
-std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::string_view kernel) {
+std::optional<std::vector<std::size_t>> cubin_parameter_sizes(std::string_view elf,
+                                                              std::string_view kernel) {
     const std::optional<SectionTable> table = section_table(elf);
     if (!table || table->names_index >= table->count) return std::nullopt;
     const Section names_section = table->section(elf, table->names_index);
@@ -156,7 +157,8 @@ std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::stri
         if (!within(section.offset, section.size, elf.size())) return std::nullopt;
         const std::string_view info = elf.substr(static_cast<std::size_t>(section.offset),
                                                  static_cast<std::size_t>(section.size));
-        std::size_t params = 0;
+        std::vector<std::size_t> sizes;
+        std::vector<bool> seen;
         std::uint64_t end = 0; // of the last parameter
         std::optional<std::uint64_t> total;
         for (std::size_t at = 0; at + 2 <= info.size();) {
@@ -175,16 +177,27 @@ std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::stri
             if (attribute == kParamInfo) {
                 // index (4 bytes), ordinal (2), offset (2), flags (4): size in bits 18-31.
                 if (value < 12) return std::nullopt;
-                ++params;
+                const std::uint64_t ordinal = read_le(info, at + 4, 2);
                 const std::uint64_t param_offset = read_le(info, at + 6, 2);
                 const std::uint64_t param_size = (read_le(info, at + 8, 4) >> 18) & 0x3fff;
+                // Ordinals below the record count (checked below, when all are read).
+                if (ordinal >= info.size()) return std::nullopt;
+                if (ordinal >= sizes.size()) {
+                    sizes.resize(static_cast<std::size_t>(ordinal) + 1);
+                    seen.resize(sizes.size());
+                }
+                if (seen[ordinal]) return std::nullopt;
+                seen[ordinal] = true;
+                sizes[ordinal] = static_cast<std::size_t>(param_size);
                 end = std::max(end, param_offset + param_size);
             }
             at += static_cast<std::size_t>(value);
         }
-        // Trusted only when the records agree: the last parameter ends where the total says.
+        // Trusted only when the records agree: one per ordinal 0 .. n-1, the last parameter
+        // ending where the total says.
+        if (std::find(seen.begin(), seen.end(), false) != seen.end()) return std::nullopt;
         if (end != total.value_or(0)) return std::nullopt;
-        return params;
+        return sizes;
     }
     return std::nullopt;
 }

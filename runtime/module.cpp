@@ -201,18 +201,19 @@ Function Module::function(const std::string& name) const {
     state->module = shared_from_this();
     state->function = function;
     state->name = name;
-    // The cubin says how many parameters there are; without it (a fatbin, PTX, an unknown
-    // layout) the driver is asked until it refuses, which costs it about 30 us.
-    const std::optional<std::size_t> known =
-        m_program ? cache::cubin_parameter_count(m_program->cubin(), lowered) : std::nullopt;
-    for (unsigned i = 0; !known || i < *known; ++i) {
-        std::size_t offset = 0, size = 0;
-        const CUresult info = detail::driver().cuFuncGetParamInfo(function, i, &offset, &size);
-        if (info != CUDA_SUCCESS) {
-            if (known) detail::throw_cuda_error(info, "cuFuncGetParamInfo", __FILE__, __LINE__);
-            break;
+    // The cubin says what the parameters are (the driver reads the same records); without it (a
+    // fatbin, PTX, an unknown layout) the driver is asked until it refuses, which costs it about
+    // 30 us.
+    if (auto known =
+            m_program ? cache::cubin_parameter_sizes(m_program->cubin(), lowered) : std::nullopt) {
+        state->parameter_sizes = std::move(*known);
+    } else {
+        for (unsigned i = 0;; ++i) {
+            std::size_t offset = 0, size = 0;
+            if (detail::driver().cuFuncGetParamInfo(function, i, &offset, &size) != CUDA_SUCCESS)
+                break;
+            state->parameter_sizes.push_back(size);
         }
-        state->parameter_sizes.push_back(size);
     }
     KILN_CU(cuFuncGetAttribute(&state->max_threads_per_block,
                                CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function));

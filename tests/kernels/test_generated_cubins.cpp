@@ -33,15 +33,15 @@ std::vector<std::string> variables(const kiln::Program& program) {
     return names.value_or(std::vector<std::string>{"(unreadable)"});
 }
 
-// Every kernel of the cubin has a parameter count the module load can read from its .nv.info
-// records: without one, the load asks the driver until it refuses (tens of microseconds of a first
-// call).
-void expect_parameter_counts(const kiln::Program& program) {
+// Every kernel of the cubin has parameter sizes the module load can read from its .nv.info
+// records: without them, the load asks the driver for each until it refuses (tens of microseconds
+// of a first call).
+void expect_parameter_sizes(const kiln::Program& program) {
     const auto kernels = kiln::cache::cubin_kernel_names(program.cubin());
     ASSERT_TRUE(kernels.has_value()) << "unreadable cubin";
     ASSERT_FALSE(kernels->empty());
     for (const std::string& kernel : *kernels)
-        EXPECT_TRUE(kiln::cache::cubin_parameter_count(program.cubin(), kernel).has_value())
+        EXPECT_TRUE(kiln::cache::cubin_parameter_sizes(program.cubin(), kernel).has_value())
             << kernel;
 }
 
@@ -74,7 +74,7 @@ TEST(GeneratedCubins, ElementwiseKernelsHaveNoModuleVariables) {
         const std::vector<Arg> args(arrays.begin(), arrays.end());
         const auto program = kernel.compile_for(args.data(), args.size(), {}, "sm_90");
         EXPECT_EQ(variables(*program), std::vector<std::string>{});
-        expect_parameter_counts(*program);
+        expect_parameter_sizes(*program);
     }
 }
 
@@ -91,7 +91,7 @@ TEST(GeneratedCubins, ReductionKernelsHaveNoModuleVariables) {
                 const Arg args[] = {x};
                 const auto program = kernel->compile_for(args, 1, kiln::ReduceCall{axis}, "sm_90");
                 EXPECT_EQ(variables(*program), std::vector<std::string>{});
-                expect_parameter_counts(*program);
+                expect_parameter_sizes(*program);
             }
     }
 }

@@ -1,6 +1,7 @@
-// The parameter count a module load reads from a cubin (kiln::cache::cubin_parameter_count), so
-// that it never probes the driver past the last parameter: against real cubins NVRTC compiles here
-// (no GPU needed) for kernels of every shape of parameter list, and against damaged bytes.
+// The parameter sizes a module load reads from a cubin (kiln::cache::cubin_parameter_sizes), so
+// that it need not ask the driver for each: against real cubins NVRTC compiles here (no GPU
+// needed) for kernels of every shape of parameter list, and against damaged bytes
+// (test_cubin_parameters_gpu.cpp: against what the driver says).
 
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/compiler.hpp"
@@ -37,24 +38,28 @@ std::shared_ptr<const kiln::Program> compiled() {
     return kiln::compile(kKernels, options);
 }
 
-TEST(CubinParameters, CountsEachKernelsParameters) {
+using Sizes = std::vector<std::size_t>;
+
+TEST(CubinParameters, GivesEachKernelsParameterSizes) {
     const auto program = compiled();
     const std::string& cubin = program->cubin();
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, "none"), 0u);
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, "one"), 1u);
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, "padded"), 4u);
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, "big"), 2u);
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, "many"), 20u);
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, "none"), Sizes{});
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, "one"), Sizes{4});
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, "padded"), (Sizes{1, 8, 2, 16}));
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, "big"), (Sizes{4000, 8}));
+    Sizes many(19, 4);
+    many.push_back(8);
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, "many"), many);
     const auto lowered = program->lowered_name("scale<double>");
     ASSERT_TRUE(lowered);
-    EXPECT_EQ(kiln::cache::cubin_parameter_count(cubin, *lowered), 3u);
-    // Unknown kernels, prefixes of names and what is no cubin have no count.
-    EXPECT_FALSE(kiln::cache::cubin_parameter_count(cubin, "missing"));
-    EXPECT_FALSE(kiln::cache::cubin_parameter_count(cubin, "on"));
-    EXPECT_FALSE(kiln::cache::cubin_parameter_count("not an ELF file", "one"));
+    EXPECT_EQ(kiln::cache::cubin_parameter_sizes(cubin, *lowered), (Sizes{8, 8, 4}));
+    // Unknown kernels, prefixes of names and what is no cubin have no sizes.
+    EXPECT_FALSE(kiln::cache::cubin_parameter_sizes(cubin, "missing"));
+    EXPECT_FALSE(kiln::cache::cubin_parameter_sizes(cubin, "on"));
+    EXPECT_FALSE(kiln::cache::cubin_parameter_sizes("not an ELF file", "one"));
 }
 
-// Garbage never crashes the parser, and a count it gives from damaged bytes stays small (the
+// Garbage never crashes the parser, and what it gives from damaged bytes stays small (the
 // sanitizer builds check that no byte outside is read).
 TEST(CubinParameters, DamagedCubinsNeverCrash) {
     const std::string good = compiled()->cubin();
@@ -65,8 +70,8 @@ TEST(CubinParameters, DamagedCubinsNeverCrash) {
         for (int i = 0; i < flips && !bytes.empty(); ++i)
             bytes[random() % bytes.size()] = static_cast<char>(random());
         for (const char* kernel : {"none", "padded", "many"}) {
-            if (const auto count = kiln::cache::cubin_parameter_count(bytes, kernel)) {
-                EXPECT_LE(*count, bytes.size());
+            if (const auto sizes = kiln::cache::cubin_parameter_sizes(bytes, kernel)) {
+                EXPECT_LE(sizes->size(), bytes.size());
             }
         }
     }

@@ -28,14 +28,17 @@ std::optional<std::vector<std::string>> cubin_kernel_names(std::string_view elf)
 /// @return the variables' symbol names, or nullopt as cubin_kernel_names().
 std::optional<std::vector<std::string>> cubin_variable_names(std::string_view elf);
 
-/// The number of parameters of the kernel @p kernel in @p elf, from the kernel's
-/// `.nv.info.NAME` section (NAME its symbol) as NVRTC and ptxas write it: one
-/// EIATTR_KPARAM_INFO record per parameter, the last ending at EIATTR_CBANK_PARAM_SIZE. So a
-/// module load can ask the driver for each parameter without probing past the last one (an
-/// error the driver takes about 30 us to return). Never reads outside @p elf; never throws.
+/// The sizes in bytes of the parameters of the kernel @p kernel in @p elf, in order, from the
+/// kernel's `.nv.info.NAME` section (NAME its symbol) as NVRTC and ptxas write it: one
+/// EIATTR_KPARAM_INFO record per parameter, the last ending at EIATTR_CBANK_PARAM_SIZE. What the
+/// driver's cuFuncGetParamInfo gives for each, without asking it (a call per parameter, and an
+/// error past the last that the driver takes about 30 us to return). Never reads outside @p elf;
+/// never throws.
 /// @param elf the cubin's bytes.
 /// @param kernel the kernel's symbol name (C++ ones mangled).
-/// @return the count, or nullopt when the section is missing or its records do not agree.
-std::optional<std::size_t> cubin_parameter_count(std::string_view elf, std::string_view kernel);
+/// @return the sizes, or nullopt when the section is missing or its records do not agree (an
+/// ordinal missing or twice, the last parameter not ending at the total).
+std::optional<std::vector<std::size_t>> cubin_parameter_sizes(std::string_view elf,
+                                                              std::string_view kernel);
 
 } // namespace kiln::cache
