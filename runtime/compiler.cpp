@@ -19,7 +19,8 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
-#include <future>
+#include <condition_variable>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -329,11 +330,19 @@ std::optional<std::string> Program::lowered_name(std::string_view name_expressio
 }
 
 struct Compiler::Impl {
+    // A program of this process, produced or being produced: a thread that asks for its key
+    // meanwhile waits for it (`produced`, under `mutex`). Not a std::promise: its first
+    // set_value costs a fresh process's first call microseconds (call_once, thread-local state).
+    struct Slot {
+        std::shared_ptr<const Program> program;
+        std::exception_ptr error;
+        bool ready = false;
+    };
+
     cache::Store* store;
     std::mutex mutex;
-    std::unordered_map<cache::Key, std::shared_future<std::shared_ptr<const Program>>,
-                       cache::KeyHash>
-        programs;
+    std::condition_variable produced;
+    std::unordered_map<cache::Key, std::shared_ptr<Slot>, cache::KeyHash> programs;
     std::atomic<std::uint64_t> compiles{0}, disk_hits{0}, memory_hits{0}, memo_hits{0};
 
     bool disk_usable() const { return store && !store->config().disabled; }
@@ -432,33 +441,52 @@ struct Compiler::Impl {
         return program;
     }
 
+    // The slot's program once it is ready (rethrowing its error); waits for another thread's.
+    std::shared_ptr<const Program> wait_for(const std::shared_ptr<Slot>& slot) {
+        std::unique_lock<std::mutex> lock(mutex);
+        produced.wait(lock, [&] { return slot->ready; });
+        if (slot->error) std::rethrow_exception(slot->error);
+        return slot->program;
+    }
+
     std::shared_ptr<const Program> get(const Request& r, DiskUse use) {
-        std::promise<std::shared_ptr<const Program>> promise;
-        std::shared_future<std::shared_ptr<const Program>> future;
+        std::shared_ptr<Slot> slot;
         bool owner = false;
         {
             std::lock_guard<std::mutex> lock(mutex);
             auto found = programs.find(r.key);
             if (found != programs.end()) {
-                future = found->second;
+                slot = found->second;
             } else {
-                future = promise.get_future().share();
-                programs.emplace(r.key, future);
+                slot = std::make_shared<Slot>();
+                programs.emplace(r.key, slot);
                 owner = true;
             }
         }
         if (!owner) { // another thread compiles it (or has): wait for it
             memory_hits.fetch_add(1, std::memory_order_relaxed);
-            return future.get();
+            return wait_for(slot);
         }
         try {
             auto program = produce(r, use);
-            promise.set_value(program);
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                slot->program = program;
+                slot->ready = true;
+            }
+            produced.notify_all();
             return program;
         } catch (...) {
-            promise.set_exception(std::current_exception());
-            std::lock_guard<std::mutex> lock(mutex);
-            programs.erase(r.key); // a later call retries (and reports the error again)
+            {
+                std::lock_guard<std::mutex> lock(mutex);
+                slot->error = std::current_exception();
+                slot->ready = true;
+                // A later call retries (and reports the error again); only this attempt's slot
+                // goes (forget() may have let another take the key).
+                auto found = programs.find(r.key);
+                if (found != programs.end() && found->second == slot) programs.erase(found);
+            }
+            produced.notify_all();
             throw;
         }
     }
@@ -502,15 +530,15 @@ std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::
     };
     {
         // Compiled or read before in this process (another kernel object, another context).
-        std::shared_future<std::shared_ptr<const Program>> known;
+        std::shared_ptr<Impl::Slot> known;
         {
             std::lock_guard<std::mutex> lock(m_impl->mutex);
             auto found = m_impl->programs.find(memo.entry);
             if (found != m_impl->programs.end()) known = found->second;
         }
-        if (known.valid()) {
+        if (known) {
             try {
-                auto program = known.get();
+                auto program = m_impl->wait_for(known);
                 if (!holds_kernel(program->cubin())) return nullptr;
                 m_impl->memory_hits.fetch_add(1, std::memory_order_relaxed);
                 m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
@@ -529,10 +557,11 @@ std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::
     program->m_ms = read_ms;
     {
         // Later requests for the key in this process share it, as compile()'s would.
-        std::promise<std::shared_ptr<const Program>> ready;
-        ready.set_value(program);
+        auto ready = std::make_shared<Impl::Slot>();
+        ready->program = program;
+        ready->ready = true;
         std::lock_guard<std::mutex> lock(m_impl->mutex);
-        m_impl->programs.emplace(memo.entry, ready.get_future().share());
+        m_impl->programs.emplace(memo.entry, std::move(ready));
     }
     m_impl->disk_hits.fetch_add(1, std::memory_order_relaxed);
     m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
