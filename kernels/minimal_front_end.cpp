@@ -180,8 +180,9 @@ bool source_fits(std::string_view source, const std::vector<std::string>& option
         if (!line.empty() && line.back() == '\\') return false;
         if (d.word == "include") {
             // Named in quotes or angle brackets (not through a macro), and allowed.
-            const std::size_t open = d.rest.find_first_of("\"<");
-            if (open == std::string_view::npos) return false;
+            const std::size_t open = d.rest.find_first_not_of(" \t");
+            if (open == std::string_view::npos || (d.rest[open] != '"' && d.rest[open] != '<'))
+                return false;
             const std::size_t close = d.rest.find(d.rest[open] == '"' ? '"' : '>', open + 1);
             if (close == std::string_view::npos) return false;
             if (!allowed_include(d.rest.substr(open + 1, close - open - 1))) return false;

@@ -161,6 +161,7 @@ TEST(MinimalFrontEnd, TheSourceDecides) {
     EXPECT_FALSE(minimal_front_end_fits("#include <cooperative_groups.h>\n" + kernel, {}));
     EXPECT_FALSE(minimal_front_end_fits("  #  include <cuda/std/bit>\n" + kernel, {}));
     EXPECT_FALSE(minimal_front_end_fits("#define H <cuda_fp16.h>\n#include H\n" + kernel, {}));
+    EXPECT_FALSE(minimal_front_end_fits("#include H // <cuda_fp16.h>\n" + kernel, {}));
     // Names of what -minimal removes, wherever they appear.
     EXPECT_FALSE(minimal_front_end_fits("__device__ cudaError_t e;\n" + kernel, {}));
     EXPECT_FALSE(minimal_front_end_fits("// tex2D\n" + kernel, {}));
