@@ -38,10 +38,6 @@ std::string summary(const KernelParams& params, const GeneratedSource& generated
     return summary + ": " + first;
 }
 
-} // namespace
-
-namespace {
-
 // specialization_options() less the front end's choice.
 CompileOptions full_front_end_options(const std::vector<std::string>& nvrtc_options,
                                       const std::string& arch) {
