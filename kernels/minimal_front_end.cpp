@@ -1,5 +1,7 @@
 #include "minimal_front_end.hpp"
 
+#include "user_code.hpp"
+
 #include "kiln/error.hpp"
 
 #include <algorithm>
@@ -17,21 +19,6 @@ bool allowed_include(std::string_view name) {
     return name == "cuda_fp16.h" || name == "cuda_bf16.h";
 }
 
-// Letters, digits and the underscore (ASCII, as in identifiers; no locale: looked up per byte).
-struct WordChars {
-    bool is[256] = {};
-    constexpr WordChars() {
-        for (int c = 0; c < 256; ++c)
-            is[c] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_';
-    }
-};
-constexpr WordChars kWordChars;
-
-bool word_char(char c) {
-    return kWordChars.is[static_cast<unsigned char>(c)];
-}
-
 // A preprocessor directive: the word after the line's `#`, and the rest of the line.
 struct Directive {
     std::string_view word, rest;
@@ -47,7 +34,7 @@ bool directive_at(std::string_view source, std::size_t at, Directive& out) {
     while (i < source.size() && (source[i] == ' ' || source[i] == '\t'))
         ++i;
     std::size_t end = i;
-    while (end < source.size() && word_char(source[end]))
+    while (end < source.size() && identifier_char(source[end]))
         ++end;
     const std::size_t line_end = std::min(source.find('\n', end), source.size());
     out.word = source.substr(i, end - i);
@@ -69,19 +56,19 @@ bool hidden_directive(std::string_view line) {
 }
 
 bool is_identifier_start(char c) {
-    return word_char(c) && !(c >= '0' && c <= '9');
+    return identifier_char(c) && !(c >= '0' && c <= '9');
 }
 
 // Calls @p f on each identifier of @p text (numbers and their suffixes skipped) until it returns
 // false; returns false then.
 template <class F> bool each_identifier(std::string_view text, F&& f) {
     for (std::size_t i = 0; i < text.size();) {
-        if (!word_char(text[i])) {
+        if (!identifier_char(text[i])) {
             ++i;
             continue;
         }
         std::size_t end = i;
-        while (end < text.size() && word_char(text[end]))
+        while (end < text.size() && identifier_char(text[end]))
             ++end;
         if (is_identifier_start(text[i]) && !f(text.substr(i, end - i))) return false;
         i = end;
@@ -195,7 +182,7 @@ bool source_fits(std::string_view source, const std::vector<std::string>& option
             while (i < d.rest.size() && (d.rest[i] == ' ' || d.rest[i] == '\t'))
                 ++i;
             std::size_t end = i;
-            while (end < d.rest.size() && word_char(d.rest[end]))
+            while (end < d.rest.size() && identifier_char(d.rest[end]))
                 ++end;
             defined.insert(d.rest.substr(i, end - i));
         } else if (d.word.substr(0, 2) == "if" || d.word.substr(0, 4) == "elif") {

@@ -5,10 +5,6 @@
 
 namespace kiln::detail {
 
-bool identifier_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
 std::vector<std::string> tokenize(const std::string& code) {
     std::vector<std::string> tokens;
     std::size_t p = 0;

@@ -9,8 +9,20 @@
 
 namespace kiln::detail {
 
-/// Whether @p c may appear in a C++ identifier (a letter, a digit or '_').
-bool identifier_char(char c);
+/// Whether @p c may appear in a C++ identifier (an ASCII letter, a digit or '_'). A table, not
+/// the locale's isalnum: scanners call it for every byte of a kernel's source.
+inline bool identifier_char(char c) {
+    struct Table {
+        bool is[256] = {};
+        constexpr Table() {
+            for (int b = 0; b < 256; ++b)
+                is[b] = (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') ||
+                        (b >= '0' && b <= '9') || b == '_';
+        }
+    };
+    static constexpr Table kTable;
+    return kTable.is[static_cast<unsigned char>(c)];
+}
 
 /// C++ tokens of @p code, comments dropped: identifiers, string and character literals,
 /// two-character operators that contain '=' (so `==` is not an assignment), other characters.
