@@ -339,11 +339,16 @@ struct Compiler::Impl {
         bool ready = false;
     };
 
-    cache::Store* store;
+    cache::Store* store = nullptr;
     std::mutex mutex;
     std::condition_variable produced;
+    std::size_t waiting = 0; // threads in wait_for (under `mutex`): no wake-up without one
     std::unordered_map<cache::Key, std::shared_ptr<Slot>, cache::KeyHash> programs;
     std::atomic<std::uint64_t> compiles{0}, disk_hits{0}, memory_hits{0}, memo_hits{0};
+
+    // Buckets for the first programs now, so a process's first compile or lookup does not
+    // also make the table's first rehash (and bind libstdc++'s code for it) on its way.
+    Impl() { programs.reserve(64); }
 
     bool disk_usable() const { return store && !store->config().disabled; }
 
@@ -444,7 +449,9 @@ struct Compiler::Impl {
     // The slot's program once it is ready (rethrowing its error); waits for another thread's.
     std::shared_ptr<const Program> wait_for(const std::shared_ptr<Slot>& slot) {
         std::unique_lock<std::mutex> lock(mutex);
+        ++waiting;
         produced.wait(lock, [&] { return slot->ready; });
+        --waiting;
         if (slot->error) std::rethrow_exception(slot->error);
         return slot->program;
     }
@@ -471,14 +478,16 @@ struct Compiler::Impl {
             memory_hits.fetch_add(1, std::memory_order_relaxed);
             return wait_for(slot);
         }
+        bool wake = false;
         try {
             auto program = produce(r, use);
             {
                 std::lock_guard<std::mutex> lock(mutex);
                 slot->program = program;
                 slot->ready = true;
+                wake = waiting > 0;
             }
-            produced.notify_all();
+            if (wake) produced.notify_all();
             return program;
         } catch (...) {
             {
@@ -489,8 +498,9 @@ struct Compiler::Impl {
                 // goes (forget() may have let another take the key).
                 auto found = programs.find(r.key);
                 if (found != programs.end() && found->second == slot) programs.erase(found);
+                wake = waiting > 0;
             }
-            produced.notify_all();
+            if (wake) produced.notify_all();
             throw;
         }
     }
