@@ -5,8 +5,13 @@
 
 namespace kiln::detail {
 
-std::vector<std::string> tokenize(const std::string& code) {
-    std::vector<std::string> tokens;
+std::vector<std::string_view> tokenize(std::string_view code) {
+    // Two-character operators that contain '=' must not read as an assignment.
+    static constexpr std::string_view pairs[] = {
+        "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
+        "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
+    std::vector<std::string_view> tokens;
+    tokens.reserve(code.size() / 2 + 1);
     std::size_t p = 0;
     while (p < code.size()) {
         const char c = code[p];
@@ -15,11 +20,10 @@ std::vector<std::string> tokenize(const std::string& code) {
         } else if (c == '/' && p + 1 < code.size() && (code[p + 1] == '/' || code[p + 1] == '*')) {
             const bool line = code[p + 1] == '/';
             const std::size_t end = code.find(line ? "\n" : "*/", p + 2);
-            p = end == std::string::npos ? code.size() : end + (line ? 1 : 2);
-        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+            p = end == std::string_view::npos ? code.size() : end + (line ? 1 : 2);
+        } else if (identifier_char(c) && !(c >= '0' && c <= '9')) {
             std::size_t q = p;
-            while (q < code.size() &&
-                   (std::isalnum(static_cast<unsigned char>(code[q])) || code[q] == '_'))
+            while (q < code.size() && identifier_char(code[q]))
                 ++q;
             tokens.push_back(code.substr(p, q - p));
             p = q;
@@ -30,13 +34,10 @@ std::vector<std::string> tokenize(const std::string& code) {
             tokens.push_back(code.substr(p, q + 1 - p));
             p = q + 1;
         } else {
-            // Two-character operators that contain '=' must not read as an assignment.
-            static const char* pairs[] = {
-                "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
-                "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
-            std::string token(1, c);
-            for (const char* pair : pairs)
-                if (code.compare(p, 2, pair) == 0) token = pair;
+            std::string_view token = code.substr(p, 1);
+            const std::string_view two = code.substr(p, 2);
+            for (const std::string_view pair : pairs)
+                if (two == pair) token = two;
             tokens.push_back(token);
             p += token.size();
         }
@@ -61,10 +62,11 @@ bool macros_use(const std::string& preamble, std::initializer_list<const char*> 
         while (end < preamble.size() &&
                (preamble[end] != '\n' || (end > 0 && preamble[end - 1] == '\\')))
             ++end;
-        const auto tokens = tokenize(preamble.substr(line, end - line));
+        const auto tokens = tokenize(std::string_view(preamble).substr(line, end - line));
         if (tokens.size() > 1 && tokens[0] == "#" && tokens[1] == "define")
             for (const char* word : words)
-                if (std::find(tokens.begin(), tokens.end(), word) != tokens.end()) return true;
+                if (std::find(tokens.begin(), tokens.end(), std::string_view(word)) != tokens.end())
+                    return true;
         line = end + 1;
     }
     return false;

@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::detail {
@@ -26,7 +27,8 @@ inline bool identifier_char(char c) {
 
 /// C++ tokens of @p code, comments dropped: identifiers, string and character literals,
 /// two-character operators that contain '=' (so `==` is not an assignment), other characters.
-std::vector<std::string> tokenize(const std::string& code);
+/// Views into @p code, which must outlive them.
+std::vector<std::string_view> tokenize(std::string_view code);
 
 /// Whether @p word appears in @p code as a whole identifier (`float16`, not `bfloat16`).
 bool mentions_word(const std::string& code, const std::string& word);

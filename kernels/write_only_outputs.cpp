@@ -8,16 +8,16 @@ namespace kiln::detail {
 
 bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs,
                             const std::string& preamble) {
-    static const char* control_words[] = {"if",     "else", "for",    "while", "do",
-                                          "switch", "goto", "return", "break", "continue",
-                                          "{",      "}",    "case"};
+    static constexpr std::string_view control_words[] = {
+        "if",     "else",  "for",      "while", "do", "switch", "goto",
+        "return", "break", "continue", "{",     "}",  "case"};
     // A macro that leaves the operation early may skip an assignment where the operation uses it.
     if (macros_use(preamble, {"return", "goto", "break", "continue"})) return false;
     const auto tokens = tokenize(operation);
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {
-        const std::string& token = tokens[t];
-        for (const char* control : control_words)
+        const std::string_view token = tokens[t];
+        for (const std::string_view control : control_words)
             if (token == control) return false;
         const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
         if (is_output) {
