@@ -7,7 +7,7 @@ namespace kiln::detail {
 
 std::vector<std::string_view> tokenize(std::string_view code) {
     // Two-character operators that contain '=' must not read as an assignment.
-    static constexpr std::string_view pairs[] = {
+    static constexpr std::string_view kPairs[] = {
         "==", "!=", "<=", ">=", "+=", "-=", "*=", "/=", "%=", "&=",
         "|=", "^=", "->", "::", "++", "--", "&&", "||", "<<", ">>"};
     std::vector<std::string_view> tokens;
@@ -36,7 +36,7 @@ std::vector<std::string_view> tokenize(std::string_view code) {
         } else {
             std::string_view token = code.substr(p, 1);
             const std::string_view two = code.substr(p, 2);
-            for (const std::string_view pair : pairs)
+            for (const std::string_view pair : kPairs)
                 if (two == pair) token = two;
             tokens.push_back(token);
             p += token.size();

@@ -8,7 +8,7 @@ namespace kiln::detail {
 
 bool outputs_are_write_only(const std::string& operation, const std::vector<std::string>& outputs,
                             const std::string& preamble) {
-    static constexpr std::string_view control_words[] = {
+    static constexpr std::string_view kControlWords[] = {
         "if",     "else",  "for",      "while", "do", "switch", "goto",
         "return", "break", "continue", "{",     "}",  "case"};
     // A macro that leaves the operation early may skip an assignment where the operation uses it.
@@ -17,7 +17,7 @@ bool outputs_are_write_only(const std::string& operation, const std::vector<std:
     bool statement_start = true;
     for (std::size_t t = 0; t < tokens.size(); ++t) {
         const std::string_view token = tokens[t];
-        for (const std::string_view control : control_words)
+        for (const std::string_view control : kControlWords)
             if (token == control) return false;
         const bool is_output = std::find(outputs.begin(), outputs.end(), token) != outputs.end();
         if (is_output) {
