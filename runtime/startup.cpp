@@ -13,7 +13,6 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <mutex>
 
 namespace kiln {
@@ -44,20 +43,6 @@ PrepareSteps& prepare_steps() {
         frames[at] = 0;
 }
 
-// The first call's allocations (the cubin read from the cache, the repeat memo, the driver's
-// copy of the image) took the heap past the pages a fresh process had mapped: a page fault for
-// each new page, most of a reduction's remaining 15. A block written a page at a time and freed
-// here stays at the top of the allocator's heap, under glibc's trim threshold (128 KB), and is
-// what those allocations take next.
-void touch_call_heap() noexcept {
-    constexpr std::size_t kBytes = std::size_t{96} * 1024;
-    void* block = std::malloc(kBytes); // NOLINT(*-no-malloc): the C heap's own pages
-    if (!block) return;
-    for (std::size_t at = 0; at < kBytes; at += 4096)
-        static_cast<volatile unsigned char*>(block)[at] = 0;
-    std::free(block); // NOLINT(*-no-malloc)
-}
-
 void run_steps() noexcept {
     // Each part separately: one that fails (it throws again, and is reported, when the call
     // that needs it runs) leaves the others done.
@@ -78,7 +63,6 @@ void run_steps() noexcept {
     }
     detail::nvtx_domain();
     touch_call_stack();
-    touch_call_heap();
     // Lookups and compiles time themselves: libstdc++ binds its clock call on its first use,
     // which is then not the first kernel call's.
     (void)std::chrono::steady_clock::now();
