@@ -1,5 +1,3 @@
-
-
 #include "kiln/startup.hpp"
 #include "prepare_steps.hpp"
 
@@ -30,19 +28,6 @@ PrepareSteps& prepare_steps() {
     return steps;
 }
 
-// A generated kernel's call keeps one value per possible operand on its stack (slots for
-// kMaxParams arrays and their strides), and its frames (the driver's included) reach about 64 KB
-// below this one. In a fresh process those pages are new: the first call took a page fault for
-// each (8 of a reduction's 23 and 6 of an elementwise call's 11, on the VM). One write a page
-// here maps them first; no deeper than the call goes itself, so a thread that can make a call
-// can run this.
-[[gnu::noinline]] void touch_call_stack() noexcept {
-    constexpr std::size_t kBytes = std::size_t{64} * 1024;
-    [[maybe_unused]] volatile unsigned char frames[kBytes]; // NOLINT(*-avoid-c-arrays): never read
-    for (std::size_t at = 0; at < kBytes; at += 4096)
-        frames[at] = 0;
-}
-
 void run_steps() noexcept {
     // Each part separately: one that fails (it throws again, and is reported, when the call
     // that needs it runs) leaves the others done.
@@ -62,7 +47,6 @@ void run_steps() noexcept {
     } catch (...) {
     }
     detail::nvtx_domain();
-    touch_call_stack();
     // Lookups and compiles time themselves: libstdc++ binds its clock call on its first use,
     // which is then not the first kernel call's.
     (void)std::chrono::steady_clock::now();
