@@ -19,6 +19,12 @@ std::string dims(Dim3 d) {
     return out.str();
 }
 
+[[noreturn]] void too_many_threads(const std::string& kernel, Dim3 block,
+                                   unsigned long long threads, int limit) {
+    bad_launch(kernel, "block " + dims(block) + " has " + std::to_string(threads) +
+                           " threads; this kernel allows at most " + std::to_string(limit));
+}
+
 CUresult enqueue(CUfunction function, const LaunchConfig& c, void** args) {
     const detail::Driver& d = detail::driver();
     return c.cooperative
@@ -52,7 +58,13 @@ const std::vector<std::size_t>& Function::parameter_sizes() const {
     return m_state->parameter_sizes;
 }
 int Function::max_threads_per_block() const {
-    return m_state->max_threads_per_block;
+    int known = m_state->max_threads_per_block.load(std::memory_order_relaxed);
+    if (known == 0) {
+        KILN_CU(
+            cuFuncGetAttribute(&known, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, m_state->function));
+        m_state->max_threads_per_block.store(known, std::memory_order_relaxed);
+    }
+    return known;
 }
 
 int Function::max_active_blocks_per_multiprocessor(int block_threads,
@@ -125,8 +137,9 @@ void Function::set_preferred_shared_memory_carveout(int percent) const {
                                CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent));
 }
 
-// Every check is an integer comparison against values read when the kernel was loaded, so a
-// correct launch pays a few nanoseconds for never being a silent wrong launch.
+// Every check is an integer comparison against values read when the kernel was loaded (its own
+// thread limit once known), so a correct launch pays a few nanoseconds for never being a silent
+// wrong launch.
 void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,
                             std::size_t count) const {
     const State& s = *m_state;
@@ -155,10 +168,17 @@ void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,
                                std::to_string(s.max_block[1]) + ", " +
                                std::to_string(s.max_block[2]) + ")");
     const unsigned long long threads = 1ull * b.x * b.y * b.z;
-    if (threads > static_cast<unsigned long long>(s.max_threads_per_block))
+    if (threads > static_cast<unsigned long long>(s.max_block_threads))
         bad_launch(s.name, "block " + dims(b) + " has " + std::to_string(threads) +
-                               " threads; this kernel allows at most " +
-                               std::to_string(s.max_threads_per_block));
+                               " threads; the device allows at most " +
+                               std::to_string(s.max_block_threads));
+    // The kernel's own limit, once known (a cooperative launch asks for it: it sizes the grid
+    // by it); otherwise a launch over it fails in the driver and explain_failed_launch() says why.
+    const int kernel_limit = c.cooperative
+                                 ? max_threads_per_block()
+                                 : s.max_threads_per_block.load(std::memory_order_relaxed);
+    if (kernel_limit != 0 && threads > static_cast<unsigned long long>(kernel_limit))
+        too_many_threads(s.name, b, threads, kernel_limit);
     if (g.x > unsigned(s.max_grid[0]) || g.y > unsigned(s.max_grid[1]) ||
         g.z > unsigned(s.max_grid[2]))
         bad_launch(s.name, "grid " + dims(g) + " exceeds the device's limits (" +
@@ -201,10 +221,22 @@ void Function::launch_packed(const LaunchConfig& c, void** args, const std::size
     const CUresult result = detail::observing()
                                 ? enqueue_observed(m_state->function, m_state->name, c, args)
                                 : enqueue(m_state->function, c, args);
-    if (result != CUDA_SUCCESS)
+    if (result != CUDA_SUCCESS) {
+        if (result == CUDA_ERROR_INVALID_VALUE || result == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
+            explain_failed_launch(c);
         detail::throw_cuda_error(result,
                                  c.cooperative ? "cuLaunchCooperativeKernel" : "cuLaunchKernel",
                                  __FILE__, __LINE__);
+    }
+}
+
+// A launch the driver refused: a block over the kernel's own limit is the caller's mistake,
+// reported as the checks before a launch report theirs (and checked before every later launch).
+void Function::explain_failed_launch(const LaunchConfig& c) const {
+    const unsigned long long threads = 1ull * c.block.x * c.block.y * c.block.z;
+    const int limit = max_threads_per_block();
+    if (threads > static_cast<unsigned long long>(limit))
+        too_many_threads(m_state->name, c.block, threads, limit);
 }
 
 } // namespace kiln

@@ -59,7 +59,7 @@ CUresult try_load(const std::string& image, CUmodule* module, std::string* error
 // What a Function checks launches against, per device: read once per process, not on every
 // module's first function.
 struct DeviceLimits {
-    int max_block[3] = {}, max_grid[3] = {};
+    int max_block_threads = 0, max_block[3] = {}, max_grid[3] = {};
     int max_shared_optin = 0, multiprocessors = 0;
 };
 
@@ -78,6 +78,8 @@ const DeviceLimits& device_limits(CUdevice device) {
         KILN_CU(cuDeviceGetAttribute(&limits->max_block[i], dims[i], device));
         KILN_CU(cuDeviceGetAttribute(&limits->max_grid[i], dims[i + 3], device));
     }
+    KILN_CU(cuDeviceGetAttribute(&limits->max_block_threads,
+                                 CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device));
     KILN_CU(cuDeviceGetAttribute(&limits->max_shared_optin,
                                  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
     KILN_CU(cuDeviceGetAttribute(&limits->multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
@@ -215,12 +217,11 @@ Function Module::function(const std::string& name) const {
             state->parameter_sizes.push_back(size);
         }
     }
-    KILN_CU(cuFuncGetAttribute(&state->max_threads_per_block,
-                               CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, function));
     CUdevice device = 0;
     KILN_CU(cuCtxGetDevice(&device));
     state->device = static_cast<int>(device);
     const DeviceLimits& limits = device_limits(device);
+    state->max_block_threads = limits.max_block_threads;
     for (int i = 0; i < 3; ++i) {
         state->max_block[i] = limits.max_block[i];
         state->max_grid[i] = limits.max_grid[i];

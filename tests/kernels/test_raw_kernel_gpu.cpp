@@ -173,6 +173,37 @@ TEST(RawKernel, RefusesBadGeometry) {
     EXPECT_THROW(saxpy({1, 70000}, {32}, 1.0f, p, p, p, 0), kiln::ArgumentError);
 }
 
+// The kernel's own thread limit is asked of the driver only when a launch needs it: a block
+// over it is refused by the driver first, then explained as the checks before a launch are, and
+// the context is left fine for the next launch.
+TEST(RawKernel, ABlockOverTheKernelsOwnLimitIsAnArgumentErrorThatNamesIt) {
+    KILN_REQUIRE_GPU();
+    kiln::RawKernel bounded(R"(
+extern "C" __global__ void __launch_bounds__(128) bounded(float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 2.0f * i;
+}
+)",
+                            "bounded");
+    const int n = 1000;
+    auto out = poisoned(n * sizeof(float));
+    for (int attempt = 0; attempt < 2; ++attempt) { // the driver's refusal, then Kiln's check
+        try {
+            bounded({4}, {256}, out.data<float>(), n);
+            FAIL() << "launched 256 threads into __launch_bounds__(128)";
+        } catch (const kiln::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find("256 threads; this kernel allows at most 128"),
+                      std::string::npos)
+                << e.what();
+        }
+    }
+    EXPECT_EQ(bounded.function().max_threads_per_block(), 128);
+    bounded({(n + 127) / 128}, {128}, out.data<float>(), n);
+    auto result = download<float>(out);
+    for (int i = 0; i < n; ++i)
+        ASSERT_EQ(result[i], 2.0f * i) << i;
+}
+
 TEST(RawKernel, AnUnknownNameListsTheKernelsThereAre) {
     KILN_REQUIRE_GPU();
     kiln::RawKernel wrong(kSaxpy, "saxpi");

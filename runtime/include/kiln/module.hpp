@@ -231,7 +231,10 @@ class Function {
         CUfunction function = nullptr;
         std::string name;
         std::vector<std::size_t> parameter_sizes;
-        int max_threads_per_block = 0;
+        // The kernel's own limit (registers, __launch_bounds__), asked of the driver when first
+        // needed (0 until then): a launch over it fails in the driver, and is explained then.
+        mutable std::atomic<int> max_threads_per_block{0};
+        int max_block_threads = 0; // the device's limit on a block's threads
         int max_block[3] = {};
         int max_grid[3] = {};
         int max_shared_optin = 0;
@@ -244,6 +247,7 @@ class Function {
     void check_launch(const LaunchConfig& config, const std::size_t* sizes,
                       std::size_t count) const;
     void raise_shared_limit(std::size_t bytes) const;
+    void explain_failed_launch(const LaunchConfig& config) const;
 
     std::shared_ptr<const State> m_state;
 };
