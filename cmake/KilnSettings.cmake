@@ -8,8 +8,8 @@ target_compile_options(kiln_settings INTERFACE
 
 # Kiln's libraries call into libc and libstdc++ through GOT entries bound when the program
 # loads (-fno-plt), not through lazily bound PLT stubs: each stub's first call resolves its
-# symbol, 2-4 us apiece on a VM, and a fresh process's first kernel call from the cache made about ten
-# such first calls. Compile-only and PRIVATE: the program's own code binds as it chooses.
+# symbol (2-4 us apiece on a VM), and a fresh process's first kernel call from the cache made
+# about ten such first calls. Compile-only and PRIVATE: the program's own code binds as it chooses.
 add_library(kiln_library_settings INTERFACE)
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
     target_compile_options(kiln_library_settings INTERFACE $<$<CXX_COMPILER_ID:GNU,Clang>:-fno-plt>)
