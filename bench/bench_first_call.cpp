@@ -6,7 +6,7 @@
 //
 //   KILN_CACHE_DIR=DIR bench_first_call --populate [--arch sm_XX]
 //   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind floor|raw|elementwise|reduction]
-//                                       [--arch sm_XX] [--no-gpu] [--trace]
+//                                       [--arch sm_XX] [--no-gpu] [--trace] [--warm-up-both]
 //
 // --trace: one more sample per kind with KILN_DRIVER_TRACE=1 (every driver call and the host time
 // before it on standard error) and the timed call's minor page faults. KILN_BENCH_PREPARE=1 runs
@@ -16,6 +16,12 @@
 // calls it once. Two figures per sample: from just before the first Kiln call (the kernel object
 // made, the call made) to its end, and from the parent's clock just before the spawn (exec,
 // loading the shared libraries, static initialization) to the same end. Medians over the samples.
+//
+// --warm-up-both: every kind's samples alternate between Kiln's context warm-up on (the default)
+// and off (KILN_CONTEXT_WARM_UP=0), reported on two lines. Kiln warms up a context it makes (one
+// empty kernel loaded from PTX and launched), which takes the driver's first-load and
+// first-launch set-up out of the first call: the context's creation, reported beside each line
+// ("context"), pays for it instead.
 //
 // With a GPU, the CUDA context is created before the timed region and the inputs allocated there;
 // the timed call is the front end's real call (compile answered from disk, module load, launch);
@@ -230,7 +236,7 @@ double median(std::vector<double> v) {
 }
 
 struct Sample {
-    double call_ms = 0, process_ms = 0;
+    double call_ms = 0, process_ms = 0, context_ms = 0;
 };
 
 // Runs `self --sample KIND ...` once and reads its one line of figures.
@@ -265,7 +271,8 @@ bool spawn_sample(const char* self, const std::string& kind, const std::string& 
     if (error != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
         WEXITSTATUS(status) != 0)
         return false;
-    return std::sscanf(text.c_str(), "%lf %lf", &out.call_ms, &out.process_ms) == 2;
+    return std::sscanf(text.c_str(), "%lf %lf %lf", &out.call_ms, &out.process_ms,
+                       &out.context_ms) == 3;
 }
 
 } // namespace
@@ -274,7 +281,7 @@ int main(int argc, char** argv) {
     std::string mode = "measure", kind = "all", arch, cubin_path;
     std::int64_t started = 0;
     int samples = 20;
-    bool no_gpu = false, trace = false;
+    bool no_gpu = false, trace = false, warm_up_both = false;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -294,18 +301,24 @@ int main(int argc, char** argv) {
             no_gpu = true;
         else if (a == "--trace")
             trace = true;
+        else if (a == "--warm-up-both")
+            warm_up_both = true;
         else if (a == "--cubin" && has_value)
             cubin_path = argv[++i];
         else {
             std::fprintf(stderr,
                          "usage: bench_first_call [--populate] [--samples N] [--kind "
-                         "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu] [--trace]\n");
+                         "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu] [--trace] "
+                         "[--warm-up-both]\n");
             return 2;
         }
     }
     const bool gpu = !no_gpu && kiln::Device::available();
     if (mode == "sample") {
-        if (gpu) kiln::Device::current(); // the context, untimed
+        // The context, outside the call's time, timed on its own (Kiln's warm-up included).
+        const std::int64_t context_start = now_ns();
+        if (gpu) kiln::Device::current();
+        const double context_ms = static_cast<double>(now_ns() - context_start) / 1e6;
         if (std::getenv("KILN_BENCH_PREPARE")) kiln::prepare();
         // The path without memos, for a before/after in one build (nothing is computed here).
         if (std::getenv("KILN_BENCH_NO_MEMO")) kiln::detail::set_memo_identity_for_testing({});
@@ -326,8 +339,8 @@ int main(int argc, char** argv) {
             std::fprintf(stderr, "%s: %ld minor page faults in the timed call (%lld - %lld ns)\n",
                          kind.c_str(), minor_faults() - g_faults_at_start,
                          static_cast<long long>(t0), static_cast<long long>(t1));
-        std::printf("%.4f %.4f\n", static_cast<double>(t1 - t0) / 1e6,
-                    started ? static_cast<double>(t1 - started) / 1e6 : 0.0);
+        std::printf("%.4f %.4f %.4f\n", static_cast<double>(t1 - t0) / 1e6,
+                    started ? static_cast<double>(t1 - started) / 1e6 : 0.0, context_ms);
         return 0;
     }
     if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
@@ -345,21 +358,34 @@ int main(int argc, char** argv) {
     for (const char* k : {"floor", "raw", "elementwise", "reduction"}) {
         if (kind != "all" && kind != k) continue;
         if (std::string(k) == "floor" && floor_cubin.empty()) continue;
-        std::vector<double> call, process;
-        for (int s = 0; s < samples; ++s) {
-            Sample sample;
-            if (!spawn_sample(argv[0], k, arch, !gpu, floor_cubin, sample)) {
-                std::fprintf(stderr, "a %s sample failed\n", k);
-                status = 1;
-                break;
+        // [0]: as the environment has it (warm-up on by default); [1]: warm-up off.
+        std::vector<double> call[2], process[2], context[2];
+        const int settings = warm_up_both ? 2 : 1;
+        for (int s = 0; s < samples && status == 0; ++s)
+            for (int off = 0; off < settings; ++off) {
+                if (off) ::setenv("KILN_CONTEXT_WARM_UP", "0", 1);
+                Sample sample;
+                const bool ok = spawn_sample(argv[0], k, arch, !gpu, floor_cubin, sample);
+                if (off) ::unsetenv("KILN_CONTEXT_WARM_UP");
+                if (!ok) {
+                    std::fprintf(stderr, "a %s sample failed\n", k);
+                    status = 1;
+                    break;
+                }
+                call[off].push_back(sample.call_ms);
+                process[off].push_back(sample.process_ms);
+                context[off].push_back(sample.context_ms);
             }
-            call.push_back(sample.call_ms);
-            process.push_back(sample.process_ms);
+        for (int off = 0; off < settings; ++off) {
+            if (call[off].empty()) continue;
+            const std::string what = std::string(k) + (off ? " (no warm-up)" : "");
+            std::printf(
+                "  %-24s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms", what.c_str(),
+                median(call[off]), *std::min_element(call[off].begin(), call[off].end()),
+                *std::max_element(call[off].begin(), call[off].end()), median(process[off]));
+            if (gpu) std::printf("; context %.3f ms", median(context[off]));
+            std::printf("\n");
         }
-        if (call.empty()) continue;
-        std::printf("  %-12s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms\n", k,
-                    median(call), *std::min_element(call.begin(), call.end()),
-                    *std::max_element(call.begin(), call.end()), median(process));
     }
     if (trace) {
         // One more sample of each kind with every driver call timed (and Kiln's time between

@@ -1,5 +1,6 @@
 #include "kiln/device.hpp"
 
+#include "context_warm_up.hpp"
 #include "kiln/detail/driver.hpp"
 
 #include <array>
@@ -25,10 +26,24 @@ Primaries& primaries() {
 
 CUcontext retain_primary(CUdevice device, int ordinal) {
     Primaries& p = primaries();
-    std::lock_guard<std::mutex> lock(p.mutex);
-    CUcontext& context = p.contexts.at(static_cast<std::size_t>(ordinal));
-    if (!context) KILN_CU(cuDevicePrimaryCtxRetain(&context, device));
-    return context;
+    CUcontext made = nullptr;
+    {
+        std::lock_guard<std::mutex> lock(p.mutex);
+        CUcontext& context = p.contexts.at(static_cast<std::size_t>(ordinal));
+        if (context) return context;
+        // Inactive before the retain: Kiln makes the context, and nothing can be in it yet.
+        unsigned flags = 0;
+        int active = 1;
+        const bool making =
+            detail::driver().cuDevicePrimaryCtxGetState(device, &flags, &active) == CUDA_SUCCESS &&
+            !active;
+        KILN_CU(cuDevicePrimaryCtxRetain(&context, device));
+        if (!making) return context;
+        made = context;
+    }
+    // Outside the lock: retaining another device's context need not wait for it.
+    detail::warm_up_new_context(made);
+    return made;
 }
 
 } // namespace

@@ -5,8 +5,9 @@
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
-# start-up figures: the first call from disk in fresh processes, with one traced sample per kind
-# (driver calls, Kiln's time between them, page faults); a raw kernel's cold compile beside plain
+# start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up on
+# and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
+# them, page faults); a raw kernel's cold compile beside plain
 # NVRTC + module load; generated kernels' cold first call beside a trivial kernel's compile and
 # beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
@@ -115,7 +116,7 @@ step_startup() {
     first_call_cache=$(mktemp -d)
     { KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --populate &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 \
-          --trace 2>"$out/first_call_trace.txt" &&
+          --warm-up-both --trace 2>"$out/first_call_trace.txt" &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
     grep -E "^---|faults" "$out/first_call_trace.txt"

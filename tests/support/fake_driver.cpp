@@ -8,8 +8,10 @@
 //
 // Modules are real cubins (NVRTC compiles without a device): cuModuleGetFunction finds the
 // kernel's `.nv.info.<name>` section and reads its parameters from the EIATTR_KPARAM_INFO
-// records, so Kiln's launch checks see the sizes a real driver would report. The device looks
-// like an H100 (sm_90, 132 multiprocessors).
+// records, so Kiln's launch checks see the sizes a real driver would report. A PTX module is
+// taken as text: its `.entry` kernels take no parameters. Live modules are counted
+// (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors), and
+// its primary context is inactive until retained, as a real one is in a fresh process.
 //
 // Every entry point Kiln resolves is answered: those below with a plausible result, the others
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
@@ -33,6 +35,8 @@ thread_local CUcontext t_current = nullptr;
 
 std::atomic<std::uint64_t> g_next_address{std::uint64_t{1} << 40};
 std::atomic<unsigned long long> g_launches{0};
+std::atomic<long long> g_modules{0};
+std::atomic<bool> g_primary_active{false};
 
 constexpr int kMaxParams = 64;
 
@@ -86,6 +90,7 @@ thread_local LastLaunch t_last_launch;
 struct FakeModule {
     char* image = nullptr;
     std::size_t size = 0;
+    bool ptx = false;
     FakeFunction* functions = nullptr;
 };
 
@@ -100,6 +105,13 @@ template <class T> T read(const char* at) {
 // 4 (EIFMT_SVAL) is followed by that many bytes of payload. EIATTR_KPARAM_INFO (0x17) gives a
 // parameter's ordinal, offset and, in the top 14 bits of its last word, its size.
 bool read_parameters(const FakeModule& module, const char* name, FakeFunction& f) {
+    if (module.ptx) {
+        char wanted[300];
+        std::snprintf(wanted, sizeof wanted, ".entry %s(", name);
+        if (!std::strstr(module.image, wanted)) return false;
+        std::snprintf(f.name, sizeof f.name, "%s", name);
+        return true;
+    }
     const char* d = module.image;
     const std::size_t n = module.size;
     if (n < 64 ||
@@ -229,6 +241,7 @@ CUresult CUDAAPI device_total_mem(std::size_t* bytes, CUdevice) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI device_primary_ctx_retain(CUcontext* context, CUdevice) {
+    g_primary_active = true;
     *context = reinterpret_cast<CUcontext>(&g_context);
     return CUDA_SUCCESS;
 }
@@ -238,7 +251,7 @@ CUresult CUDAAPI device_primary_ctx_release(CUdevice) {
 CUresult CUDAAPI device_primary_ctx_get_state(CUdevice, unsigned* flags, int* active) {
     count(Counted::primary_ctx_get_state);
     *flags = 0;
-    *active = 1;
+    *active = g_primary_active ? 1 : 0;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI ctx_get_current(CUcontext* context) {
@@ -389,6 +402,16 @@ CUresult CUDAAPI memset_d32_async(CUdeviceptr, unsigned, std::size_t, CUstream) 
 CUresult CUDAAPI module_load_data_ex(CUmodule* module, const void* image, unsigned, CUjit_option*,
                                      void**) {
     const auto* bytes = static_cast<const char*>(image);
+    if (bytes[0] == '.' || bytes[0] == '/') { // PTX text
+        auto* m = static_cast<FakeModule*>(std::calloc(1, sizeof(FakeModule)));
+        m->size = std::strlen(bytes) + 1;
+        m->image = static_cast<char*>(std::malloc(m->size));
+        std::memcpy(m->image, bytes, m->size);
+        m->ptx = true;
+        *module = reinterpret_cast<CUmodule>(m);
+        g_modules.fetch_add(1);
+        return CUDA_SUCCESS;
+    }
     if (std::memcmp(bytes,
                     "\x7f"
                     "ELF",
@@ -403,6 +426,7 @@ CUresult CUDAAPI module_load_data_ex(CUmodule* module, const void* image, unsign
     std::memcpy(m->image, bytes, size);
     m->size = size;
     *module = reinterpret_cast<CUmodule>(m);
+    g_modules.fetch_add(1);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI module_unload(CUmodule module) {
@@ -413,6 +437,7 @@ CUresult CUDAAPI module_unload(CUmodule module) {
     }
     std::free(m->image);
     std::free(m);
+    g_modules.fetch_sub(1);
     return CUDA_SUCCESS;
 }
 // A function lives as long as its module, as with a real driver.
@@ -495,6 +520,11 @@ template <class Function> Answer make_answer(const char* name, Function function
 } // namespace
 
 extern "C" {
+
+/// Modules loaded and not unloaded.
+__attribute__((visibility("default"))) long long kiln_fake_driver_modules() {
+    return g_modules.load();
+}
 
 /// Launches queued through this driver since the process started.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_launches() {

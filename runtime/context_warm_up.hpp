@@ -1,0 +1,25 @@
+#pragma once
+// The driver's one-time set-up in a context Kiln creates, paid when Kiln creates it instead of in
+// the first kernel call.
+//
+// In a fresh context the driver's first module load, first function lookup and first launch cost
+// about twice what later ones do (on an H200: 41-54 / 14-20 / 26-32 µs against 20-35 / 9-12 / 6
+// µs after an unrelated kernel was loaded and launched; bench/RESULTS.md, issue 16). Whatever
+// kernel a program calls first would pay that. A context is made once and costs tens of
+// milliseconds; a one-instruction kernel loaded and launched there costs it about 0.15 ms more
+// and takes the set-up out of the first call.
+//
+// KILN_CONTEXT_WARM_UP=0 turns it off.
+
+#include <cuda.h>
+
+namespace kiln::detail {
+
+/// In @p context, which Kiln has just created (no other work can be in it yet): loads a kernel
+/// that does nothing from PTX (the driver compiles it for any GPU), launches it on a stream of its
+/// own, waits for that stream and unloads it, on the calling thread, whose current context is
+/// left as it was. Best effort: a step that fails ends the warm-up, undoes what was done and is
+/// logged at debug level; nothing is reported to the caller.
+void warm_up_new_context(CUcontext context) noexcept;
+
+} // namespace kiln::detail
