@@ -7,9 +7,9 @@
 # bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
 # start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up on
 # and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
-# them, page faults); a raw kernel's cold compile beside plain
-# NVRTC + module load; generated kernels' cold first call beside a trivial kernel's compile and
-# beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
+# them, page faults), and the driver's first-use set-up in a fresh context (bench_context_warm_up);
+# a raw kernel's cold compile beside plain NVRTC + module load; generated kernels' cold first call
+# beside a trivial kernel's compile and beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
@@ -120,6 +120,9 @@ step_startup() {
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
     grep -E "^---|faults" "$out/first_call_trace.txt"
+    # The driver's first-use set-up in a fresh context, and what takes it out of the first call.
+    ./build-gpu/bench/bench_context_warm_up --samples 15 2>&1 | tee "$out/context_warm_up.txt" \
+        || status=1
     # Kiln's cold compile beside plain NVRTC with Kiln's exact options: NVRTC's own cache off on
     # both sides (Kiln's default), then on for both, then the old comment-only salting with it on.
     # KILN_COLD_MODES="--phases" keeps only the first (the like-with-like figure).

@@ -1,0 +1,247 @@
+// What the driver's first module load, function lookup and launch cost in a fresh context, and
+// which earlier work takes that first-use set-up out of them: the evidence behind Kiln's context
+// warm-up (runtime/context_warm_up.hpp). Needs a GPU.
+//
+//   bench_context_warm_up [--samples 15]
+//
+// Each sample is a fresh process (this program again, posix_spawn'd) that makes device 0's primary
+// context with plain driver calls (Kiln's warm-up is not involved), allocates 4 MiB, does the
+// warm-up of its mode, then times one kernel's cubin loaded (cuModuleLoadDataEx), its function
+// found and the kernel launched over 2^20 floats: the first call's driver work. Modes, one sample
+// of each in turn:
+//   none          nothing before (the first use pays the set-up)
+//   kiln          Kiln's warm-up: an empty kernel from PTX, on a stream of its own, waited for
+//                 and unloaded, on this thread
+//   cubin         the same with an unrelated cubin (compiled by NVRTC, as a real kernel is)
+//   other-thread  Kiln's warm-up on a second thread (joined before the timed work)
+//   memset        a cuMemsetD32Async and a synchronize instead (no module, no kernel)
+// Medians in µs: load, get, launch, their sum, and the warm-up's own time.
+
+#include "kiln/detail/driver.hpp"
+#include "kiln/kiln.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+const char* const kModes[] = {"none", "kiln", "cubin", "other-thread", "memset"};
+
+// Kiln's warm-up kernel, as runtime/context_warm_up.cpp has it.
+constexpr char kWarmUpPtx[] = ".version 6.0\n.target sm_50\n.address_size 64\n"
+                              ".visible .entry kiln_context_warm_up()\n{\n\tret;\n}\n";
+const char* const kTimedSource = R"(
+extern "C" __global__ void timed(float* x, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = x[i] * 2.0f + 1.0f;
+}
+)";
+const char* const kUnrelatedSource = R"(
+extern "C" __global__ void unrelated(float* x, int n) {
+    if (threadIdx.x == 1023) x[0] = n;
+}
+)";
+
+double now_us() {
+    return std::chrono::duration<double, std::micro>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+bool ok(CUresult r) {
+    return r == CUDA_SUCCESS;
+}
+
+// An empty kernel from @p image (PTX or cubin) named @p name, launched on a stream of its own,
+// waited for, then the stream destroyed and the module unloaded.
+bool warm_up(const void* image, const char* name) {
+    const auto& d = kiln::detail::driver();
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+    CUstream stream = nullptr;
+    int n = 0;
+    CUdeviceptr none = 0;
+    void* params[] = {&none, &n};
+    const bool done = ok(d.cuModuleLoadDataEx(&module, image, 0, nullptr, nullptr)) &&
+                      ok(d.cuModuleGetFunction(&function, module, name)) &&
+                      ok(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)) &&
+                      ok(d.cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, stream,
+                                          image == kWarmUpPtx ? nullptr : params, nullptr)) &&
+                      ok(d.cuStreamSynchronize(stream));
+    if (stream) d.cuStreamDestroy(stream);
+    if (module) d.cuModuleUnload(module);
+    return done;
+}
+
+int sample(const std::string& mode, const std::string& timed_cubin,
+           const std::string& unrelated_cubin) {
+    const auto& d = kiln::detail::driver();
+    CUdevice device = 0;
+    CUcontext context = nullptr;
+    CUdeviceptr x = 0;
+    if (!ok(d.cuDeviceGet(&device, 0)) || !ok(d.cuDevicePrimaryCtxRetain(&context, device)) ||
+        !ok(d.cuCtxSetCurrent(context)) || !ok(d.cuMemAlloc(&x, std::size_t{4} << 20)) ||
+        !ok(d.cuCtxSynchronize()))
+        return 1;
+    const double w0 = now_us();
+    bool warmed = true;
+    if (mode == "kiln") warmed = warm_up(kWarmUpPtx, "kiln_context_warm_up");
+    if (mode == "cubin") warmed = warm_up(unrelated_cubin.data(), "unrelated");
+    if (mode == "other-thread")
+        std::thread([&] {
+            warmed = ok(d.cuCtxSetCurrent(context)) && warm_up(kWarmUpPtx, "kiln_context_warm_up");
+        }).join();
+    if (mode == "memset")
+        warmed = ok(d.cuMemsetD32Async(x, 0, 1024, nullptr)) && ok(d.cuCtxSynchronize());
+    const double w1 = now_us();
+    if (!warmed) return 2;
+
+    CUmodule module = nullptr;
+    CUfunction function = nullptr;
+    int n = 1 << 20;
+    void* params[] = {&x, &n};
+    const double t0 = now_us();
+    if (!ok(d.cuModuleLoadDataEx(&module, timed_cubin.data(), 0, nullptr, nullptr))) return 3;
+    const double t1 = now_us();
+    if (!ok(d.cuModuleGetFunction(&function, module, "timed"))) return 3;
+    const double t2 = now_us();
+    if (!ok(d.cuLaunchKernel(function, static_cast<unsigned>(n / 256), 1, 1, 256, 1, 1, 0, nullptr,
+                             params, nullptr)))
+        return 3;
+    const double t3 = now_us();
+    if (!ok(d.cuCtxSynchronize())) return 3;
+    std::printf("%.2f %.2f %.2f %.2f %.2f\n", t1 - t0, t2 - t1, t3 - t2, t3 - t0, w1 - w0);
+    return 0;
+}
+
+std::string read_file(const char* path) {
+    std::string text;
+    if (std::FILE* f = std::fopen(path, "rb")) {
+        char buffer[65536];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+            text.append(buffer, n);
+        std::fclose(f);
+    }
+    return text;
+}
+
+// A private temporary file holding @p bytes (mkstemp: a fresh name, mode 0600).
+std::string write_temporary(const std::string& bytes) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-warm-up-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return {};
+    const bool written =
+        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(path.c_str());
+        return {};
+    }
+    return path;
+}
+
+// Runs `self --sample MODE TIMED UNRELATED` and reads its five figures.
+bool spawn_sample(const char* self, const char* mode, const std::string& timed,
+                  const std::string& unrelated, std::vector<double>& out) {
+    int fds[2];
+    if (::pipe(fds) != 0) return false;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, fds[0]);
+    const char* argv[] = {self, "--sample", mode, timed.c_str(), unrelated.c_str(), nullptr};
+    pid_t pid = 0;
+    const int error =
+        posix_spawn(&pid, self, &actions, nullptr, const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    std::string text;
+    char buffer[256];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
+        text.append(buffer, static_cast<std::size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    if (error != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0)
+        return false;
+    out.assign(5, 0.0);
+    return std::sscanf(text.c_str(), "%lf %lf %lf %lf %lf", &out[0], &out[1], &out[2], &out[3],
+                       &out[4]) == 5;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0 : v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    if (argc == 5 && std::string(argv[1]) == "--sample")
+        return sample(argv[2], read_file(argv[3]), read_file(argv[4]));
+    int samples = 15;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string(argv[i]) == "--samples" && i + 1 < argc) {
+            samples = std::max(1, std::atoi(argv[++i]));
+        } else {
+            std::fprintf(stderr, "usage: bench_context_warm_up [--samples N]\n");
+            return 2;
+        }
+    }
+    std::string reason;
+    if (!kiln::Device::available(&reason)) {
+        std::printf("bench_context_warm_up: skipped, no GPU (%s)\n", reason.c_str());
+        return 0;
+    }
+    const kiln::Device device(0);
+    const std::string arch = device.arch();
+    kiln::CompileOptions options = kiln::CompileOptions::for_arch(arch);
+    options.use_disk_cache = false;
+    const std::string timed = write_temporary(kiln::compile(kTimedSource, options)->cubin());
+    const std::string unrelated =
+        write_temporary(kiln::compile(kUnrelatedSource, options)->cubin());
+    if (timed.empty() || unrelated.empty()) return 1;
+    std::vector<std::vector<double>> rows[std::size(kModes)];
+    int status = 0;
+    for (int s = 0; s < samples && status == 0; ++s)
+        for (std::size_t m = 0; m < std::size(kModes); ++m) {
+            std::vector<double> figures;
+            if (!spawn_sample(argv[0], kModes[m], timed, unrelated, figures)) {
+                std::fprintf(stderr, "a %s sample failed\n", kModes[m]);
+                status = 1;
+                break;
+            }
+            rows[m].push_back(figures);
+        }
+    ::unlink(timed.c_str());
+    ::unlink(unrelated.c_str());
+    std::printf("a fresh context's first module load, function and launch, %s, %s, %d fresh "
+                "processes per mode (medians, us)\n",
+                device.name().c_str(), arch.c_str(), samples);
+    std::printf("  %-13s %7s %7s %7s %7s %9s\n", "before it", "load", "get", "launch", "sum",
+                "warm-up");
+    for (std::size_t m = 0; m < std::size(kModes); ++m) {
+        double med[5];
+        for (int c = 0; c < 5; ++c) {
+            std::vector<double> column;
+            for (const auto& row : rows[m])
+                column.push_back(row[static_cast<std::size_t>(c)]);
+            med[c] = median(column);
+        }
+        std::printf("  %-13s %7.1f %7.1f %7.1f %7.1f %9.1f\n", kModes[m], med[0], med[1], med[2],
+                    med[3], med[4]);
+    }
+    return status;
+}
