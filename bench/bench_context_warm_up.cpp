@@ -10,9 +10,10 @@
 // found and the kernel launched over 2^20 floats: the first call's driver work. Modes, one sample
 // of each in turn:
 //   none          nothing before (the first use pays the set-up)
-//   kiln          Kiln's warm-up: an empty kernel from PTX, on a stream of its own, waited for
-//                 and unloaded, on this thread
-//   cubin         the same with an unrelated cubin (compiled by NVRTC, as a real kernel is)
+//   kiln          Kiln's warm-up: an empty kernel from PTX, launched on the legacy default
+//                 stream (where the timed launch goes), waited for and unloaded, on this thread
+//   own-stream    the same on a stream of its own (created, then destroyed)
+//   cubin         Kiln's with an unrelated cubin (compiled by NVRTC, as a real kernel is)
 //   other-thread  Kiln's warm-up on a second thread (joined before the timed work)
 //   memset        a cuMemsetD32Async and a synchronize instead (no module, no kernel)
 // Medians in µs: load, get, launch, their sum, and the warm-up's own time.
@@ -36,7 +37,7 @@ extern char** environ;
 
 namespace {
 
-const char* const kModes[] = {"none", "kiln", "cubin", "other-thread", "memset"};
+const char* const kModes[] = {"none", "kiln", "own-stream", "cubin", "other-thread", "memset"};
 
 // Kiln's warm-up kernel, as runtime/context_warm_up.cpp has it.
 constexpr char kWarmUpPtx[] = ".version 6.0\n.target sm_50\n.address_size 64\n"
@@ -63,9 +64,9 @@ bool ok(CUresult r) {
     return r == CUDA_SUCCESS;
 }
 
-// An empty kernel from @p image (PTX or cubin) named @p name, launched on a stream of its own,
-// waited for, then the stream destroyed and the module unloaded.
-bool warm_up(const void* image, const char* name) {
+// An empty kernel from @p image (PTX or cubin) named @p name, launched on the legacy default
+// stream or on one of its own (@p own_stream), waited for, then the module unloaded.
+bool warm_up(const void* image, const char* name, bool own_stream = false) {
     const auto& d = kiln::detail::driver();
     CUmodule module = nullptr;
     CUfunction function = nullptr;
@@ -75,7 +76,7 @@ bool warm_up(const void* image, const char* name) {
     void* params[] = {&none, &n};
     const bool done = ok(d.cuModuleLoadDataEx(&module, image, 0, nullptr, nullptr)) &&
                       ok(d.cuModuleGetFunction(&function, module, name)) &&
-                      ok(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)) &&
+                      (!own_stream || ok(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))) &&
                       ok(d.cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, stream,
                                           image == kWarmUpPtx ? nullptr : params, nullptr)) &&
                       ok(d.cuStreamSynchronize(stream));
@@ -97,6 +98,7 @@ int sample(const std::string& mode, const std::string& timed_cubin,
     const double w0 = now_us();
     bool warmed = true;
     if (mode == "kiln") warmed = warm_up(kWarmUpPtx, "kiln_context_warm_up");
+    if (mode == "own-stream") warmed = warm_up(kWarmUpPtx, "kiln_context_warm_up", true);
     if (mode == "cubin") warmed = warm_up(unrelated_cubin.data(), "unrelated");
     if (mode == "other-thread")
         std::thread([&] {

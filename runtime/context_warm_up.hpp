@@ -16,8 +16,8 @@
 namespace kiln::detail {
 
 /// In @p context, which Kiln has just created (no other work can be in it yet): loads a kernel
-/// that does nothing from PTX (the driver compiles it for any GPU), launches it on a stream of its
-/// own, waits for that stream and unloads it, on the calling thread, whose current context is
+/// that does nothing from PTX (the driver compiles it for any GPU), launches it on the legacy
+/// default stream, waits for it and unloads it, on the calling thread, whose current context is
 /// left as it was. Best effort: a step that fails ends the warm-up, undoes what was done and is
 /// logged at debug level; nothing is reported to the caller.
 void warm_up_new_context(CUcontext context) noexcept;

@@ -1,5 +1,5 @@
 // A context Kiln makes is warmed up (runtime/context_warm_up.hpp): one kernel that does nothing is
-// loaded from PTX, launched once on a stream of its own and unloaded, and the thread's current
+// loaded from PTX, launched once on the default stream and unloaded, and the thread's current
 // context is left as it was. Runs over the fake driver (a fresh process per test, whose primary
 // context is inactive until retained), so it needs no GPU; the test context_warm_up_off runs it
 // with KILN_CONTEXT_WARM_UP=0.
