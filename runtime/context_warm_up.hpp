@@ -3,11 +3,11 @@
 // the first kernel call.
 //
 // In a fresh context the driver's first module load, first function lookup and first launch cost
-// about twice what later ones do (on an H200: 41-54 / 14-20 / 26-32 µs against 20-35 / 9-12 / 6
-// µs after an unrelated kernel was loaded and launched; bench/RESULTS.md, issue 16). Whatever
-// kernel a program calls first would pay that. A context is made once and costs tens of
-// milliseconds; a one-instruction kernel loaded and launched there costs it about 0.15 ms more
-// and takes the set-up out of the first call.
+// about twice what later ones do (on an H200: 49 / 15 / 27 µs against 28 / 9 / 6 µs after an
+// unrelated kernel was loaded and launched on the same thread; bench_context_warm_up in
+// bench/RESULTS.md). Whatever kernel a program calls first would pay that. A context is made once
+// and costs over 100 ms there; a one-instruction kernel loaded and launched in it costs about
+// 0.16 ms more and takes the set-up out of the first call.
 //
 // KILN_CONTEXT_WARM_UP=0 turns it off.
 
