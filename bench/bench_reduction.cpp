@@ -110,6 +110,17 @@ void BM_Reduction_L2normRows(benchmark::State& state) {
                 [&] { l2norm()(ReduceCall{1}, x, out); });
 }
 
+// Rows too short to split across blocks (4096 and 8192 floats): the kernel without the split
+// path.
+void BM_Reduction_L2normShortRows(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t columns = state.range(0), rows = (std::int64_t{1} << 28) / columns;
+    Array x = random_array({rows, columns});
+    Array out = kiln::empty({rows}, DType::float32);
+    time_device(state, 4.0 * static_cast<double>(rows) * static_cast<double>(columns),
+                [&] { l2norm()(ReduceCall{1}, x, out); });
+}
+
 void BM_Reduction_Read(benchmark::State& state) { // the read ceiling: a device-to-device copy
     if (!have_gpu(state)) return;
     const std::int64_t n = state.range(0);
@@ -166,6 +177,11 @@ BENCHMARK(BM_Reduction_SumColumns)->Arg(1 << 14)->UseManualTime()->Unit(benchmar
 BENCHMARK(BM_Reduction_SumMixed)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_ArgmaxAll)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_L2normRows)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_L2normShortRows)
+    ->Arg(1 << 12)
+    ->Arg(1 << 13)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReductionHost_RawLaunch)
     ->UseManualTime()
     ->Iterations(3000)

@@ -147,7 +147,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         line("    __shared__ __align__(16) unsigned char _kiln_scratch_raw[" + scratch_elements +
              " * sizeof(kiln_acc)];");
         line("    kiln_acc* const _kiln_scratch = reinterpret_cast<kiln_acc*>(_kiln_scratch_raw);");
-        line("    __shared__ bool _kiln_last;");
+        if (!m_plan.unsplit) line("    __shared__ bool _kiln_last;");
         for (int k = 0; k < input_count(); ++k)
             if (is_scalar(k))
                 line("    const " + type(k) + ' ' + param(k).name + " = _kiln_p." + param(k).name +
@@ -158,6 +158,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                  (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + ");");
             line("    __syncthreads();");
         }
+        if (m_plan.unsplit) return; // no partial results, one block per output
         line("    const kiln_index_t _kiln_S = _kiln_p._kiln_split;");
         line("    kiln_acc* const _kiln_partials = "
              "reinterpret_cast<kiln_acc*>(_kiln_p._kiln_partials);");
@@ -262,10 +263,12 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
 
     // The unrolled accumulation loop over vector index `jv` from `start` by `step` below `end`.
     // `element(jv, u, lane)` is the reduction index of a loaded element; `extra` an offset added
-    // to every load (outer layout: the thread's column).
+    // to every load (outer layout: the thread's column). `rolled`: the loops carry `#pragma unroll
+    // 1`, for a constant `step`, which LLVM would otherwise unroll further (more to compile, the
+    // same order of reduce steps).
     void emit_accumulate(const std::string& start, const std::string& step, const std::string& end,
                          const std::string& acc, const std::string& i, const std::string& extra,
-                         const std::string& indent, bool per_lane_acc) {
+                         const std::string& indent, bool per_lane_acc, bool rolled = false) {
         const int unroll = m_plan.unroll;
         const int vec = m_plan.vec;
         const std::string v = std::to_string(vec);
@@ -300,11 +303,13 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             }
         };
         if (unroll > 1) {
+            if (rolled) line(indent + "#pragma unroll 1");
             line(indent + "for (; _kiln_jv + " + std::to_string(unroll - 1) + " * (" + step +
                  ") < " + end + "; _kiln_jv += " + std::to_string(unroll) + " * (" + step + ")) {");
             body(unroll, indent + "    ");
             line(indent + "}");
         }
+        if (rolled) line(indent + "#pragma unroll 1");
         line(indent + "for (; _kiln_jv < " + end + "; _kiln_jv += " + step + ") {");
         body(1, indent + "    ");
         line(indent + "}");
@@ -336,6 +341,21 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             emit_accumulate("_kiln_lane", "32", nv, "_kiln_acc", "_i", "", "        ", false);
             line("        kiln::warp_reduce(_kiln_acc);");
             line("        if (_kiln_lane == 0) " + post_map_call("_kiln_acc", "_i"));
+            line("    }");
+            line("}");
+            return;
+        }
+        if (m_plan.unsplit) {
+            // A block per output, never split: the split kernel's path for _S == 1, with the
+            // block's loads and reduce steps in the same order.
+            line("    for (kiln_index_t _i = blockIdx.x; _i < _kiln_p._kiln_n_out; _i += "
+                 "gridDim.x) {");
+            emit_kept_offsets("_i", kept() - 1, "        ");
+            line("        kiln_acc _kiln_acc;");
+            line("        _kiln_acc.init();");
+            emit_accumulate("threadIdx.x", b, nv, "_kiln_acc", "_i", "", "        ", false, true);
+            line("        _kiln_acc = kiln::block_reduce<" + b + ">(_kiln_acc, _kiln_scratch);");
+            line("        if (threadIdx.x == 0) " + post_map_call("_kiln_acc", "_i"));
             line("    }");
             line("}");
             return;

@@ -375,6 +375,9 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
     plan.warp_group =
         p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= std::int64_t{32} * 16;
     plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
+    // size_launch splits an output only where each block still reads 8 vectors per thread at
+    // least twice over: below that, whatever the device, every output is one block's.
+    plan.unsplit = !plan.warp_group && p.n_red / vec < std::int64_t{2} * 8 * plan.block_x;
 }
 
 void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const {
@@ -409,7 +412,8 @@ void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_mul
         return;
     }
     std::int64_t split = 1;
-    if (p.n_out < resident) // few outputs: split each, each thread still reading 8 vectors
+    if (p.n_out < resident &&
+        !plan.unsplit) // few outputs: split each, each thread still reading 8 vectors
         split = std::min(
             resident / p.n_out,
             std::max<std::int64_t>(1, p.n_red / plan.vec / (std::int64_t{plan.block_x} * 8)));

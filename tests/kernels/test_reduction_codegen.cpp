@@ -94,6 +94,29 @@ TEST(ReductionCodegen, ASplitOutputCombinesThroughTheBlocksOwnReduceAndPostMap) 
     compiles(k, {fake({1 << 20})});
 }
 
+TEST(ReductionCodegen, RowsTooShortToSplitGetAKernelWithoutTheSplitPath) {
+    // 4096 floats a row: 1024 vectors, under the two rounds of 8 per thread of a 256-thread block
+    // that a split needs on any device. The kernel is the split kernel's path for one block per
+    // output, its accumulation loops kept rolled (a constant step LLVM would unroll further).
+    const auto k = l2norm();
+    const Array rows = fake({4096, 4096});
+    const std::string src = source(k, {rows}, ReduceCall{1});
+    EXPECT_FALSE(has(src, "_kiln_S")) << src;
+    EXPECT_FALSE(has(src, "atomicAdd")) << src;
+    EXPECT_FALSE(has(src, "kiln_acc*>(_kiln_p._kiln_partials)")) << src;
+    EXPECT_TRUE(has(src, "for (kiln_index_t _i = blockIdx.x; _i < _kiln_p._kiln_n_out;")) << src;
+    EXPECT_EQ(count(src, "#pragma unroll 1"), 2u) << src;
+    EXPECT_EQ(count(src, "kiln::block_reduce<256>"), 1u) << src;
+    EXPECT_TRUE(has(src, "kiln::Vec<float, 4>")) << src;
+    compiles(k, {rows}, ReduceCall{1});
+    // The boundary: 4096 vectors a row (16384 floats) can split, 4095 cannot.
+    const std::string split_src = source(k, {fake({1024, 16384})}, ReduceCall{1});
+    EXPECT_TRUE(has(split_src, "atomicAdd(_kiln_p._kiln_counters")) << split_src;
+    EXPECT_FALSE(has(source(k, {fake({1024, 16380})}, ReduceCall{1}), "atomicAdd"));
+    // So can everything to a scalar.
+    EXPECT_TRUE(has(source(k, {fake({1 << 20})}), "atomicAdd(_kiln_p._kiln_counters"));
+}
+
 TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     const auto k = l2norm();
     Array long_rows = fake({1024, 8192});
