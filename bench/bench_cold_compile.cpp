@@ -35,12 +35,11 @@
 #include "device_headers.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
+#include "run_sample.hpp"
 #include "specialization.hpp"
 
 #include <nvrtc.h>
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -298,31 +297,13 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
     }
     argv.push_back(nullptr);
 
-    int pipe_fds[2];
-    if (::pipe(pipe_fds) != 0) return false;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
-    pid_t pid = 0;
-    const int error =
-        posix_spawn(&pid, self, &actions, nullptr, const_cast<char* const*>(argv.data()),
-                    const_cast<char* const*>(env.data()));
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(pipe_fds[1]);
-    std::string text;
-    char buffer[256];
-    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
-    ::close(pipe_fds[0]);
-    int status = 0;
-    const bool ok = error == 0 && ::waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-                    WEXITSTATUS(status) == 0;
+    const auto text = kiln::bench::run_for_output(self, argv, const_cast<char* const*>(env.data()));
+    const bool ok = text.has_value();
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     if (!ok) return false;
     out.clear();
-    const char* at = text.c_str();
+    const char* at = text->c_str();
     for (int i = 0; i < 4; ++i) {
         Timing t;
         int used = 0;

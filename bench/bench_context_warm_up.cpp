@@ -20,9 +20,8 @@
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
+#include "run_sample.hpp"
 
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,30 +156,12 @@ std::string write_temporary(const std::string& bytes) {
 // Runs `self --sample MODE TIMED UNRELATED` and reads its five figures.
 bool spawn_sample(const char* self, const char* mode, const std::string& timed,
                   const std::string& unrelated, std::vector<double>& out) {
-    int fds[2];
-    if (::pipe(fds) != 0) return false;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, fds[0]);
-    const char* argv[] = {self, "--sample", mode, timed.c_str(), unrelated.c_str(), nullptr};
-    pid_t pid = 0;
-    const int error =
-        posix_spawn(&pid, self, &actions, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(fds[1]);
-    std::string text;
-    char buffer[256];
-    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
-    ::close(fds[0]);
-    int status = 0;
-    if (error != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
-        return false;
+    const std::vector<const char*> argv = {self,          "--sample",        mode,
+                                           timed.c_str(), unrelated.c_str(), nullptr};
+    const auto text = kiln::bench::run_for_output(self, argv, environ);
     out.assign(5, 0.0);
-    return std::sscanf(text.c_str(), "%lf %lf %lf %lf %lf", &out[0], &out[1], &out[2], &out[3],
-                       &out[4]) == 5;
+    return text && std::sscanf(text->c_str(), "%lf %lf %lf %lf %lf", &out[0], &out[1], &out[2],
+                               &out[3], &out[4]) == 5;
 }
 
 double median(std::vector<double> v) {

@@ -34,14 +34,13 @@
 
 #include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
+#include "run_sample.hpp"
 #include "specialization_memo.hpp"
 
 #include "kiln/detail/driver.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -242,12 +241,6 @@ struct Sample {
 // Runs `self --sample KIND ...` once and reads its one line of figures.
 bool spawn_sample(const char* self, const std::string& kind, const std::string& arch, bool no_gpu,
                   const std::string& cubin_path, Sample& out) {
-    int pipe_fds[2];
-    if (::pipe(pipe_fds) != 0) return false;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
     const std::string started = std::to_string(now_ns());
     std::vector<const char*> argv = {self,         "--sample",  kind.c_str(),   "--arch",
                                      arch.c_str(), "--started", started.c_str()};
@@ -257,22 +250,9 @@ bool spawn_sample(const char* self, const std::string& kind, const std::string& 
         argv.push_back(cubin_path.c_str());
     }
     argv.push_back(nullptr);
-    pid_t pid = 0;
-    const int error =
-        posix_spawn(&pid, self, &actions, nullptr, const_cast<char* const*>(argv.data()), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(pipe_fds[1]);
-    std::string text;
-    char buffer[256];
-    for (ssize_t n; (n = ::read(pipe_fds[0], buffer, sizeof buffer)) > 0;)
-        text.append(buffer, static_cast<std::size_t>(n));
-    ::close(pipe_fds[0]);
-    int status = 0;
-    if (error != 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-        WEXITSTATUS(status) != 0)
-        return false;
-    return std::sscanf(text.c_str(), "%lf %lf %lf", &out.call_ms, &out.process_ms,
-                       &out.context_ms) == 3;
+    const auto text = kiln::bench::run_for_output(self, argv, environ);
+    return text && std::sscanf(text->c_str(), "%lf %lf %lf", &out.call_ms, &out.process_ms,
+                               &out.context_ms) == 3;
 }
 
 } // namespace

@@ -24,7 +24,8 @@ struct ModuleUnloader {
     void operator()(CUmodule module) const noexcept { driver().cuModuleUnload(module); }
 };
 
-// Read once, where the first context is made: a value that cannot be parsed keeps the warm-up.
+// Read once, where the first context is made: a value that cannot be parsed keeps the warm-up
+// (every `kiln` command reports it).
 bool warm_up_enabled() noexcept {
     static const bool on = [] {
         try {

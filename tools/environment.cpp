@@ -17,6 +17,9 @@ void check_environment() {
     env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false);
     env::get_flag("KILN_COMPILE_TIME_TRACE", false);
     env::get_flag("KILN_NVRTC_CACHE", false);
+    env::get_flag("KILN_BLOCK_CACHE", true);
+    env::get_flag("KILN_DRIVER_TRACE", false);
+    env::get_flag("KILN_CONTEXT_WARM_UP", true);
 }
 
 } // namespace kiln::tools

@@ -201,7 +201,8 @@ TEST_F(CompileCli, UsageErrorsExitTwoWithAHint) {
 TEST_F(CompileCli, AnUnparsableEnvironmentValueFailsEveryCommand) {
     const auto file = write("k.cu", kKernel);
     for (const std::string variable :
-         {"KILN_LOG_LEVEL=xyz", "KILN_LINEINFO=maybe", "KILN_CACHE_SHARED=group"}) {
+         {"KILN_LOG_LEVEL=xyz", "KILN_LINEINFO=maybe", "KILN_CACHE_SHARED=group",
+          "KILN_CONTEXT_WARM_UP=sometimes"}) {
         for (const std::string& args :
              std::vector<std::string>{"compile " + file + " --arch sm_90", "cache dir"}) {
             auto result = run_command(variable + " " + kiln(args));
