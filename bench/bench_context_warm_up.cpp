@@ -137,22 +137,6 @@ std::string read_file(const char* path) {
     return text;
 }
 
-// A private temporary file holding @p bytes (mkstemp: a fresh name, mode 0600).
-std::string write_temporary(const std::string& bytes) {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-warm-up-XXXXXX";
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) return {};
-    const bool written =
-        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-    ::close(fd);
-    if (!written) {
-        ::unlink(path.c_str());
-        return {};
-    }
-    return path;
-}
-
 // Runs `self --sample MODE TIMED UNRELATED` and reads its five figures.
 bool spawn_sample(const char* self, const char* mode, const std::string& timed,
                   const std::string& unrelated, std::vector<double>& out) {
@@ -192,9 +176,10 @@ int main(int argc, char** argv) {
     const std::string arch = device.arch();
     kiln::CompileOptions options = kiln::CompileOptions::for_arch(arch);
     options.use_disk_cache = false;
-    const std::string timed = write_temporary(kiln::compile(kTimedSource, options)->cubin());
-    const std::string unrelated =
-        write_temporary(kiln::compile(kUnrelatedSource, options)->cubin());
+    const std::string timed =
+        kiln::bench::write_temporary(kiln::compile(kTimedSource, options)->cubin(), "kiln-warm-up");
+    const std::string unrelated = kiln::bench::write_temporary(
+        kiln::compile(kUnrelatedSource, options)->cubin(), "kiln-warm-up");
     if (timed.empty() || unrelated.empty()) return 1;
     std::vector<std::vector<double>> rows[std::size(kModes)];
     int status = 0;

@@ -127,19 +127,7 @@ bool floor_call(const std::string& cubin_path, std::int64_t& t0, std::int64_t& t
 // Writes my_add's cubin (a disk hit) to a private temporary file for the floor's samples.
 std::string write_floor_cubin(const std::string& arch) {
     const auto program = kiln::compile(kMyAdd, kiln::CompileOptions::for_arch(arch));
-    const char* tmp = std::getenv("TMPDIR");
-    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-floor-XXXXXX";
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) return {};
-    const std::string& cubin = program->cubin();
-    const bool written =
-        ::write(fd, cubin.data(), cubin.size()) == static_cast<ssize_t>(cubin.size());
-    ::close(fd);
-    if (!written) {
-        ::unlink(path.c_str());
-        return {};
-    }
-    return path;
+    return kiln::bench::write_temporary(program->cubin(), "kiln-floor");
 }
 
 // One kernel's first call. Returns whether it came from disk; @p t0 is set just before the first

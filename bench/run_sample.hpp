@@ -1,11 +1,12 @@
 #pragma once
 // What the benches that time fresh processes share: running this program again (posix_spawn, no
-// shell) and reading what it prints.
+// shell) and reading what it prints, and handing it bytes in a private temporary file.
 
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,24 @@ run_for_output(const char* path, const std::vector<const char*>& argv, char* con
         WEXITSTATUS(status) != 0)
         return std::nullopt;
     return text;
+}
+
+/// Writes @p bytes to a new file under $TMPDIR (or /tmp) named `<stem>-XXXXXX` by mkstemp: a
+/// fresh name only this process opened, mode 0600.
+/// @return its path, or an empty string when it could not be written (nothing is left behind).
+inline std::string write_temporary(const std::string& bytes, const std::string& stem) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/" + stem + "-XXXXXX";
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return {};
+    const bool written =
+        ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+    ::close(fd);
+    if (!written) {
+        ::unlink(path.c_str());
+        return {};
+    }
+    return path;
 }
 
 } // namespace kiln::bench
