@@ -84,6 +84,20 @@ TEST(ContextWarmUp, TheThreadsCurrentContextIsLeftAsItWas) {
     EXPECT_EQ(current(), nullptr);
 }
 
+TEST(ContextWarmUp, AContextThatWasAlreadyActiveIsLeftAlone) {
+    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextWarmUpOff";
+    // Another library (the CUDA runtime, a framework) made it and may have work in it.
+    using Activate = void (*)();
+    const auto activate =
+        reinterpret_cast<Activate>(dlsym(fake_driver(), "kiln_fake_driver_activate_primary"));
+    ASSERT_NE(activate, nullptr);
+    activate();
+    kiln::Device(0).make_current();
+    EXPECT_EQ(launches(), 0u);
+    EXPECT_EQ(live_modules(), 0);
+    EXPECT_EQ(current(), kiln::detail::primary_context(0));
+}
+
 TEST(ContextWarmUpOff, NothingIsLoadedOrLaunched) {
     if (!turned_off()) GTEST_SKIP() << "runs with KILN_CONTEXT_WARM_UP=0 (context_warm_up_off)";
     kiln::Device(0).make_current();

@@ -521,6 +521,12 @@ template <class Function> Answer make_answer(const char* name, Function function
 
 extern "C" {
 
+/// Makes device 0's primary context active, as the CUDA runtime or another library would have
+/// before Kiln's first call.
+__attribute__((visibility("default"))) void kiln_fake_driver_activate_primary() {
+    g_primary_active = true;
+}
+
 /// Modules loaded and not unloaded.
 __attribute__((visibility("default"))) long long kiln_fake_driver_modules() {
     return g_modules.load();
