@@ -18,6 +18,7 @@
 //   memset        a cuMemsetD32Async and a synchronize instead (no module, no kernel)
 // Medians in µs: load, get, launch, their sum, and the warm-up's own time.
 
+#include "context_warm_up.hpp"
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
@@ -38,9 +39,6 @@ namespace {
 
 const char* const kModes[] = {"none", "kiln", "own-stream", "cubin", "other-thread", "memset"};
 
-// Kiln's warm-up kernel, as runtime/context_warm_up.cpp has it.
-constexpr char kWarmUpPtx[] = ".version 6.0\n.target sm_50\n.address_size 64\n"
-                              ".visible .entry kiln_context_warm_up()\n{\n\tret;\n}\n";
 const char* const kTimedSource = R"(
 extern "C" __global__ void timed(float* x, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -76,8 +74,9 @@ bool warm_up(const void* image, const char* name, bool own_stream = false) {
     const bool done = ok(d.cuModuleLoadDataEx(&module, image, 0, nullptr, nullptr)) &&
                       ok(d.cuModuleGetFunction(&function, module, name)) &&
                       (!own_stream || ok(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))) &&
-                      ok(d.cuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, stream,
-                                          image == kWarmUpPtx ? nullptr : params, nullptr)) &&
+                      ok(d.cuLaunchKernel(
+                          function, 1, 1, 1, 32, 1, 1, 0, stream,
+                          image == kiln::detail::kContextWarmUpPtx ? nullptr : params, nullptr)) &&
                       ok(d.cuStreamSynchronize(stream));
     if (stream) d.cuStreamDestroy(stream);
     if (module) d.cuModuleUnload(module);
@@ -96,12 +95,15 @@ int sample(const std::string& mode, const std::string& timed_cubin,
         return 1;
     const double w0 = now_us();
     bool warmed = true;
-    if (mode == "kiln") warmed = warm_up(kWarmUpPtx, "kiln_context_warm_up");
-    if (mode == "own-stream") warmed = warm_up(kWarmUpPtx, "kiln_context_warm_up", true);
+    if (mode == "kiln")
+        warmed = warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel);
+    if (mode == "own-stream")
+        warmed = warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel, true);
     if (mode == "cubin") warmed = warm_up(unrelated_cubin.data(), "unrelated");
     if (mode == "other-thread")
         std::thread([&] {
-            warmed = ok(d.cuCtxSetCurrent(context)) && warm_up(kWarmUpPtx, "kiln_context_warm_up");
+            warmed = ok(d.cuCtxSetCurrent(context)) &&
+                     warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel);
         }).join();
     if (mode == "memset")
         warmed = ok(d.cuMemsetD32Async(x, 0, 1024, nullptr)) && ok(d.cuCtxSynchronize());

@@ -412,8 +412,8 @@ void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_mul
         return;
     }
     std::int64_t split = 1;
-    if (p.n_out < resident &&
-        !plan.unsplit) // few outputs: split each, each thread still reading 8 vectors
+    // Few outputs: split each, each thread still reading 8 vectors.
+    if (p.n_out < resident && !plan.unsplit)
         split = std::min(
             resident / p.n_out,
             std::max<std::int64_t>(1, p.n_red / plan.vec / (std::int64_t{plan.block_x} * 8)));

@@ -1,6 +1,7 @@
 #include "context_warm_up.hpp"
 
 #include "kiln/detail/driver.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/env.hpp"
 #include "kiln/log.hpp"
 
@@ -10,15 +11,6 @@
 namespace kiln::detail {
 
 namespace {
-
-// PTX for the oldest target the driver still compiles, so one text serves every GPU.
-constexpr char kWarmUpPtx[] = ".version 6.0\n"
-                              ".target sm_50\n"
-                              ".address_size 64\n"
-                              ".visible .entry kiln_context_warm_up()\n"
-                              "{\n"
-                              "\tret;\n"
-                              "}\n";
 
 struct ModuleUnloader {
     void operator()(CUmodule module) const noexcept { driver().cuModuleUnload(module); }
@@ -37,37 +29,16 @@ bool warm_up_enabled() noexcept {
     return on;
 }
 
-// The calling thread's current context, set back as it was on leaving the scope.
-class CurrentContextSwitch {
-  public:
-    explicit CurrentContextSwitch(CUcontext context) noexcept {
-        const Driver& d = driver();
-        m_ok = d.cuCtxGetCurrent(&m_previous) == CUDA_SUCCESS &&
-               (m_previous == context || d.cuCtxSetCurrent(context) == CUDA_SUCCESS);
-        m_switched = m_ok && m_previous != context;
-    }
-    CurrentContextSwitch(const CurrentContextSwitch&) = delete;
-    CurrentContextSwitch& operator=(const CurrentContextSwitch&) = delete;
-    ~CurrentContextSwitch() {
-        if (m_switched) driver().cuCtxSetCurrent(m_previous);
-    }
-    bool ok() const noexcept { return m_ok; }
-
-  private:
-    CUcontext m_previous = nullptr;
-    bool m_ok = false, m_switched = false;
-};
-
 const char* warm_up_in(CUcontext context) noexcept {
     const Driver& d = driver();
-    const CurrentContextSwitch current(context);
-    if (!current.ok()) return "making the context current";
+    const InContext in_context(context);
+    if (!in_context.active()) return "making the context current";
     CUmodule module = nullptr;
-    if (d.cuModuleLoadDataEx(&module, kWarmUpPtx, 0, nullptr, nullptr) != CUDA_SUCCESS)
+    if (d.cuModuleLoadDataEx(&module, kContextWarmUpPtx, 0, nullptr, nullptr) != CUDA_SUCCESS)
         return "cuModuleLoadDataEx";
     const std::unique_ptr<CUmod_st, ModuleUnloader> module_owner(module);
     CUfunction function = nullptr;
-    if (d.cuModuleGetFunction(&function, module, "kiln_context_warm_up") != CUDA_SUCCESS)
+    if (d.cuModuleGetFunction(&function, module, kContextWarmUpKernel) != CUDA_SUCCESS)
         return "cuModuleGetFunction";
     // The legacy default stream, where Kiln's calls go unless given another (a stream of its own
     // would cost about 0.12 ms more to create). The context is new, so this waits for nothing

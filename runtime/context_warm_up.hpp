@@ -15,6 +15,17 @@
 
 namespace kiln::detail {
 
+/// The warm-up kernel, which does nothing: PTX for the oldest target the driver still compiles,
+/// so one text serves every GPU.
+inline constexpr char kContextWarmUpPtx[] = ".version 6.0\n"
+                                            ".target sm_50\n"
+                                            ".address_size 64\n"
+                                            ".visible .entry kiln_context_warm_up()\n"
+                                            "{\n"
+                                            "\tret;\n"
+                                            "}\n";
+inline constexpr char kContextWarmUpKernel[] = "kiln_context_warm_up";
+
 /// In @p context, which Kiln has just created (no other work can be in it yet): loads a kernel
 /// that does nothing from PTX (the driver compiles it for any GPU), launches it on the legacy
 /// default stream, waits for it and unloads it, on the calling thread, whose current context is

@@ -27,8 +27,9 @@ namespace detail {
 InContext::InContext(CUcontext context) noexcept {
     if (!context || !driver_available()) return;
     m_previous = current_context_or_null();
-    if (m_previous == context) return;
-    m_switched = driver().cuCtxSetCurrent(context) == CUDA_SUCCESS;
+    m_active = m_previous == context;
+    if (m_active) return;
+    m_switched = m_active = driver().cuCtxSetCurrent(context) == CUDA_SUCCESS;
     if (m_switched) note_current_context(context);
 }
 

@@ -19,10 +19,11 @@ std::string dims(Dim3 d) {
     return out.str();
 }
 
+// @p whose: "this kernel" or "the device".
 [[noreturn]] void too_many_threads(const std::string& kernel, Dim3 block,
-                                   unsigned long long threads, int limit) {
-    bad_launch(kernel, "block " + dims(block) + " has " + std::to_string(threads) +
-                           " threads; this kernel allows at most " + std::to_string(limit));
+                                   unsigned long long threads, const char* whose, int limit) {
+    bad_launch(kernel, "block " + dims(block) + " has " + std::to_string(threads) + " threads; " +
+                           whose + " allows at most " + std::to_string(limit));
 }
 
 CUresult enqueue(CUfunction function, const LaunchConfig& c, void** args) {
@@ -169,16 +170,14 @@ void Function::check_launch(const LaunchConfig& c, const std::size_t* sizes,
                                std::to_string(s.max_block[2]) + ")");
     const unsigned long long threads = 1ull * b.x * b.y * b.z;
     if (threads > static_cast<unsigned long long>(s.max_block_threads))
-        bad_launch(s.name, "block " + dims(b) + " has " + std::to_string(threads) +
-                               " threads; the device allows at most " +
-                               std::to_string(s.max_block_threads));
+        too_many_threads(s.name, b, threads, "the device", s.max_block_threads);
     // The kernel's own limit, once known (a cooperative launch asks for it: it sizes the grid
     // by it); otherwise a launch over it fails in the driver and explain_failed_launch() says why.
     const int kernel_limit = c.cooperative
                                  ? max_threads_per_block()
                                  : s.max_threads_per_block.load(std::memory_order_relaxed);
     if (kernel_limit != 0 && threads > static_cast<unsigned long long>(kernel_limit))
-        too_many_threads(s.name, b, threads, kernel_limit);
+        too_many_threads(s.name, b, threads, "this kernel", kernel_limit);
     if (g.x > unsigned(s.max_grid[0]) || g.y > unsigned(s.max_grid[1]) ||
         g.z > unsigned(s.max_grid[2]))
         bad_launch(s.name, "grid " + dims(g) + " exceeds the device's limits (" +
@@ -236,7 +235,7 @@ void Function::explain_failed_launch(const LaunchConfig& c) const {
     const unsigned long long threads = 1ull * c.block.x * c.block.y * c.block.z;
     const int limit = max_threads_per_block();
     if (threads > static_cast<unsigned long long>(limit))
-        too_many_threads(m_state->name, c.block, threads, limit);
+        too_many_threads(m_state->name, c.block, threads, "this kernel", limit);
 }
 
 } // namespace kiln

@@ -106,10 +106,12 @@ class InContext {
     ~InContext();
     InContext(const InContext&) = delete;
     InContext& operator=(const InContext&) = delete;
+    /// Whether @p context is current in the scope (false: null, no driver, or the switch failed).
+    bool active() const noexcept { return m_active; }
 
   private:
     CUcontext m_previous = nullptr;
-    bool m_switched = false;
+    bool m_switched = false, m_active = false;
 };
 } // namespace detail
 
