@@ -110,8 +110,8 @@ void BM_Reduction_L2normRows(benchmark::State& state) {
                 [&] { l2norm()(ReduceCall{1}, x, out); });
 }
 
-// Rows too short to split across blocks (4096 and 8192 floats): the kernel without the split
-// path.
+// 2^28 floats in rows of the argument's length: a warp per row up to 2048 floats, then a block
+// per row without the split path (rows of 4096 and 8192 floats are too short to split).
 void BM_Reduction_L2normShortRows(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t columns = state.range(0), rows = (std::int64_t{1} << 28) / columns;
@@ -119,6 +119,19 @@ void BM_Reduction_L2normShortRows(benchmark::State& state) {
     Array out = kiln::empty({rows}, DType::float32);
     time_device(state, 4.0 * static_cast<double>(rows) * static_cast<double>(columns),
                 [&] { l2norm()(ReduceCall{1}, x, out); });
+}
+
+// 2^28 floats summed over axis 0 of the argument's rows: fewer than 256 rows never split, so
+// each column is one block's.
+void BM_Reduction_SumShortColumns(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t rows = state.range(0), columns = (std::int64_t{1} << 28) / rows;
+    Array x = random_array({rows, columns});
+    Array out = kiln::empty({columns}, DType::float32);
+    kiln::ReduceOptions options;
+    options.out = &out;
+    time_device(state, 4.0 * static_cast<double>(rows) * static_cast<double>(columns),
+                [&] { kiln::sum(x, 0, options); });
 }
 
 void BM_Reduction_Read(benchmark::State& state) { // the read ceiling: a device-to-device copy
@@ -178,8 +191,16 @@ BENCHMARK(BM_Reduction_SumMixed)->UseManualTime()->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_Reduction_ArgmaxAll)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_L2normRows)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_L2normShortRows)
+    ->Arg(64)
+    ->Arg(512)
+    ->Arg(2048)
     ->Arg(1 << 12)
     ->Arg(1 << 13)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reduction_SumShortColumns)
+    ->Arg(16)
+    ->Arg(255)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReductionHost_RawLaunch)

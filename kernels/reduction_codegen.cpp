@@ -264,8 +264,8 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     // The unrolled accumulation loop over vector index `jv` from `start` by `step` below `end`.
     // `element(jv, u, lane)` is the reduction index of a loaded element; `extra` an offset added
     // to every load (outer layout: the thread's column). `rolled`: the loops carry `#pragma unroll
-    // 1`, for a constant `step`, which LLVM would otherwise unroll further (more to compile, the
-    // same order of reduce steps).
+    // 1`, for a constant `step`, which LLVM would otherwise unroll beyond the explicit copies (more
+    // to compile, the same order of reduce steps; a warp per row of 64 floats: 136 -> 75 ms).
     void emit_accumulate(const std::string& start, const std::string& step, const std::string& end,
                          const std::string& acc, const std::string& i, const std::string& extra,
                          const std::string& indent, bool per_lane_acc, bool rolled = false) {
@@ -338,7 +338,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             emit_kept_offsets("_i", kept() - 1, "        ");
             line("        kiln_acc _kiln_acc;");
             line("        _kiln_acc.init();");
-            emit_accumulate("_kiln_lane", "32", nv, "_kiln_acc", "_i", "", "        ", false);
+            emit_accumulate("_kiln_lane", "32", nv, "_kiln_acc", "_i", "", "        ", false, true);
             line("        kiln::warp_reduce(_kiln_acc);");
             line("        if (_kiln_lane == 0) " + post_map_call("_kiln_acc", "_i"));
             line("    }");
@@ -414,9 +414,15 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         line("    const kiln_index_t _kiln_C = _kiln_p._kiln_kshape[" + std::to_string(last_kept) +
              "];");
         line("    const kiln_index_t _kiln_B = _kiln_p._kiln_n_out / _kiln_C;");
-        line("    const kiln_index_t _kiln_chunk = (_kiln_p._kiln_n_red + _kiln_S - 1) / _kiln_S;");
-        line("    const kiln_index_t _kiln_j0 = (kiln_index_t)blockIdx.y * _kiln_chunk;");
-        line("    const kiln_index_t _kiln_j1 = min(_kiln_p._kiln_n_red, _kiln_j0 + _kiln_chunk);");
+        if (m_plan.unsplit) {
+            line("    const kiln_index_t _kiln_j0 = 0, _kiln_j1 = _kiln_p._kiln_n_red;");
+        } else {
+            line("    const kiln_index_t _kiln_chunk = (_kiln_p._kiln_n_red + _kiln_S - 1) / "
+                 "_kiln_S;");
+            line("    const kiln_index_t _kiln_j0 = (kiln_index_t)blockIdx.y * _kiln_chunk;");
+            line("    const kiln_index_t _kiln_j1 = min(_kiln_p._kiln_n_red, _kiln_j0 + "
+                 "_kiln_chunk);");
+        }
         line("    const kiln_index_t _kiln_c = ((kiln_index_t)blockIdx.x * 32 + threadIdx.x) * " +
              v + ";");
         line("    const bool _kiln_active = _kiln_c < _kiln_C;");
@@ -432,7 +438,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
              "; ++_kiln_q) _kiln_acc[_kiln_q].init();");
         line("        if (_kiln_active) {");
         emit_accumulate("_kiln_j0 + threadIdx.y", ys, "_kiln_j1", "_kiln_acc",
-                        "_kiln_b * _kiln_C + _kiln_c", "", "            ", true);
+                        "_kiln_b * _kiln_C + _kiln_c", "", "            ", true, true);
         line("        }");
         // The block's rows meet in shared memory; row 0 merges them in order.
         line("        const int _kiln_t = threadIdx.y * 32 + threadIdx.x;");
@@ -449,16 +455,16 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
              "32 + threadIdx.x) * " +
              v + " + _kiln_q]);");
         line("        }");
+        if (m_plan.unsplit) {
+            // Too few rows ever to split: the block's result is the output's.
+            emit_column_results("        ");
+            line("        __syncthreads();");
+            line("    }");
+            line("}");
+            return;
+        }
         line("        if (_kiln_S == 1) {");
-        line("            if (threadIdx.y == 0 && _kiln_active) {");
-        line("                #pragma unroll");
-        line("                for (int _kiln_q = 0; _kiln_q < " + v + "; ++_kiln_q) {");
-        line("                    if (_kiln_c + _kiln_q >= _kiln_C) break;");
-        emit_output_column_offsets("                    ");
-        line("                    " +
-             post_map_call("_kiln_acc[_kiln_q]", "_kiln_b * _kiln_C + _kiln_c + _kiln_q", true));
-        line("                }");
-        line("            }");
+        emit_column_results("            ");
         line("        } else {");
         line("            const kiln_index_t _kiln_slot = (_kiln_b * _kiln_S + blockIdx.y) * "
              "_kiln_C + _kiln_c;");
@@ -496,6 +502,20 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         line("        __syncthreads();");
         line("    }");
         line("}");
+    }
+
+    // Row 0 of the block post-maps its columns' results into the outputs.
+    void emit_column_results(const std::string& indent) {
+        line(indent + "if (threadIdx.y == 0 && _kiln_active) {");
+        line(indent + "    #pragma unroll");
+        line(indent + "    for (int _kiln_q = 0; _kiln_q < " + std::to_string(m_plan.vec) +
+             "; ++_kiln_q) {");
+        line(indent + "        if (_kiln_c + _kiln_q >= _kiln_C) break;");
+        emit_output_column_offsets(indent + "        ");
+        line(indent + "        " +
+             post_map_call("_kiln_acc[_kiln_q]", "_kiln_b * _kiln_C + _kiln_c + _kiln_q", true));
+        line(indent + "    }");
+        line(indent + "}");
     }
 
     // Output offsets of column _c + _q, shadowing the outer ones within the loop body.

@@ -363,6 +363,9 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
             return vectorizable(vec, kept_rank - 1, inner_extent) &&
                    threads * vec * plan.slot_bytes <= 32 * 1024;
         }));
+        // size_launch splits the rows only where each thread still reads 16 of them at least
+        // twice over: below that, whatever the device, every column is one block's.
+        plan.unsplit = p.n_red < std::int64_t{2} * 16 * plan.block_y;
         return;
     }
 
@@ -392,7 +395,7 @@ void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_mul
         const std::int64_t batches = p.n_out / inner_extent;
         const std::int64_t z = std::min<std::int64_t>(batches, 65535);
         std::int64_t split = 1;
-        if (columns * z < resident) // each thread still reads 16 rows or more
+        if (columns * z < resident && !plan.unsplit) // each thread still reads 16 rows or more
             split =
                 std::min(resident / (columns * z),
                          std::max<std::int64_t>(1, p.n_red / (std::int64_t{plan.block_y} * 16)));

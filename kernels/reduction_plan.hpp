@@ -32,8 +32,9 @@ struct ReductionPlan {
     std::uint8_t slot_bytes = 0; ///< bytes per partial result in the workspace
     std::uint16_t block_x = 256, block_y = 1;
     std::uint8_t unroll = 4; ///< independent loads in flight per thread
-    /// Group layout, a block per output: a reduction too short to split across blocks, so the
-    /// kernel has no split-and-combine path (a quarter less for NVRTC to compile and load).
+    /// A block per output (group layout) or per column (outer layout): a reduction too short to
+    /// split across blocks, so the kernel has no split-and-combine path (a quarter less for NVRTC
+    /// to compile and load).
     bool unsplit = false;
     std::uint8_t reserved[2] = {};
     std::array<OperandType, kMaxParams> operands{};

@@ -84,6 +84,25 @@ step_reduction() {
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
     done | tee "$out/reduction_first_call.txt"
     has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
+    [[ -n ${KILN_BASELINE_TREE:-} ]] && reduction_against_baseline
+}
+# KILN_BASELINE_TREE: an earlier commit's source tree (`git archive REV | tar -x -C .baseline`,
+# carried): its kernels run this tree's bench_reduction, alternating with this tree's, the cases
+# KILN_REDUCTION_FILTER names, so both sides' figures come from one run on one device.
+reduction_against_baseline() {
+    local base=$KILN_BASELINE_TREE
+    cp bench/bench_reduction.cpp bench/bench_support.hpp "$base/bench/"
+    (cd "$base" && cmake --preset bench >/dev/null 2>&1 && cmake --build build-gpu -j"$(nproc)" \
+        --target bench_reduction >/dev/null 2>&1) || { echo "baseline: build failed"; status=1; return; }
+    for round in 1 2 3; do
+        for side in new baseline; do
+            local exe=./build-gpu/bench/bench_reduction
+            [[ $side == baseline ]] && exe=$base/build-gpu/bench/bench_reduction
+            echo "== $side, round $round"
+            "$exe" --benchmark_filter="${KILN_REDUCTION_FILTER:-.}" --benchmark_min_time=0.2 2>&1 \
+                | grep -E "^BM_"
+        done
+    done | tee "$out/bench_reduction_baseline.txt"
 }
 step_fuse() {
     ./build-gpu/bench/bench_fuse --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

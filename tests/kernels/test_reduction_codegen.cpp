@@ -128,6 +128,8 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "block_reduce"));
+    // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
+    EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 2u) << warp_src;
     compiles(k, {short_rows}, ReduceCall{-1});
 }
 
@@ -143,6 +145,26 @@ TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
     Array y = fake({64, 128, 256});
     EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_kiln_j0 + threadIdx.y"));
     compiles(k, {y}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, ColumnsTooShortToSplitGetAKernelWithoutTheSplitPath) {
+    // A split needs each thread of the 8 rows of a block to read 16 rows at least twice over:
+    // 256 rows can split, 255 cannot, on any device. The short kernel keeps its loops rolled.
+    const auto k = l2norm();
+    const Array short_columns = fake({255, 4096});
+    const std::string src = source(k, {short_columns}, ReduceCall{0});
+    EXPECT_FALSE(has(src, "_kiln_S")) << src;
+    EXPECT_FALSE(has(src, "atomicAdd")) << src;
+    EXPECT_FALSE(has(src, "_kiln_last")) << src;
+    EXPECT_TRUE(has(src, "const kiln_index_t _kiln_j0 = 0, _kiln_j1 = _kiln_p._kiln_n_red;"))
+        << src;
+    EXPECT_TRUE(has(src, "#pragma unroll 1\n            for (; _kiln_jv + 3 * (8)")) << src;
+    compiles(k, {short_columns}, ReduceCall{0});
+    const std::string split_src = source(k, {fake({256, 4096})}, ReduceCall{0});
+    EXPECT_TRUE(has(split_src, "atomicAdd(_kiln_p._kiln_counters")) << split_src;
+    // The split kernel's row loop is rolled too: its step is the constant 8.
+    EXPECT_TRUE(has(split_src, "#pragma unroll 1\n            for (; _kiln_jv + 3 * (8)"))
+        << split_src;
 }
 
 TEST(ReductionCodegen, MixedAxesUnravelTheReductionIndexAndKeepVectors) {

@@ -580,6 +580,8 @@ TEST(ReductionKernelGpu, LongReductionsSplitAcrossBlocksAndManyShortOnes) {
         {{1 << 16, 256}, {Axes(1), Axes(0)}}, // a warp per row; few long columns
         {{4096, 4096}, {Axes(1), Axes(0)}},   // a block per row; columns split
         {{64, 1 << 16}, {Axes(0)}},           // many columns
+        {{255, 1000}, {Axes(0)}},             // too few rows ever to split; a column tail
+        {{3, 200, 70}, {Axes(1)}},            // the same, batched, two columns per thread
     };
     unsigned seed = 1000;
     for (const Case& c : cases) {
