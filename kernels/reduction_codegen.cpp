@@ -158,7 +158,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                  (m_scalar_args.empty() ? std::string() : m_scalar_args.substr(2)) + ");");
             line("    __syncthreads();");
         }
-        if (m_plan.unsplit) return; // no partial results, one block per output
+        if (m_plan.unsplit) return; // no partial results: each output is one warp's or block's
         line("    const kiln_index_t _kiln_S = _kiln_p._kiln_split;");
         line("    kiln_acc* const _kiln_partials = "
              "reinterpret_cast<kiln_acc*>(_kiln_p._kiln_partials);");
@@ -318,6 +318,34 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 line(indent + acc + ".merge(" + acc + "_u" + std::to_string(u) + ");");
     }
 
+    // Rows shorter than a warp's loads: row_lanes lanes per output, 32 / row_lanes outputs per
+    // warp. The loop runs over whole warps, so every lane reaches each warp reduction.
+    void emit_lanes_per_row(int block, const std::string& nv) {
+        const int lanes = m_plan.row_lanes;
+        int shift = 0;
+        while ((1 << shift) < lanes)
+            ++shift;
+        line("    const int _kiln_lane = threadIdx.x & " + std::to_string(lanes - 1) + ";");
+        line("    for (kiln_index_t _kiln_w = ((kiln_index_t)blockIdx.x * " +
+             std::to_string(block / 32) + " + (threadIdx.x >> 5)) * " + std::to_string(32 / lanes) +
+             "; _kiln_w < _kiln_p._kiln_n_out; _kiln_w += (kiln_index_t)gridDim.x * " +
+             std::to_string(block / lanes) + ") {");
+        line("        const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> " +
+             std::to_string(shift) + ");");
+        line("        const bool _kiln_row = _i < _kiln_p._kiln_n_out;");
+        emit_kept_offsets("_i", kept() - 1, "        ");
+        line("        kiln_acc _kiln_acc;");
+        line("        _kiln_acc.init();");
+        line("        if (_kiln_row) {");
+        emit_accumulate("_kiln_lane", std::to_string(lanes), nv, "_kiln_acc", "_i", "",
+                        "            ", false, true);
+        line("        }");
+        line("        kiln::warp_reduce<" + std::to_string(lanes) + ">(_kiln_acc);");
+        line("        if (_kiln_lane == 0 && _kiln_row) " + post_map_call("_kiln_acc", "_i"));
+        line("    }");
+        line("}");
+    }
+
     void emit_group() {
         const int block = m_plan.block_x;
         const std::string b = std::to_string(block);
@@ -327,6 +355,10 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         emit_prologue("32");
         const std::string nv =
             m_plan.vec > 1 ? "_kiln_p._kiln_n_red / " + v : "_kiln_p._kiln_n_red";
+        if (m_plan.warp_group && m_plan.row_lanes < 32) {
+            emit_lanes_per_row(block, nv);
+            return;
+        }
         if (m_plan.warp_group) {
             // A warp per output: short reductions, many outputs.
             line("    const int _kiln_lane = threadIdx.x & 31;");

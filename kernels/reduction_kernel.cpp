@@ -377,10 +377,14 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
     plan.vec = static_cast<std::uint8_t>(vec);
     plan.warp_group =
         p.n_out >= kLayoutMultiprocessors * 16 && p.n_red / vec <= std::int64_t{32} * 16;
+    if (plan.warp_group) // the fewest lanes that give each of a row's vectors its own lane
+        while (plan.row_lanes > 1 && p.n_red / vec <= plan.row_lanes / 2)
+            plan.row_lanes = static_cast<std::uint8_t>(plan.row_lanes / 2);
     plan.block_x = plan.warp_group ? 256 : p.n_out < kLayoutMultiprocessors * 4 ? 512 : 256;
     // size_launch splits an output only where each block still reads 8 vectors per thread at
-    // least twice over: below that, whatever the device, every output is one block's.
-    plan.unsplit = !plan.warp_group && p.n_red / vec < std::int64_t{2} * 8 * plan.block_x;
+    // least twice over: below that, whatever the device, every output is one block's (and a warp
+    // per output never splits).
+    plan.unsplit = plan.warp_group || p.n_red / vec < std::int64_t{2} * 8 * plan.block_x;
 }
 
 void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const {
@@ -411,7 +415,7 @@ void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_mul
     }
     if (plan.warp_group) {
         p.grid = Dim3(static_cast<unsigned>(
-            std::min<std::int64_t>(ceil_div(p.n_out, plan.block_x / 32), 0x7fffffff)));
+            std::min<std::int64_t>(ceil_div(p.n_out, plan.block_x / plan.row_lanes), 0x7fffffff)));
         return;
     }
     std::int64_t split = 1;

@@ -32,11 +32,14 @@ struct ReductionPlan {
     std::uint8_t slot_bytes = 0; ///< bytes per partial result in the workspace
     std::uint16_t block_x = 256, block_y = 1;
     std::uint8_t unroll = 4; ///< independent loads in flight per thread
-    /// A block per output (group layout) or per column (outer layout): a reduction too short to
-    /// split across blocks, so the kernel has no split-and-combine path (a quarter less for NVRTC
-    /// to compile and load).
+    /// A reduction never split across blocks (a warp per output, or a block per output or per
+    /// column too short to split), so the kernel has no split-and-combine path (a quarter less
+    /// for NVRTC to compile and load).
     bool unsplit = false;
-    std::uint8_t reserved[2] = {};
+    /// Warp layout: lanes per output, a power of two up to 32 (rows shorter than a warp's loads
+    /// share a warp instead of leaving most of its lanes idle).
+    std::uint8_t row_lanes = 32;
+    std::uint8_t reserved[1] = {};
     std::array<OperandType, kMaxParams> operands{};
 
     std::size_t used_bytes() const noexcept {

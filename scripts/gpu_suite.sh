@@ -4,7 +4,8 @@
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
-# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches) -> startup (issue 16's
+# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches; "baseline", not among the
+# defaults, runs bench_reduction beside an earlier tree's, see step_baseline) -> startup (issue 16's
 # start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up on
 # and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
 # them, page faults), and the driver's first-use set-up in a fresh context (bench_context_warm_up);
@@ -51,7 +52,8 @@ step_test() {
 }
 step_sanitize() {
     # The GPU suite under compute-sanitizer memcheck and racecheck (summary last).
-    bash scripts/gpu_sanitize.sh 2>&1 | tail -40 || status=1
+    # KILN_SANITIZE_BUDGET (seconds) stops it in time for its logs to be packed.
+    timeout "${KILN_SANITIZE_BUDGET:-0}" bash scripts/gpu_sanitize.sh 2>&1 | tail -40 || status=1
 }
 step_demo() {
     export KILN_CACHE_DIR=$(mktemp -d)
@@ -84,16 +86,17 @@ step_reduction() {
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_reduction --first-call
     done | tee "$out/reduction_first_call.txt"
     has cupy && { python3 bench/cupy_reduction.py 2>&1 | tee "$out/cupy_reduction.json" || status=1; }
-    [[ -n ${KILN_BASELINE_TREE:-} ]] && reduction_against_baseline
 }
 # KILN_BASELINE_TREE: an earlier commit's source tree (`git archive REV | tar -x -C .baseline`,
 # carried): its kernels run this tree's bench_reduction, alternating with this tree's, the cases
 # KILN_REDUCTION_FILTER names, so both sides' figures come from one run on one device.
-reduction_against_baseline() {
-    local base=$KILN_BASELINE_TREE
+step_baseline() {
+    local base=${KILN_BASELINE_TREE:?step baseline needs KILN_BASELINE_TREE}
     cp bench/bench_reduction.cpp bench/bench_support.hpp "$base/bench/"
-    (cd "$base" && cmake --preset bench >/dev/null 2>&1 && cmake --build build-gpu -j"$(nproc)" \
-        --target bench_reduction >/dev/null 2>&1) || { echo "baseline: build failed"; status=1; return; }
+    rm -rf "$base/.deps" && cp -r .deps "$base/"
+    (cd "$base" && cmake --preset bench && cmake --build build-gpu -j"$(nproc)" \
+        --target bench_reduction) >"$out/baseline_build.log" 2>&1 \
+        || { tail -20 "$out/baseline_build.log"; status=1; return; }
     for round in 1 2 3; do
         for side in new baseline; do
             local exe=./build-gpu/bench/bench_reduction

@@ -124,13 +124,34 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     EXPECT_TRUE(has(block_src, "kiln::block_reduce<")) << block_src;
     EXPECT_TRUE(has(block_src, "kiln::Vec<float, 4>"));
     compiles(k, {long_rows}, ReduceCall{1});
-    Array short_rows = fake({1 << 16, 64});
+    Array short_rows = fake({1 << 16, 256});
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "block_reduce"));
     // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
     EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 2u) << warp_src;
     compiles(k, {short_rows}, ReduceCall{-1});
+}
+
+TEST(ReductionCodegen, RowsShorterThanAWarpsLoadsShareAWarp) {
+    // Rows of 64 floats are 16 vectors: 16 lanes a row, two rows a warp; the loop runs over whole
+    // warps so that every lane reaches the shuffles, and a lane past the last row loads nothing.
+    const auto k = l2norm();
+    const std::string src = source(k, {fake({1 << 16, 64})}, ReduceCall{1});
+    EXPECT_TRUE(has(src, "const int _kiln_lane = threadIdx.x & 15;")) << src;
+    EXPECT_TRUE(has(src, "const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> 4);")) << src;
+    EXPECT_TRUE(has(src, "kiln::warp_reduce<16>(_kiln_acc);")) << src;
+    EXPECT_TRUE(has(src, "if (_kiln_lane == 0 && _kiln_row) kiln_post_map(")) << src;
+    compiles(k, {fake({1 << 16, 64})}, ReduceCall{1});
+    // Lanes are the fewest that give each vector its own: 17 vectors take a whole warp, 3 floats
+    // (no vector loads) four lanes, a single element one.
+    EXPECT_TRUE(
+        has(source(k, {fake({1 << 16, 68})}, ReduceCall{1}), "kiln::warp_reduce(_kiln_acc)"));
+    EXPECT_TRUE(
+        has(source(k, {fake({5001, 3})}, ReduceCall{1}), "kiln::warp_reduce<4>(_kiln_acc)"));
+    const std::string single = source(k, {fake({5001, 1, 7})}, ReduceCall{1});
+    EXPECT_TRUE(has(single, "kiln::warp_reduce<1>(_kiln_acc)")) << single;
+    compiles(k, {fake({5001, 1, 7})}, ReduceCall{1});
 }
 
 TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {

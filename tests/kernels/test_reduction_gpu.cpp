@@ -580,6 +580,9 @@ TEST(ReductionKernelGpu, LongReductionsSplitAcrossBlocksAndManyShortOnes) {
         {{1 << 16, 256}, {Axes(1), Axes(0)}}, // a warp per row; few long columns
         {{4096, 4096}, {Axes(1), Axes(0)}},   // a block per row; columns split
         {{64, 1 << 16}, {Axes(0)}},           // many columns
+        {{5001, 20}, {Axes(1)}},              // 8 lanes a row, the last warp's rows cut short
+        {{5001, 3}, {Axes(1)}},               // 4 lanes a row, scalar loads
+        {{3001, 1, 6}, {Axes(1)}},            // rows of one element: a lane each
         {{255, 1000}, {Axes(0)}},             // too few rows ever to split; a column tail
         {{3, 200, 70}, {Axes(1)}},            // the same, batched, two columns per thread
     };
