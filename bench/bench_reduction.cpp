@@ -110,8 +110,9 @@ void BM_Reduction_L2normRows(benchmark::State& state) {
                 [&] { l2norm()(ReduceCall{1}, x, out); });
 }
 
-// 2^28 floats in rows of the argument's length: a warp per row up to 2048 floats, then a block
-// per row without the split path (rows of 4096 and 8192 floats are too short to split).
+// 2^28 floats in rows of the argument's length: rows of 16 and 64 floats share a warp (4 and
+// 16 lanes a row), a warp per row up to 2048 floats, then a block per row without the split path
+// (rows of 4096 and 8192 floats are too short to split).
 void BM_Reduction_L2normShortRows(benchmark::State& state) {
     if (!have_gpu(state)) return;
     const std::int64_t columns = state.range(0), rows = (std::int64_t{1} << 28) / columns;
@@ -191,6 +192,7 @@ BENCHMARK(BM_Reduction_SumMixed)->UseManualTime()->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_Reduction_ArgmaxAll)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_L2normRows)->Arg(1 << 14)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reduction_L2normShortRows)
+    ->Arg(16)
     ->Arg(64)
     ->Arg(512)
     ->Arg(2048)
