@@ -8,7 +8,7 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
-#include "minimal_front_end.hpp"
+#include "kiln/raw_kernel.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -48,12 +48,10 @@ std::vector<std::string> program_names(const std::string& source, const CompileO
 std::shared_ptr<const Program> compile_file(const CompileArgs& args, const std::string& source,
                                             const CompileOptions& options) {
     try {
-        // As a RawKernel compiles it, so that its key is the one this compile stores: NVRTC's
-        // -minimal front end where it fits, the options as given when that compile fails (and
-        // for the error reported).
-        return detail::compile_front_end_fallback(
-            options, detail::raw_source_fits_minimal_front_end(source, options),
-            [&](const CompileOptions& o) { return compile(source, o); });
+        // Through a RawModule, so that this compile stores what a RawKernel of the same source
+        // looks up: CuPy's headers where the source includes them, NVRTC's -minimal front end
+        // where it fits, the options as given when that compile fails.
+        return RawModule(source, options).compile();
     } catch (const NoDeviceError& e) {
         if (!args.arch.empty()) throw;
         throw NoDeviceError(std::string("no GPU to compile for: ") + e.what() +

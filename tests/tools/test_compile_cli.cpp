@@ -76,6 +76,21 @@ TEST_F(CompileCli, StoresUnderTheKeyARawKernelLooksUp) {
     EXPECT_EQ(j.at("key"), kiln::RawModule(kKernel, raw).compile()->key().hex());
 }
 
+// A source that includes CuPy's headers compiles as a RawKernel compiles it: with the headers
+// Kiln carries, under the key the RawKernel looks up.
+TEST_F(CompileCli, CupyHeadersAreThereAsForARawKernel) {
+    const std::string source = "#include <cupy/complex.cuh>\n"
+                               "extern \"C\" __global__ void k(complex<float>* p) { *p = *p * "
+                               "*p; }\n";
+    const auto file = write("c.cu", source);
+    auto result = run_command(kiln("compile " + file + " --arch sm_90 --json"));
+    ASSERT_EQ(result.status, 0) << result.err << result.out;
+    const auto j = nlohmann::json::parse(result.out);
+    EXPECT_EQ(
+        j.at("key"),
+        kiln::RawModule(source, kiln::CompileOptions::for_arch("sm_90")).compile()->key().hex());
+}
+
 TEST_F(CompileCli, NameExpressionsArePrintedWithTheirLoweredNames) {
     const auto file = write("t.cu", "template <int N> __global__ void fill(int* p) { *p = N; }\n");
     auto result = run_command(kiln("compile " + file + " --arch sm_80 --name-expr 'fill<3>'"));
