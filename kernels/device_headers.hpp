@@ -4,6 +4,7 @@
 
 #include "kiln/compiler.hpp"
 
+#include <string>
 #include <vector>
 
 namespace kiln::detail {
@@ -14,5 +15,9 @@ const std::vector<Header>& device_headers();
 /// `cupy/math_constants.h`), written as Kiln's own over device_headers(); handed to NVRTC with
 /// them for RawKernel / RawModule source that includes one.
 const std::vector<Header>& cupy_headers();
+
+/// Adds cupy_headers() and device_headers() to @p options when @p source includes a `cupy/`
+/// header, as RawModule does (headers of the same name already there are kept).
+void add_cupy_headers(const std::string& source, CompileOptions& options);
 
 } // namespace kiln::detail

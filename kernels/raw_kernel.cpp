@@ -12,14 +12,12 @@
 
 namespace kiln {
 
-namespace {
-
 // Source that includes one of CuPy's headers (`#include <cupy/complex.cuh>`) gets Kiln's versions
 // of them, and Kiln's device headers they build on; a header of the user's own by the same name
 // wins. Only then, so other programs' keys do not change with these headers.
-void add_cupy_headers(const std::string& source, CompileOptions& options) {
+void detail::add_cupy_headers(const std::string& source, CompileOptions& options) {
     if (source.find("cupy/") == std::string::npos) return;
-    for (const auto* set : {&detail::cupy_headers(), &detail::device_headers()})
+    for (const auto* set : {&cupy_headers(), &device_headers()})
         for (const Header& header : *set) {
             bool taken = false;
             for (const Header& own : options.headers)
@@ -27,8 +25,6 @@ void add_cupy_headers(const std::string& source, CompileOptions& options) {
             if (!taken) options.headers.push_back(header);
         }
 }
-
-} // namespace
 
 struct RawModule::State {
     std::string source;
@@ -84,7 +80,7 @@ RawModule::RawModule(std::string source, CompileOptions options,
     : m_state(std::make_shared<State>()) {
     m_state->source = std::move(source);
     m_state->options = std::move(options);
-    add_cupy_headers(m_state->source, m_state->options);
+    detail::add_cupy_headers(m_state->source, m_state->options);
     auto& names = m_state->options.name_expressions;
     names.insert(names.end(), name_expressions.begin(), name_expressions.end());
     m_state->minimal = detail::raw_source_fits_minimal_front_end(m_state->source, m_state->options);

@@ -2,6 +2,7 @@
 
 #include "commands.hpp"
 #include "compile_error.hpp"
+#include "device_headers.hpp"
 #include "output.hpp"
 #include "source_file.hpp"
 
@@ -33,8 +34,9 @@ struct CompileArgs {
 
 // The program names the compiler gives NVRTC for @p source: the path of the cache's copy of the
 // source, or `kiln_<key>.cu` without a disk cache (runtime/compiler.cpp).
-std::vector<std::string> program_names(const std::string& source, const CompileOptions& options) {
+std::vector<std::string> program_names(const std::string& source, CompileOptions options) {
     try {
+        detail::add_cupy_headers(source, options); // as the RawModule that compiled it
         const cache::Key key = Compiler::global().key_for(source, options);
         std::vector<std::string> names{"kiln_" + key.hex() + ".cu"};
         if (auto* store = Compiler::global().store())

@@ -89,6 +89,15 @@ TEST_F(CompileCli, CupyHeadersAreThereAsForARawKernel) {
     EXPECT_EQ(
         j.at("key"),
         kiln::RawModule(source, kiln::CompileOptions::for_arch("sm_90")).compile()->key().hex());
+    // Its compile errors name the user's file too, not the cache's copy.
+    const auto bad = write("c_bad.cu", "#include <cupy/complex.cuh>\n"
+                                       "extern \"C\" __global__ void k() { nope(); }\n");
+    auto failed = run_command(kiln("compile " + bad + " --arch sm_90"));
+    EXPECT_EQ(failed.status, 1);
+    EXPECT_NE(failed.err.find(bad + "(2): error: identifier \"nope\" is undefined"),
+              std::string::npos)
+        << failed.err;
+    EXPECT_EQ(failed.err.find((m_dir / "cache").string()), std::string::npos) << failed.err;
 }
 
 TEST_F(CompileCli, NameExpressionsArePrintedWithTheirLoweredNames) {
