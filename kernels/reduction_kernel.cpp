@@ -542,10 +542,10 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Reducti
     return *chosen;
 }
 
-// Only what keeps the combine order: with a warp per output, each output is reduced by one warp
-// (its lanes, then a warp reduction) whatever the block holds, so the block size is free; every
-// layout's grid-stride loop gives each output (or batch) the same work whatever the grid. The
-// split across blocks and the block of the other layouts stay as they are.
+// Only what keeps the combine order: with a warp (or row_lanes lanes of one) per output, each
+// output is reduced by its lanes, then a warp reduction, whatever the block holds, so the block
+// size is free; every layout's grid-stride loop gives each output (or batch) the same work
+// whatever the grid. The split across blocks and the block of the other layouts stay as they are.
 detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& p,
                                                        CUcontext context, StreamRef stream) const {
     const bool free_block = p.plan.layout == ReduceLayout::group && p.plan.warp_group;
