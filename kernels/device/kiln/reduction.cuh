@@ -107,10 +107,9 @@ template <class T> __device__ __forceinline__ T load_cg(const T* address) {
     return result;
 }
 
-/// Reduce the accumulators of a warp into lane 0, lower lanes on the left: a fixed tree, so the
-/// result is the same on every run.
-// Lane 0 of each group of kLanes lanes (a power of two) gets its group's result; every lane of
-// the warp must take part.
+/// Reduce the accumulators of each group of kLanes lanes (a power of two) into the group's first
+/// lane, lower lanes on the left: a fixed tree, so the result is the same on every run. Every lane
+/// of the warp must take part.
 template <int kLanes = 32, class Acc> __device__ __forceinline__ void warp_reduce(Acc& acc) {
 #pragma unroll
     for (int delta = kLanes / 2; delta > 0; delta >>= 1)
