@@ -176,6 +176,15 @@ struct ReductionKernel::Impl {
 
 namespace {
 
+// An unsplit kernel's threads start at vector 0 to @p step - 1 of each output's @p vectors and
+// step by @p step; the unrolled loop takes `unroll` steps at once, so with no more than unroll - 1
+// steps' worth of vectors no thread ever enters it. Such a plan keeps only the rolled loop: the
+// same loads and reduce steps (less the merges of never-used accumulators), without a dead copy of
+// the body that costs NVRTC a fifth of the kernel's compile.
+void keep_unrolled_loop_only_if_entered(ReductionPlan& plan, std::int64_t vectors, int step) {
+    if (vectors <= std::int64_t{plan.unroll - 1} * step) plan.unroll = 1;
+}
+
 // Caps the grid-stride loop's grid (over outputs; over batches for the outer layout) at
 // @p max_grid blocks in all.
 void cap_grid(ReductionPrepared& p, std::uint32_t max_grid) {
@@ -366,6 +375,7 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
         // size_launch splits the rows only where each thread still reads 16 of them at least
         // twice over: below that, whatever the device, every column is one block's.
         plan.unsplit = p.n_red < std::int64_t{2} * 16 * plan.block_y;
+        if (plan.unsplit) keep_unrolled_loop_only_if_entered(plan, p.n_red, plan.block_y);
         return;
     }
 
@@ -385,6 +395,9 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
     // least twice over: below that, whatever the device, every output is one block's (and a warp
     // per output never splits).
     plan.unsplit = plan.warp_group || p.n_red / vec < std::int64_t{2} * 8 * plan.block_x;
+    if (plan.unsplit)
+        keep_unrolled_loop_only_if_entered(plan, p.n_red / vec,
+                                           plan.warp_group ? plan.row_lanes : plan.block_x);
 }
 
 void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const {

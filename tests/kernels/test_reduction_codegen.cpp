@@ -129,8 +129,43 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "block_reduce"));
     // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
-    EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 2u) << warp_src;
+    // Rows of 256 floats are 64 vectors, two a lane: only the rolled loop (see below).
+    EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 1u) << warp_src;
     compiles(k, {short_rows}, ReduceCall{-1});
+    const std::string longer_src = source(k, {fake({1 << 16, 1024})}, ReduceCall{-1});
+    EXPECT_TRUE(has(longer_src, "kiln::warp_reduce(_kiln_acc)")) << longer_src;
+    EXPECT_EQ(count(longer_src, "#pragma unroll 1"), 2u) << longer_src;
+}
+
+TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
+    // The unrolled loop takes four steps at once; a thread that starts at vector t < step enters
+    // it only where the output has more than three steps' worth of vectors. Below that the kernel
+    // has the rolled loop alone, one accumulator and no merges (NVRTC: a fifth less to compile).
+    const auto k = l2norm();
+    auto unrolled = [&](const Array& x, const ReduceCall& how) {
+        const std::string src = source(k, {x}, how);
+        const bool loop = has(src, "for (; _kiln_jv + 3 * (");
+        if (!has(src, "_kiln_acc[")) { // a row's accumulators, not a column's per-lane ones
+            EXPECT_EQ(loop, has(src, "kiln_acc _kiln_acc_u1;")) << src;
+            EXPECT_EQ(loop, has(src, "_kiln_acc.merge(_kiln_acc_u3);")) << src;
+        }
+        return loop;
+    };
+    // A block of 256 per row: 768 vectors (3072 floats) and 769.
+    EXPECT_FALSE(unrolled(fake({1024, 1024}), ReduceCall{1}));
+    EXPECT_FALSE(unrolled(fake({600, 3072}), ReduceCall{1}));
+    EXPECT_TRUE(unrolled(fake({600, 3076}), ReduceCall{1}));
+    // A warp per row: 96 vectors and 97; rows sharing a warp never enter it.
+    EXPECT_FALSE(unrolled(fake({5001, 384}), ReduceCall{1}));
+    EXPECT_TRUE(unrolled(fake({5001, 388}), ReduceCall{1}));
+    EXPECT_FALSE(unrolled(fake({5001, 64}), ReduceCall{1}));
+    // Columns, 8 rows of threads a block: 24 rows and 25.
+    EXPECT_FALSE(unrolled(fake({24, 1000}), ReduceCall{0}));
+    EXPECT_TRUE(unrolled(fake({25, 1000}), ReduceCall{0}));
+    // A split kernel always has it.
+    EXPECT_TRUE(unrolled(fake({1 << 20}), ReduceCall{}));
+    compiles(k, {fake({600, 3072})}, ReduceCall{1});
+    compiles(k, {fake({24, 1000})}, ReduceCall{0});
 }
 
 TEST(ReductionCodegen, RowsShorterThanAWarpsLoadsShareAWarp) {

@@ -585,6 +585,14 @@ TEST(ReductionKernelGpu, LongReductionsSplitAcrossBlocksAndManyShortOnes) {
         {{3001, 1, 6}, {Axes(1)}},            // rows of one element: a lane each
         {{255, 1000}, {Axes(0)}},             // too few rows ever to split; a column tail
         {{3, 200, 70}, {Axes(1)}},            // the same, batched, two columns per thread
+        // Each side of where the unrolled loop is first entered: a block per row (768 vectors
+        // and 769), a warp per row (96 and 97), a column (24 rows and 25).
+        {{600, 3072}, {Axes(1)}},
+        {{600, 3076}, {Axes(1)}},
+        {{5001, 384}, {Axes(1)}},
+        {{5001, 388}, {Axes(1)}},
+        {{24, 1000}, {Axes(0)}},
+        {{25, 1000}, {Axes(0)}},
     };
     unsigned seed = 1000;
     for (const Case& c : cases) {
