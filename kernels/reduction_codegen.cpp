@@ -81,13 +81,15 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
                 m_def.identity, "); }", "the identity", m_def.identity,
                 "it must convert to the reduce type " + resolve_reduce_type(m_def, m_plan));
         }
-        std::string map_params;
-        for (int k = 0; k < input_count(); ++k)
-            if (!is_scalar(k)) map_params += "const " + type(k) + ' ' + param(k).name + ", ";
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
-        m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params +
-                        "kiln_index_t _J, kiln_index_t _j, " + indexers + scalars +
+        m_map_indices = map_sees_indices();
+        std::string map_params; // the array inputs' elements, then indices, then the scalars
+        for (int k = 0; k < input_count(); ++k)
+            if (!is_scalar(k)) map_params += ", const " + type(k) + ' ' + param(k).name;
+        if (m_map_indices) map_params += ", kiln_index_t _J, kiln_index_t _j, " + indexers;
+        map_params += scalars;
+        m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params.substr(2) +
                         ") { return static_cast<_type_reduce>(",
                     m_def.map_expr, "); }", "the map expression", m_def.map_expr);
         std::string outs;
@@ -240,16 +242,26 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     // acc.add(kiln_map(...)) for element `lane` of the loaded vectors.
     std::string map_call(const std::string& suffix, int lane, const std::string& j,
                          const std::string& i) const {
-        std::string call = "kiln_map(";
+        std::string args;
         for (int k = 0; k < input_count(); ++k) {
             if (is_scalar(k)) continue;
-            call += "_v" + suffix + '_' + param(k).name;
-            if (m_plan.vec > 1) call += ".v[" + std::to_string(lane) + ']';
-            call += ", ";
+            args += ", _v" + suffix + '_' + param(k).name;
+            if (m_plan.vec > 1) args += ".v[" + std::to_string(lane) + ']';
         }
         // _j: CuPy's linear index of the element over (reduced axes, kept axes), C order.
-        return call + j + ", (" + j + ") * _kiln_p._kiln_n_out + " + i + ", " + i +
-               ", _in_ind, _out_ind" + m_scalar_args + ")";
+        if (m_map_indices)
+            args += ", " + j + ", (" + j + ") * _kiln_p._kiln_n_out + " + i + ", " + i +
+                    ", _in_ind, _out_ind";
+        return "kiln_map(" + (args + m_scalar_args).substr(2) + ")";
+    }
+
+    // Whether the map expression names an element's indices (_J, _j, _i) or the index objects,
+    // itself or through a preamble macro. Only then does each call pass them: computed for every
+    // element and dropped again by the optimizer, they cost NVRTC 2-4% of a reduction's compile.
+    bool map_sees_indices() const {
+        for (const char* word : {"_J", "_j", "_i", "_in_ind", "_out_ind"})
+            if (mentions_word(m_def.map_expr, word)) return true;
+        return macros_use(m_def.preamble, {"_J", "_j", "_i", "_in_ind", "_out_ind"});
     }
 
     // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
@@ -559,6 +571,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     }
 
     std::string m_scalar_args;
+    bool m_map_indices = true; ///< kiln_map takes the indices (map_sees_indices())
 };
 
 } // namespace

@@ -189,6 +189,33 @@ TEST(ReductionCodegen, RowsShorterThanAWarpsLoadsShareAWarp) {
     compiles(k, {fake({5001, 1, 7})}, ReduceCall{1});
 }
 
+TEST(ReductionCodegen, TheMapIsPassedIndicesOnlyWhereItNamesThem) {
+    // l2norm's map sees its element alone: each call passes no indices for NVRTC to drop again.
+    const std::string plain = source(l2norm(), {fake({1024, 1024})}, ReduceCall{1});
+    EXPECT_TRUE(has(plain, "kiln_map(const float x) {")) << plain;
+    EXPECT_TRUE(has(plain, ".add(kiln_map(_v0_x.v[0]));")) << plain;
+    compiles(l2norm(), {fake({1024, 1024})}, ReduceCall{1});
+    // A map that names _J, _j, _i or an index object, itself or through a preamble macro, gets
+    // them all; a name that only contains one (_jump) does not count.
+    const auto with = [](const char* map, const char* preamble = "") {
+        kiln::ReductionOptions options;
+        options.preamble = preamble;
+        const ReductionKernel k("T x, T w", "T y", map, "a + b", "y = a", "0", "indexed", options);
+        return source(k, {fake({1024, 1024}), 2.0f}, ReduceCall{1});
+    };
+    const std::string full = "kiln_index_t _J, kiln_index_t _j, kiln_index_t _i, "
+                             "const kiln::Indexer<kiln_index_t>& _in_ind, "
+                             "const kiln::Indexer<kiln_index_t>& _out_ind, const float w) {";
+    for (const char* map : {"x * _J", "x * _j", "x + _i", "x * _in_ind.size()", "_out_ind.size()"})
+        EXPECT_TRUE(has(with(map), full)) << map;
+    EXPECT_TRUE(has(with("x * SCALE", "#define SCALE (w * _j)"), full));
+    const std::string scalar_only = with("x * w + _jump", "__device__ const float _jump = 1;");
+    EXPECT_TRUE(has(scalar_only, "kiln_map(const float x, const float w) {")) << scalar_only;
+    EXPECT_TRUE(has(scalar_only, ".add(kiln_map(_v0_x.v[0], w));")) << scalar_only;
+    const ReductionKernel k("T x, T w", "T y", "x * _j * w", "a + b", "y = a", "0", "indexed");
+    compiles(k, {fake({1024, 1024}), 2.0f}, ReduceCall{1});
+}
+
 TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
     const auto k = l2norm();
     Array x = fake({4096, 4096});
