@@ -11,7 +11,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <random>
 
 namespace {
 

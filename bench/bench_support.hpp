@@ -8,19 +8,24 @@
 
 #include <chrono>
 #include <cstring>
-#include <random>
 #include <vector>
 
 namespace kiln::bench {
 
-/// Uniform float32 values in [-1, 1) from one seeded generator per process.
+/// Uniform float32 values in [-1, 1), made on the device: a hash of each element's index and a
+/// seed that changes with every array, so each case gets fresh data. (Drawn on the host, 2^28
+/// floats took about 7 s a case, longer than timing it.)
 inline Array random_array(const Dims& shape) {
-    static std::mt19937 rng(12345);
-    std::uniform_real_distribution<float> dist(-1.f, 1.f);
-    std::vector<float> host(static_cast<std::size_t>(shape.product()));
-    for (auto& v : host)
-        v = dist(rng);
-    return from_host(host, shape);
+    static std::uint32_t seed = 12345;
+    static const ElementwiseKernel fill(
+        "uint32 seed", "float32 x",
+        "unsigned h = static_cast<unsigned>(i) * 0x9e3779b1u ^ seed * 0x85ebca6bu; h ^= h >> 16; "
+        "h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16; "
+        "x = static_cast<float>(h >> 8) * (2.0f / 16777216.0f) - 1.0f",
+        "bench_random_fill");
+    Array out = empty(shape, DType::float32);
+    fill(seed++, out);
+    return out;
 }
 
 /// Times @p call with CUDA events around each iteration (after a warm-up that compiles and
