@@ -89,7 +89,7 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             if (!is_scalar(k)) map_params += ", const " + type(k) + ' ' + param(k).name;
         if (m_map_indices) map_params += ", kiln_index_t _J, kiln_index_t _j, " + indexers;
         map_params += scalars;
-        m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + map_params.substr(2) +
+        m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + without_lead(map_params) +
                         ") { return static_cast<_type_reduce>(",
                     m_def.map_expr, "); }", "the map expression", m_def.map_expr);
         std::string outs;
@@ -252,7 +252,12 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         if (m_map_indices)
             args += ", " + j + ", (" + j + ") * _kiln_p._kiln_n_out + " + i + ", " + i +
                     ", _in_ind, _out_ind";
-        return "kiln_map(" + (args + m_scalar_args).substr(2) + ")";
+        return "kiln_map(" + without_lead(args + m_scalar_args) + ")";
+    }
+
+    // A list built as ", a, b": "a, b".
+    static std::string without_lead(const std::string& list) {
+        return list.size() >= 2 ? list.substr(2) : list;
     }
 
     // Whether the map expression names an element's indices (_J, _j, _i) or the index objects,
