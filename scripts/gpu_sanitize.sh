@@ -32,7 +32,7 @@ jobs=${KILN_SANITIZE_JOBS:-4}
 limit=${KILN_SANITIZE_TIMEOUT:-300}
 only=${KILN_SANITIZE_ONLY:-.}
 split=${KILN_SANITIZE_SPLIT:-tuning}
-skip=${KILN_SANITIZE_SKIP:-Tuning\.(ChildProcessOfTheReuseTest|SecondProcessReusesTheStoredChoiceWithoutTiming)}
+skip=${KILN_SANITIZE_SKIP:-'Tuning\.(ChildProcessOfTheReuseTest|SecondProcessReusesTheStoredChoiceWithoutTiming)'}
 mkdir -p "$out"
 
 sanitizer=$(command -v compute-sanitizer || true)
