@@ -123,7 +123,16 @@ struct ReductionKernel::Impl {
 
     struct Loaded {
         Function function;
-        int blocks_per_multiprocessor; // occupancy, which sizes the grid
+        /// Resident blocks per multiprocessor, which sizes a split. Asked of the driver at load
+        /// only for a plan that can split: an unsplit plan's grid does not depend on it, and the
+        /// query cost a fresh process's first reduction call 10 us on an H200. Otherwise 0, and
+        /// occupancy() asks when the tuner needs it.
+        int blocks_per_multiprocessor;
+        int occupancy(const ReductionPlan& plan) const {
+            return blocks_per_multiprocessor > 0
+                       ? blocks_per_multiprocessor
+                       : function.max_active_blocks_per_multiprocessor(plan.block_x * plan.block_y);
+        }
     };
     // The loaded specializations, per context and signature.
     mutable detail::PerContextCache<Loaded, ReductionPlan, detail::SignatureHash<ReductionPlan>>
@@ -474,7 +483,10 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Reduc
         const std::string arch = Device::current().arch();
         Function f = detail::load_memoized(def.params, compile(p, arch),
                                            [&] { return compile(p, arch, /*memo=*/false); });
-        const int blocks = f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
+        const int blocks =
+            p.plan.unsplit
+                ? 0
+                : f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
         return Loaded{std::move(f), blocks};
     });
 }
@@ -582,9 +594,9 @@ detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& 
     auto ready_for = [&](const detail::LaunchChoice& choice, ReductionPrepared& q) {
         q.plan.block_x = choice.block;
         const Loaded& l = function(q, context);
-        size_launch(q, l.blocks_per_multiprocessor);
-        const std::uint32_t cap =
-            detail::grid_cap(choice.waves, q.multiprocessors, l.blocks_per_multiprocessor);
+        const int occupancy = l.occupancy(q.plan);
+        size_launch(q, occupancy);
+        const std::uint32_t cap = detail::grid_cap(choice.waves, q.multiprocessors, occupancy);
         cap_grid(q, cap);
         return std::make_pair(&l, cap);
     };

@@ -401,6 +401,30 @@ TEST(HotPathDriverCallsFakeDriver, ReadyOperationAndReduction) {
     expect_calls(driver_calls_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), false);
 }
 
+// Occupancy sizes only a split: the first call of a reduction that can never split does not ask
+// the driver for it (10 us of a fresh process's first reduction call on an H200); one that can
+// split asks once, when its kernel loads.
+TEST(HotPathDriverCallsFakeDriver, OnlyAReductionThatCanSplitAsksForOccupancy) {
+    static const CallsFunction calls = fake_driver_calls();
+    ASSERT_NE(calls, nullptr);
+    Operands& o = operands();
+    const auto queries = [&](auto&& call) {
+        const auto before = calls("cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        call();
+        return calls("cuOccupancyMaxActiveBlocksPerMultiprocessor") - before;
+    };
+    const kiln::ReductionKernel sum("T x", "T y", "x", "a + b", "y = a", "0", "occupancy_probe");
+    // Rows of 1024 floats: a block per row, never split.
+    EXPECT_EQ(queries([&] { sum(kiln::ReduceCall{1, false, o.stream}, o.matrix, o.rows); }), 0u);
+    // Everything to one value: 8192 vectors, which can split.
+    EXPECT_EQ(queries([&] { (void)sum(kiln::ReduceCall{{}, false, o.stream}, o.matrix); }), 1u);
+    EXPECT_EQ(queries([&] {
+                  (void)sum(kiln::ReduceCall{{}, false, o.stream}, o.matrix);
+              }),
+              0u)
+        << "asked again on a later call";
+}
+
 // A call asks the driver for the current context once and keeps the answer while it runs, through
 // Kiln's own switches; between calls the application may switch, so the next call asks again.
 TEST(HotPathDriverCallsFakeDriver, CallKnowsItsContextOnlyWhileItRuns) {

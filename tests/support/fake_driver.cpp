@@ -41,13 +41,21 @@ std::atomic<bool> g_primary_active{false};
 constexpr int kMaxParams = 64;
 
 // The entry points whose calls are counted: those a call from a front end may make.
-const char* const kCounted[] = {"cuCtxGetCurrent",      "cuCtxSetCurrent",
-                                "cuCtxGetDevice",       "cuDevicePrimaryCtxGetState",
-                                "cuLaunchKernel",       "cuMemAllocAsync",
-                                "cuMemFreeAsync",       "cuStreamIsCapturing",
-                                "cuDeviceGetAttribute", "cuFuncGetAttribute",
-                                "cuEventRecord",        "cuMemsetD8Async",
-                                "cuMemcpyDtoDAsync",    "cuDeviceGetDefaultMemPool"};
+const char* const kCounted[] = {"cuCtxGetCurrent",
+                                "cuCtxSetCurrent",
+                                "cuCtxGetDevice",
+                                "cuDevicePrimaryCtxGetState",
+                                "cuLaunchKernel",
+                                "cuMemAllocAsync",
+                                "cuMemFreeAsync",
+                                "cuStreamIsCapturing",
+                                "cuDeviceGetAttribute",
+                                "cuFuncGetAttribute",
+                                "cuEventRecord",
+                                "cuMemsetD8Async",
+                                "cuMemcpyDtoDAsync",
+                                "cuDeviceGetDefaultMemPool",
+                                "cuOccupancyMaxActiveBlocksPerMultiprocessor"};
 constexpr int kCountedEntries = sizeof kCounted / sizeof kCounted[0];
 enum class Counted {
     ctx_get_current,
@@ -64,6 +72,7 @@ enum class Counted {
     memset_d8_async,
     memcpy_dto_d_async,
     device_get_default_mem_pool,
+    occupancy,
 };
 std::atomic<unsigned long long> g_calls[kCountedEntries] = {};
 void count(Counted entry) {
@@ -503,6 +512,7 @@ CUresult CUDAAPI launch_cooperative_kernel(CUfunction, unsigned, unsigned, unsig
 }
 CUresult CUDAAPI occupancy_max_active_blocks_per_multiprocessor(int* blocks, CUfunction, int,
                                                                 std::size_t) {
+    count(Counted::occupancy);
     *blocks = 4;
     return CUDA_SUCCESS;
 }
