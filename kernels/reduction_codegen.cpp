@@ -264,9 +264,10 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     // itself or through a preamble macro. Only then does each call pass them: computed for every
     // element and dropped again by the optimizer, they cost NVRTC 2-4% of a reduction's compile.
     bool map_sees_indices() const {
-        for (const char* word : {"_J", "_j", "_i", "_in_ind", "_out_ind"})
+        const std::initializer_list<const char*> names = {"_J", "_j", "_i", "_in_ind", "_out_ind"};
+        for (const char* word : names)
             if (mentions_word(m_def.map_expr, word)) return true;
-        return macros_use(m_def.preamble, {"_J", "_j", "_i", "_in_ind", "_out_ind"});
+        return macros_use(m_def.preamble, names);
     }
 
     // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
