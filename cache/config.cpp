@@ -50,6 +50,7 @@ Config config_without_settings() {
     config.disabled = env::get_flag("KILN_CACHE_DISABLE", false);
     config.readonly = env::get_flag("KILN_CACHE_READONLY", false);
     config.shared = env::get_flag("KILN_CACHE_SHARED", false);
+    config.read_ahead = env::get_flag("KILN_READ_AHEAD", true);
     // Read (and checked) even when the cache is disabled; a disabled cache does not use it.
     config.remote = RemoteConfig::from_environment();
     if (auto dir = env::get("KILN_CACHE_DIR")) {

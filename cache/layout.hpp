@@ -6,9 +6,10 @@
 //   <dir>/<ab>/<key>.json    NVRTC's compile time trace (KILN_COMPILE_TIME_TRACE=1)
 //   <dir>/<ab>/<key>.tune    a launch tuner's choice (tuning_store.hpp; its own key, no entry)
 //   <dir>/<ab>/<sig>.memo    a generated kernel's memo (memo_store.hpp; named by its signature)
-//   <dir>/<ab>/stats         the shard's counters (stats_file.hpp)
-//   <dir>/usage              the estimate of the whole cache's entries and bytes (stats_file.hpp)
-//   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale
+//   <dir>/<ab>/<prog>.ahead  what a program's processes used, read ahead by the next
+//   (read_ahead.hpp) <dir>/<ab>/stats         the shard's counters (stats_file.hpp) <dir>/usage the
+//   estimate of the whole cache's entries and bytes (stats_file.hpp) <dir>/<ab>/.tmp.*        a
+//   file being written; never read as an entry, removed when stale
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
@@ -27,6 +28,7 @@ inline constexpr std::string_view kSourceSuffix = ".cu";
 inline constexpr std::string_view kTraceSuffix = ".json";
 inline constexpr std::string_view kTuneSuffix = ".tune";
 inline constexpr std::string_view kMemoSuffix = ".memo";
+inline constexpr std::string_view kAheadSuffix = ".ahead";
 inline constexpr std::string_view kTempPrefix = ".tmp.";
 inline constexpr std::string_view kStatsName = "stats";
 inline constexpr std::string_view kUsageName = "usage";

@@ -99,10 +99,23 @@ std::filesystem::path Store::memo_path(const Key& signature) const {
 
 std::optional<Memo> Store::load_memo(const Key& signature) {
     if (!m_impl->local()) return std::nullopt;
+    if (auto memo = m_impl->ahead.take_memo(signature)) {
+        detail::ShardRef ref; // the hit is counted with the shard's next write
+        ref.shard = detail::shard_of(signature);
+        detail::Counters hit;
+        hit.hits = 1;
+        m_impl->count_later(ref, hit);
+        m_impl->ahead.note_used({detail::AheadKind::memo, signature});
+        return memo;
+    }
+    return m_impl->load_memo(signature, Impl::Lookup::counted);
+}
+
+std::optional<Memo> Store::Impl::load_memo(const Key& signature, Lookup lookup) {
     try {
         // The directory and the shard are opened and checked as for an entry (owner, modes, no
         // links); a memo is never worth creating a directory or counting a miss for.
-        auto ref = m_impl->open_shard(detail::shard_of(signature), false);
+        auto ref = open_shard(detail::shard_of(signature), false);
         if (!ref) return std::nullopt;
         detail::UniqueFd fd = detail::open_at(ref.get(), memo_name(signature), detail::kReadFlags);
         if (!fd) return std::nullopt;
@@ -113,14 +126,17 @@ std::optional<Memo> Store::load_memo(const Key& signature) {
         const int error = detail::read_for_lookup(fd.get(), kMaxMemoSize, &st, decode, decode);
         // read_all refuses anything but a regular file; its owner and modes are checked here: a
         // memo others could have written is a miss, however well formed.
-        if (error != 0 || !memo || !detail::distrust(st, m_impl->modes).empty())
-            return std::nullopt;
+        if (error != 0 || !memo || !detail::distrust(st, modes).empty()) return std::nullopt;
         // A memo hit is the first call's disk hit (its entry is not read): the memo becomes the
-        // most recently used, as an entry would, and the hit is counted.
-        if (!m_impl->config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
-        detail::Counters hit;
-        hit.hits = 1;
-        m_impl->count_later(ref, hit);
+        // most recently used, as an entry would (a read ahead counts as a use), and the hit is
+        // counted.
+        if (!config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
+        if (lookup == Lookup::counted) {
+            detail::Counters hit;
+            hit.hits = 1;
+            count_later(ref, hit);
+            ahead.note_used({detail::AheadKind::memo, signature});
+        }
         return memo;
     } catch (const std::exception&) {
         return std::nullopt; // a memo is a shortcut: any failure takes the full path
@@ -129,6 +145,9 @@ std::optional<Memo> Store::load_memo(const Key& signature) {
 
 bool Store::store_memo(const Key& signature, const Memo& memo) {
     if (!m_impl->local() || m_impl->config.readonly || !storable(memo)) return false;
+    // The memo is what the next process reads, not its entry (read only when the memo is gone).
+    m_impl->ahead.note_used({detail::AheadKind::memo, signature});
+    m_impl->ahead.forget_used({detail::AheadKind::entry, memo.entry});
     try {
         if (int error = m_impl->put_file(signature, detail::kMemoSuffix,
                                          encode_memo(signature, memo), false)) {

@@ -14,7 +14,8 @@ namespace kiln::cache::detail {
 namespace {
 
 // The files a shard holds besides entries, each a regular file counted by its item: a saved
-// source and a time trace (named by their entry's key) and a memo (named by its signature).
+// source and a time trace (named by their entry's key), a memo (named by its signature) and a
+// program's read-ahead list (named by the program).
 struct Companion {
     std::string_view suffix;
     bool ShardItem::*has;
@@ -24,6 +25,7 @@ constexpr Companion kCompanions[] = {
     {kSourceSuffix, &ShardItem::has_source, &ShardItem::source_size},
     {kTraceSuffix, &ShardItem::has_trace, &ShardItem::trace_size},
     {kMemoSuffix, &ShardItem::has_memo, &ShardItem::memo_size},
+    {kAheadSuffix, &ShardItem::has_ahead, &ShardItem::ahead_size},
 };
 
 // What kind of companion file @p name is, with its key in @p key; nullptr for any other name.

@@ -12,22 +12,27 @@
 namespace kiln::cache::detail {
 
 /// An entry and/or its saved source and time trace, or a memo (named by its signature, not an
-/// entry key): the unit that eviction removes.
+/// entry key), or a program's read-ahead list (named by the program): the unit that eviction
+/// removes.
 struct ShardItem {
     Key key;
     bool has_entry = false;
     bool has_source = false;
     bool has_trace = false;
     bool has_memo = false;
+    bool has_ahead = false;
     bool entry_is_dir = false; ///< damage: a directory where the entry should be
     std::uint64_t entry_size = 0;
     std::uint64_t source_size = 0;
     std::uint64_t trace_size = 0;
     std::uint64_t memo_size = 0;
+    std::uint64_t ahead_size = 0;
     /// The entry's modification time (refreshed on each hit), else the newest of the others.
     std::int64_t mtime_ns = 0;
 
-    std::uint64_t size() const { return entry_size + source_size + trace_size + memo_size; }
+    std::uint64_t size() const {
+        return entry_size + source_size + trace_size + memo_size + ahead_size;
+    }
 };
 
 struct ShardContents {
@@ -46,8 +51,8 @@ inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
 /// stale. Files with other names are left alone. 0 or an errno.
 int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out);
 
-/// Remove an item's entry, source, trace and memo (a reader that has one open keeps reading it); a
-/// directory in an entry's place goes too. Returns the bytes freed.
+/// Remove an item's entry, source, trace, memo and read-ahead list (a reader that has one open
+/// keeps reading it); a directory in an entry's place goes too. Returns the bytes freed.
 std::uint64_t remove_item(int shard_fd, const ShardItem& item);
 
 /// Unlink the stale temporaries found by the scan; returns how many went.

@@ -37,7 +37,7 @@ const Config& Store::config() const noexcept {
 std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     if (m_impl->config.disabled) return std::nullopt;
     if (m_impl->local())
-        if (auto entry = m_impl->load_local(key, parts)) return entry;
+        if (auto entry = m_impl->load_local(key, parts, Impl::Lookup::counted)) return entry;
     if (!m_impl->remote) return std::nullopt;
     try {
         std::string bytes;
@@ -58,14 +58,23 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     }
 }
 
-std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
+std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts, Lookup lookup) {
+    const bool counted = lookup == Lookup::counted;
+    if (counted && parts == EntryParts::for_loading)
+        if (auto entry = ahead.take_entry(key)) {
+            detail::ShardRef ref; // the hit is counted with the shard's next write
+            ref.shard = detail::shard_of(key);
+            count_later(ref, one(&detail::Counters::hits));
+            ahead.note_used({detail::AheadKind::entry, key});
+            return entry;
+        }
     try {
         // Creating the shard lets the miss be counted: whatever comes first makes the directory.
         // With a remote tier the caller next asks Redis and should not wait for directories
         // made first: the miss is kept in memory and counted with the write-back's store.
-        auto ref = open_shard(detail::shard_of(key), !remote);
+        auto ref = open_shard(detail::shard_of(key), counted && !remote);
         if (!ref) {
-            count_later(ref, one(&detail::Counters::misses));
+            if (counted) count_later(ref, one(&detail::Counters::misses));
             return std::nullopt;
         }
         const std::string name = key.hex() + std::string(detail::kEntrySuffix);
@@ -73,6 +82,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
         detail::UniqueFd fd = detail::open_at(ref.get(), name, detail::kReadFlags);
         if (!fd) {
             const int error = errno;
+            if (!counted) return std::nullopt; // a read ahead leaves what it finds to the lookup
             if (error == ELOOP) {
                 damaged(ref, key, "a symbolic link, not an entry", true);
                 return std::nullopt;
@@ -91,6 +101,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
             [&](std::string&& bytes) {
                 decoded = decode_entry_in_place(std::move(bytes), key, parts);
             });
+        if (!counted && (error != 0 || !decoded.entry)) return std::nullopt;
         if (error != 0) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
                 damaged(ref, key, "not a regular file of a sane size", true);
@@ -106,12 +117,15 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts) {
         }
         // The hit makes the entry the most recently used: eviction goes by modification time.
         // Once a minute is enough for that, and spares a hot entry an inode write (a journal
-        // transaction) on every process's first call.
+        // transaction) on every process's first call. A read ahead counts as a use.
         if (!config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
-        count_later(ref, one(&detail::Counters::hits));
+        if (counted) {
+            count_later(ref, one(&detail::Counters::hits));
+            ahead.note_used({detail::AheadKind::entry, key});
+        }
         return std::move(decoded.entry);
     } catch (const std::exception& e) {
-        detail::warn(std::string("kernel cache lookup failed: ") + e.what());
+        if (counted) detail::warn(std::string("kernel cache lookup failed: ") + e.what());
         return std::nullopt;
     }
 }
@@ -125,6 +139,7 @@ bool Store::store(const Entry& entry) {
         std::string bytes = encode_entry(entry);
         bool stored = true;
         if (local) {
+            m_impl->ahead.note_used({detail::AheadKind::entry, entry.key});
             if (int error = m_impl->put(entry.key, bytes)) {
                 m_impl->warn_write(detail::entry_path(m_impl->config.dir, entry.key).string(),
                                    error);

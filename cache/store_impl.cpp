@@ -70,6 +70,7 @@ Store::Impl::Impl(Config c)
 }
 
 Store::Impl::~Impl() {
+    save_read_ahead();
     if (remote) {
         remote->shutdown(); // one bounded wait for queued publishes
         save_remote_stats();

@@ -7,6 +7,7 @@
 #include "cache_dir.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
+#include "read_ahead.hpp"
 #include "remote_tier.hpp"
 #include "shard.hpp"
 #include "stats_file.hpp"
@@ -50,8 +51,17 @@ struct Store::Impl {
     bool local() const {
         return !config.disabled && !(remote && remote->config().mode == RemoteMode::remote_only);
     }
+    /// A lookup counts its hit or miss, deals with damage and notes what it used; a read ahead
+    /// (read_ahead.cpp) does none of that and leaves whatever it does not take to the lookup.
+    enum class Lookup { counted, read_ahead };
     /// The directory's part of Store::load.
-    std::optional<Entry> load_local(const Key& key, EntryParts parts);
+    std::optional<Entry> load_local(const Key& key, EntryParts parts, Lookup lookup);
+    /// The directory's part of Store::load_memo.
+    std::optional<Memo> load_memo(const Key& signature, Lookup lookup);
+    /// What was read ahead for this program, and what this process used (read_ahead.hpp).
+    detail::ReadAhead ahead;
+    /// File what this process used for the program's next process (when the store closes).
+    void save_read_ahead() noexcept;
     /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
     /// directory is not used, read-only or unwritable).
     void save_remote_stats();

@@ -8,6 +8,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -351,6 +352,25 @@ const std::string& nvrtc_full_version() {
 
 const std::string& nvrtc_display_version() {
     return versions().display;
+}
+
+const std::string& program_identity() {
+    static const std::string identity = [] {
+        // The loader's program headers lie in the main executable's first loaded segment.
+        const auto headers = ::getauxval(AT_PHDR);
+        if (headers != 0) {
+            // NOLINTNEXTLINE(performance-no-int-to-ptr): the kernel gives the address as an integer
+            std::string id = loaded_build_id(reinterpret_cast<const void*>(headers));
+            if (!id.empty()) return "build-id:" + id;
+        }
+        std::error_code ec;
+        const auto path = std::filesystem::canonical("/proc/self/exe", ec);
+        struct stat st {};
+        if (ec || ::stat(path.c_str(), &st) != 0) return std::string();
+        return "file:" + path.string() + ":" + std::to_string(st.st_size) + ":" +
+               std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec);
+    }();
+    return identity;
 }
 
 } // namespace kiln::detail

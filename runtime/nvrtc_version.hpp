@@ -30,6 +30,11 @@ std::string elf_build_id(const std::filesystem::path& path);
 /// holds the address or it has no build id note. Opens no file.
 std::string loaded_build_id(const void* address);
 
+/// What identifies this program for the cache's read-ahead list (Store::read_ahead): the main
+/// executable's build id ("build-id:<hex>", the same on every machine that runs the same build),
+/// else its resolved path, size and modification time. Computed once; empty when none is known.
+const std::string& program_identity();
+
 /// Find "release X.Y, VX.Y.Z" in a buffer; empty if absent. Exposed for tests.
 std::string find_version_banner(const char* data, std::size_t size);
 

@@ -34,7 +34,13 @@ void run_steps() noexcept {
     try {
         // The cache settings, the cache directory's checks, a remote tier; then the lookup's
         // code run once, so the first real one is not its first execution.
-        if (cache::Store* store = Compiler::global().store()) store->warm_up();
+        if (cache::Store* store = Compiler::global().store()) {
+            store->warm_up();
+            // What this program used last time, read while the driver loads: its first calls
+            // then read no file.
+            if (const std::string& program = detail::program_identity(); !program.empty())
+                store->read_ahead(program);
+        }
     } catch (...) {
     }
     try {

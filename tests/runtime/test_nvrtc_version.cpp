@@ -282,3 +282,10 @@ TEST_F(NvrtcVersionCompile, WritesNoNvrtcVersionFileInTheCache) {
     for (const auto& file : std::filesystem::recursive_directory_iterator(m_dir.path()))
         EXPECT_NE(file.path().filename().string().rfind("nvrtc-version", 0), 0u) << file.path();
 }
+
+TEST(ProgramIdentity, IsTheMainExecutablesBuildIdAsItsFileHasIt) {
+    // The read-ahead list of a program is filed under this: the same build, the same list.
+    const std::string id = elf_build_id("/proc/self/exe");
+    ASSERT_FALSE(id.empty()) << "the test executable was linked without a build id";
+    EXPECT_EQ(kiln::detail::program_identity(), "build-id:" + id);
+}

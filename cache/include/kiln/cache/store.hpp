@@ -36,6 +36,9 @@ struct Config {
     bool readonly = false;    ///< KILN_CACHE_READONLY: serve hits, never write
     bool save_source = false; ///< KILN_CACHE_SAVE_SOURCE: keep `<key>.cu` beside each entry
     bool shared = false;      ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
+    /// KILN_READ_AHEAD (on by default from the environment): Store::read_ahead() reads what the
+    /// program's last processes used, and the store files what this process used when it closes.
+    bool read_ahead = false;
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
     /// KILN_REMOTE_CACHE and companions: the Redis tier after the directory
@@ -261,6 +264,16 @@ class Store {
     /// that a process's first real lookup finds the code and that buffer paged in and its library
     /// calls bound. Never throws.
     void warm_up() noexcept;
+
+    /// Reads the memos and entries this program's processes used last time into memory, with
+    /// every check a lookup makes, so that the first lookup of each is answered without a file
+    /// read; what this process uses is then filed under @p program for the next one when the
+    /// store is destroyed (at exit for the global one). Only with Config::read_ahead and a local
+    /// cache. kiln::prepare() calls it beside the driver's loading, with the main executable's
+    /// build-id. A second call does nothing. Never throws: a list or file that is missing,
+    /// damaged or untrusted is left to the lookups.
+    /// @param program what identifies the program (any bytes; hashed into the list's name).
+    void read_ahead(std::string_view program) noexcept;
 
     /// Process-wide default store from the environment, created on first use.
     /// @return the store, alive until the end of the program.
