@@ -7,6 +7,7 @@
 //   KILN_CACHE_DIR=DIR bench_first_call --populate [--arch sm_XX]
 //   KILN_CACHE_DIR=DIR bench_first_call [--samples 20] [--kind floor|raw|elementwise|reduction]
 //                                       [--arch sm_XX] [--no-gpu] [--trace] [--warm-up-both]
+//                                       [--read-ahead-both]
 //
 // --trace: one more sample per kind with KILN_DRIVER_TRACE=1 (every driver call and the host time
 // before it on standard error) and the timed call's minor page faults. KILN_BENCH_PREPARE=1 runs
@@ -22,6 +23,11 @@
 // empty kernel loaded from PTX and launched), which takes the driver's first-load and
 // first-launch set-up out of the first call: the context's creation, reported beside each line
 // ("context"), pays for it instead.
+//
+// --read-ahead-both: the same with Kiln's read-ahead on (the default) and off (KILN_READ_AHEAD=0).
+// With it, kiln::prepare() reads the memos and entries this program's last processes used while
+// the driver loads (the populate run files them), so the timed call finds its kernel's bytes in
+// memory; without it, the call opens and reads its files. Both flags together: three lines.
 //
 // With a GPU, the CUDA context is created before the timed region and the inputs allocated there;
 // the timed call is the front end's real call (compile answered from disk, module load, launch);
@@ -49,6 +55,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -249,7 +256,9 @@ int main(int argc, char** argv) {
     std::string mode = "measure", kind = "all", arch, cubin_path;
     std::int64_t started = 0;
     int samples = 20;
-    bool no_gpu = false, trace = false, warm_up_both = false;
+    bool no_gpu = false, trace = false;
+    // Settings a sample runs with besides the environment's: each turned off ("0") in turn.
+    std::vector<std::pair<const char*, const char*>> toggles; // variable, label
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const bool has_value = i + 1 < argc;
@@ -270,14 +279,16 @@ int main(int argc, char** argv) {
         else if (a == "--trace")
             trace = true;
         else if (a == "--warm-up-both")
-            warm_up_both = true;
+            toggles.emplace_back("KILN_CONTEXT_WARM_UP", " (no warm-up)");
+        else if (a == "--read-ahead-both")
+            toggles.emplace_back("KILN_READ_AHEAD", " (no read-ahead)");
         else if (a == "--cubin" && has_value)
             cubin_path = argv[++i];
         else {
             std::fprintf(stderr,
                          "usage: bench_first_call [--populate] [--samples N] [--kind "
                          "floor|raw|elementwise|reduction] [--arch sm_XX] [--no-gpu] [--trace] "
-                         "[--warm-up-both]\n");
+                         "[--warm-up-both] [--read-ahead-both]\n");
             return 2;
         }
     }
@@ -326,32 +337,35 @@ int main(int argc, char** argv) {
     for (const char* k : {"floor", "raw", "elementwise", "reduction"}) {
         if (kind != "all" && kind != k) continue;
         if (std::string(k) == "floor" && floor_cubin.empty()) continue;
-        // [0]: as the environment has it (warm-up on by default); [1]: warm-up off.
-        std::vector<double> call[2], process[2], context[2];
-        const int settings = warm_up_both ? 2 : 1;
+        // [0]: as the environment has it (warm-up and read-ahead on by default); [1 + i]: with
+        // toggles[i] off. The settings alternate sample by sample, so a drift of the host's
+        // speed falls on all alike.
+        const std::size_t settings = 1 + toggles.size();
+        std::vector<std::vector<double>> call(settings), process(settings), context(settings);
         for (int s = 0; s < samples && status == 0; ++s)
-            for (int off = 0; off < settings; ++off) {
-                if (off) ::setenv("KILN_CONTEXT_WARM_UP", "0", 1);
+            for (std::size_t setting = 0; setting < settings; ++setting) {
+                const char* variable = setting ? toggles[setting - 1].first : nullptr;
+                if (variable) ::setenv(variable, "0", 1);
                 Sample sample;
                 const bool ok = spawn_sample(argv[0], k, arch, !gpu, floor_cubin, sample);
-                if (off) ::unsetenv("KILN_CONTEXT_WARM_UP");
+                if (variable) ::unsetenv(variable);
                 if (!ok) {
                     std::fprintf(stderr, "a %s sample failed\n", k);
                     status = 1;
                     break;
                 }
-                call[off].push_back(sample.call_ms);
-                process[off].push_back(sample.process_ms);
-                context[off].push_back(sample.context_ms);
+                call[setting].push_back(sample.call_ms);
+                process[setting].push_back(sample.process_ms);
+                context[setting].push_back(sample.context_ms);
             }
-        for (int off = 0; off < settings; ++off) {
-            if (call[off].empty()) continue;
-            const std::string what = std::string(k) + (off ? " (no warm-up)" : "");
-            std::printf(
-                "  %-24s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms", what.c_str(),
-                median(call[off]), *std::min_element(call[off].begin(), call[off].end()),
-                *std::max_element(call[off].begin(), call[off].end()), median(process[off]));
-            if (gpu) std::printf("; context %.3f ms", median(context[off]));
+        for (std::size_t setting = 0; setting < settings; ++setting) {
+            if (call[setting].empty()) continue;
+            const std::string what = std::string(k) + (setting ? toggles[setting - 1].second : "");
+            const auto& c = call[setting];
+            std::printf("  %-28s first call %.3f ms (%.3f - %.3f); from spawn %.2f ms",
+                        what.c_str(), median(c), *std::min_element(c.begin(), c.end()),
+                        *std::max_element(c.begin(), c.end()), median(process[setting]));
+            if (gpu) std::printf("; context %.3f ms", median(context[setting]));
             std::printf("\n");
         }
     }

@@ -6,8 +6,8 @@
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # bench (launch cost) -> elementwise, reduction, fuse, tuner (benches; "baseline", not among the
 # defaults, runs bench_reduction beside an earlier tree's, see step_baseline) -> startup (issue 16's
-# start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up on
-# and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
+# start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up and
+# its read-ahead each on and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
 # them, page faults), and the driver's first-use set-up in a fresh context (bench_context_warm_up);
 # a raw kernel's cold compile beside plain NVRTC + module load; generated kernels' cold first call
 # beside a trivial kernel's compile and beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
@@ -138,7 +138,7 @@ step_startup() {
     first_call_cache=$(mktemp -d)
     { KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --populate &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 \
-          --warm-up-both --trace 2>"$out/first_call_trace.txt" &&
+          --warm-up-both --read-ahead-both --trace 2>"$out/first_call_trace.txt" &&
       KILN_CACHE_DIR=$first_call_cache ./build-gpu/bench/bench_first_call --samples 20 --no-gpu
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
     grep -E "^---|faults" "$out/first_call_trace.txt"
