@@ -7,6 +7,8 @@
 
 #include <xxhash.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -167,9 +169,14 @@ void Store::read_ahead(std::string_view program) noexcept {
             if (detail::UniqueFd fd = detail::open_at(ref.get(), name, detail::kReadFlags)) {
                 struct stat st {};
                 std::string bytes;
-                if (detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, &st) == 0 &&
+                if (detail::read_all(fd.get(), detail::kMaxListSize, bytes, &st) == 0 &&
                     detail::distrust(st, m_impl->modes).empty())
-                    if (auto items = detail::decode_ahead_list(bytes, key)) listed = *items;
+                    if (auto items = detail::decode_ahead_list(bytes, key)) {
+                        listed = std::move(*items);
+                        // In use: eviction, which goes by modification time, keeps it.
+                        if (!m_impl->config.readonly && !detail::touched_lately(st))
+                            ::futimens(fd.get(), nullptr);
+                    }
             }
         }
         if (!m_impl->ahead.start(key, listed)) return;
@@ -198,7 +205,8 @@ void Store::Impl::save_read_ahead() noexcept {
         const auto program = ahead.program();
         if (!program) return;
         const auto list = ahead.list_to_save();
-        if (!list) return;
+        // A cache directory removed meanwhile (a test's, a CI job's) is not made again for a hint.
+        if (!list || !root(false)) return;
         if (int error = put_file(*program, detail::kAheadSuffix,
                                  detail::encode_ahead_list(*program, *list), false))
             warn_write(detail::shard_dir(config.dir, detail::shard_of(*program)).string(), error);

@@ -283,3 +283,15 @@ TEST(ReadAhead, ListsCountTowardsTheCacheAndAreClearedWithIt) {
     store.clear();
     EXPECT_FALSE(fs::exists(list));
 }
+
+TEST(ReadAhead, ACacheDirectoryRemovedMeanwhileIsNotMadeAgain) {
+    TempDir dir;
+    const fs::path cache = dir / "cache";
+    {
+        Store store(reading_ahead(cache));
+        store.read_ahead("program");
+        ASSERT_TRUE(store.store(make_entry(key_of("e"))));
+        fs::remove_all(cache); // a test's or a CI job's directory, removed before the process ends
+    }
+    EXPECT_FALSE(fs::exists(cache));
+}
