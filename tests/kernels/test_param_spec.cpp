@@ -87,3 +87,14 @@ TEST(ParamSpec, InputsAndOutputsMayNotShareNames) {
     auto out = kiln::parse_param_specs("T x");
     EXPECT_THROW(kiln::check_unique_names(in, out, "T x", "T x"), kiln::SpecError);
 }
+
+TEST(ParamSpec, ManyTokensAndNonAsciiBytesAreFaultsWhereTheyStand) {
+    // The fourth token is reported, however many follow; a stray character anywhere first.
+    EXPECT_EQ(caret_column(spec_error("raw T x y z w")), 8u);
+    EXPECT_EQ(caret_column(spec_error("T x y z w $")), 10u);
+    // Identifiers are ASCII whatever the program's locale: a byte above 127 is a fault.
+    EXPECT_EQ(caret_column(spec_error("T x\xc3\xa9")), 3u);
+    EXPECT_NE(spec_error("T x, float32 x").find("declared twice"), std::string::npos);
+    EXPECT_NE(spec_error("T _v12_x").find("reserved"), std::string::npos);
+    EXPECT_EQ(kiln::parse_param_specs("T _v12, T _vx_y").size(), 2u);
+}
