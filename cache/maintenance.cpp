@@ -4,6 +4,7 @@
 
 #include "fs.hpp"
 #include "layout.hpp"
+#include "read_ahead.hpp"
 #include "read_scratch.hpp"
 #include "remote_stats_file.hpp"
 #include "shard.hpp"
@@ -111,6 +112,19 @@ std::string check_memo(int shard_fd, const std::string& name, const Key& signatu
     return decode_memo(bytes, signature) ? std::string() : "not a memo of its signature";
 }
 
+// Why the read-ahead list @p name is not one Store::read_ahead() would take for the program
+// @p program (its file name), or "" when it is.
+std::string check_ahead_list(int shard_fd, const std::string& name, const Key& program,
+                             const detail::Modes& modes) {
+    std::string bytes;
+    struct stat st {};
+    if (auto verdict = read_for_check(shard_fd, name, "a read-ahead list", bytes, &st))
+        return *verdict;
+    if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
+    return detail::decode_ahead_list(bytes, program) ? std::string()
+                                                     : "not a read-ahead list of its program";
+}
+
 } // namespace
 
 std::vector<EntryInfo> Store::list() {
@@ -183,6 +197,14 @@ VerifyResult Store::verify(bool fix) {
                 m_impl->record_verdict(ref, name,
                                        check_memo(ref.get(), name, item.key, m_impl->modes), fix,
                                        removed, result);
+            }
+            if (item.has_ahead) {
+                const std::string name = hex + std::string(detail::kAheadSuffix);
+                detail::Counters removed;
+                removed.bytes = -static_cast<std::int64_t>(item.ahead_size);
+                m_impl->record_verdict(ref, name,
+                                       check_ahead_list(ref.get(), name, item.key, m_impl->modes),
+                                       fix, removed, result);
             }
             if (item.has_entry) {
                 const std::string name = hex + std::string(detail::kEntrySuffix);

@@ -100,12 +100,7 @@ std::filesystem::path Store::memo_path(const Key& signature) const {
 std::optional<Memo> Store::load_memo(const Key& signature) {
     if (!m_impl->local()) return std::nullopt;
     if (auto memo = m_impl->ahead.take_memo(signature)) {
-        detail::ShardRef ref; // the hit is counted with the shard's next write
-        ref.shard = detail::shard_of(signature);
-        detail::Counters hit;
-        hit.hits = 1;
-        m_impl->count_later(ref, hit);
-        m_impl->ahead.note_used({detail::AheadKind::memo, signature});
+        m_impl->count_read_ahead_hit({detail::AheadKind::memo, signature});
         return memo;
     }
     return m_impl->load_memo(signature, Impl::Lookup::counted);

@@ -199,6 +199,15 @@ void Store::read_ahead(std::string_view program) noexcept {
     }
 }
 
+void Store::Impl::count_read_ahead_hit(const detail::AheadItem& item) {
+    detail::ShardRef ref; // counted with the shard's next write, as a lookup's hit is
+    ref.shard = detail::shard_of(item.key);
+    detail::Counters hit;
+    hit.hits = 1;
+    count_later(ref, hit);
+    ahead.note_used(item);
+}
+
 void Store::Impl::save_read_ahead() noexcept {
     if (!config.read_ahead || !local() || config.readonly) return;
     try {

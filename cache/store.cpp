@@ -62,10 +62,7 @@ std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts, L
     const bool counted = lookup == Lookup::counted;
     if (counted && parts == EntryParts::for_loading)
         if (auto entry = ahead.take_entry(key)) {
-            detail::ShardRef ref; // the hit is counted with the shard's next write
-            ref.shard = detail::shard_of(key);
-            count_later(ref, one(&detail::Counters::hits));
-            ahead.note_used({detail::AheadKind::entry, key});
+            count_read_ahead_hit({detail::AheadKind::entry, key});
             return entry;
         }
     try {

@@ -62,6 +62,8 @@ struct Store::Impl {
     detail::ReadAhead ahead;
     /// File what this process used for the program's next process (when the store closes).
     void save_read_ahead() noexcept;
+    /// Count a lookup answered from what was read ahead as the hit it is, and note the use.
+    void count_read_ahead_hit(const detail::AheadItem& item);
     /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
     /// directory is not used, read-only or unwritable).
     void save_remote_stats();

@@ -147,7 +147,7 @@ void run_verify(const VerifyArgs& args) {
             std::printf("damaged %s: %s%s\n", path.c_str(), problem.c_str(),
                         args.fix && problem.find("(removed)") == std::string::npos ? " (removed)"
                                                                                    : "");
-        std::printf("checked %llu entries and memos: %llu ok, %llu damaged",
+        std::printf("checked %llu entries, memos and read-ahead lists: %llu ok, %llu damaged",
                     static_cast<unsigned long long>(result.checked),
                     static_cast<unsigned long long>(result.ok),
                     static_cast<unsigned long long>(result.damaged));

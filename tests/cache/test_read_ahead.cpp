@@ -295,3 +295,34 @@ TEST(ReadAhead, ACacheDirectoryRemovedMeanwhileIsNotMadeAgain) {
     }
     EXPECT_FALSE(fs::exists(cache));
 }
+
+TEST(ReadAhead, VerifyReportsADamagedOrUntrustedListAndFixRemovesIt) {
+    TempDir dir;
+    run_first_process(dir.path(), key_of("raw kernel"), key_of("generated call"));
+    const fs::path list = lists_in(dir.path()).at(0);
+    Store store(config_for(dir.path()));
+    auto result = store.verify(false);
+    EXPECT_EQ(result.checked, 3u); // the entry, the memo and the list
+    EXPECT_EQ(result.damaged, 0u);
+    // Another program's list under this one's name.
+    fs::copy_file(list, dir / "good-list");
+    {
+        Store other(reading_ahead(dir / "other"));
+        other.read_ahead("another program");
+        ASSERT_TRUE(other.store(make_entry(key_of("x"))));
+    }
+    fs::copy_file(lists_in(dir / "other").at(0), list, fs::copy_options::overwrite_existing);
+    result = store.verify(false);
+    ASSERT_EQ(result.problems.size(), 1u);
+    EXPECT_EQ(result.problems[0].first, list);
+    EXPECT_EQ(result.problems[0].second, "not a read-ahead list of its program");
+    // Well formed but writable by others.
+    fs::copy_file(dir / "good-list", list, fs::copy_options::overwrite_existing);
+    ::chmod(list.c_str(), 0666);
+    result = store.verify(true);
+    ASSERT_EQ(result.problems.size(), 1u);
+    EXPECT_NE(result.problems[0].second.find("not trusted"), std::string::npos);
+    EXPECT_EQ(result.removed, 1u);
+    EXPECT_FALSE(fs::exists(list));
+    EXPECT_EQ(store.verify(false).damaged, 0u);
+}

@@ -106,8 +106,8 @@ struct DirProblem {
 /// What verify() found.
 struct VerifyResult {
     /// @{
-    /// `checked`: entries and memos read; `ok`: those that verified; `damaged`: the others (and
-    /// shard problems); `removed`: damaged ones removed (with `fix`).
+    /// `checked`: entries, memos and read-ahead lists read; `ok`: those that verified; `damaged`:
+    /// the others (and shard problems); `removed`: damaged ones removed (with `fix`).
     std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
     /// @}
     /// Each damaged file and why.
@@ -289,9 +289,10 @@ class Store {
     /// Every entry whose header verifies, in no particular order. Reads headers, not payloads.
     /// @return the entries.
     std::vector<EntryInfo> list();
-    /// Read and verify every entry and memo; with @p fix remove the damaged ones (counted as
-    /// damaged). A memo is damaged when a lookup would not take it (malformed, another
-    /// signature's, a link, or a file other users could have written).
+    /// Read and verify every entry, memo and read-ahead list; with @p fix remove the damaged ones
+    /// (counted as damaged). A memo or a list is damaged when a lookup or a read-ahead would not
+    /// take it (malformed, another signature's or program's, a link, or a file other users could
+    /// have written).
     /// @param fix whether to remove damaged entries.
     /// @return the counts, and each damaged file with its reason.
     VerifyResult verify(bool fix);
