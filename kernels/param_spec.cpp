@@ -1,6 +1,7 @@
 #include "kiln/param_spec.hpp"
 
 #include "kiln/error.hpp"
+#include "user_code.hpp"
 
 #include <algorithm>
 #include <string_view>
@@ -36,9 +37,6 @@ constexpr bool is_digit(char c) {
 }
 constexpr bool ident_start(char c) {
     return is_alpha(c) || c == '_';
-}
-constexpr bool ident_char(char c) {
-    return ident_start(c) || is_digit(c);
 }
 
 bool starts_with(std::string_view text, std::string_view prefix) {
@@ -84,7 +82,7 @@ Tokens tokens(const std::string& spec, std::size_t begin, std::size_t end) {
             ++p;
         } else if (ident_start(spec[p])) {
             std::size_t q = p;
-            while (q < end && ident_char(spec[q]))
+            while (q < end && detail::identifier_char(spec[q]))
                 ++q;
             if (out.count < 4) out.kept[out.count] = {std::string_view(spec).substr(p, q - p), p};
             ++out.count;
