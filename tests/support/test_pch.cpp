@@ -1,0 +1,1 @@
+// The translation unit that builds the suites' shared precompiled header (tests/CMakeLists.txt).
