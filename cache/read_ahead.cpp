@@ -117,6 +117,22 @@ std::optional<Entry> ReadAhead::take_entry(const Key& key) {
     return take(m_entries, key);
 }
 
+void ReadAhead::visit_cubins(
+    const std::function<void(std::string_view, const std::vector<std::string_view>&)>& visit)
+    const {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    std::vector<std::string_view> kernels;
+    for (const auto& [signature, memo] : m_memos) {
+        kernels.assign(1, memo.name);
+        visit(memo.cubin, kernels);
+    }
+    for (const auto& [key, entry] : m_entries) {
+        if (entry.kind != PayloadKind::cubin) continue;
+        kernels.assign(entry.kernel_names.begin(), entry.kernel_names.end());
+        visit(entry.payload, kernels);
+    }
+}
+
 void ReadAhead::note_used(const AheadItem& item) {
     std::lock_guard<std::mutex> lock(m_mutex);
     if (m_used.size() < kMaxReadAhead && !contains(m_used, item)) m_used.push_back(item);
@@ -196,6 +212,16 @@ void Store::read_ahead(std::string_view program) noexcept {
         }
     } catch (...) {
         // a read ahead is a shortcut: the lookups take the full path
+    }
+}
+
+void Store::visit_read_ahead_cubins(
+    const std::function<void(std::string_view, const std::vector<std::string_view>&)>& visit)
+    const noexcept {
+    try {
+        m_impl->ahead.visit_cubins(visit);
+    } catch (...) {
+        // what is not visited is loaded by its first call
     }
 }
 

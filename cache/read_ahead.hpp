@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -64,6 +65,11 @@ class ReadAhead {
     std::optional<Memo> take_memo(const Key& signature);
     /// The entry read ahead for @p key, taken.
     std::optional<Entry> take_entry(const Key& key);
+
+    /// Calls @p visit with each cubin kept and not yet taken, and its kernels' names.
+    void visit_cubins(
+        const std::function<void(std::string_view cubin,
+                                 const std::vector<std::string_view>& kernels)>& visit) const;
 
     /// A lookup or a store used @p item (kept in first-use order, up to kMaxReadAhead).
     void note_used(const AheadItem& item);

@@ -1,4 +1,5 @@
 #include "kiln/module.hpp"
+#include "module_preload.hpp"
 
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/detail/activity_hook.hpp"
@@ -45,7 +46,13 @@ bool rejected_image(CUresult result) {
 }
 
 // Load an image; returns the driver's result instead of throwing so callers can retry.
-CUresult try_load(const std::string& image, CUmodule* module, std::string* error_log) {
+CUresult try_load(const std::string& image, CUcontext context, CUmodule* module,
+                  std::string* error_log) {
+    // Loaded when the context was made, from the cubins the cache read ahead.
+    if ((*module = detail::take_preloaded_module(context, image))) {
+        if (error_log) error_log->clear();
+        return CUDA_SUCCESS;
+    }
     char log[4096] = {};
     CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     // NOLINTNEXTLINE(performance-no-int-to-ptr): JIT option values carry integers as void*
@@ -96,7 +103,7 @@ std::shared_ptr<const Module> Module::load(const std::string& image, std::string
     CUcontext context = detail::current_context();
     CUmodule module = nullptr;
     std::string log;
-    const CUresult result = try_load(image, &module, &log);
+    const CUresult result = try_load(image, context, &module, &log);
     if (result != CUDA_SUCCESS) {
         if (rejected_image(result))
             throw ArgumentError("the driver rejected " + description +
@@ -112,14 +119,14 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
     CUcontext context = detail::current_context();
     CUmodule module = nullptr;
     std::string log;
-    CUresult result = try_load(program->cubin(), &module, &log);
+    CUresult result = try_load(program->cubin(), context, &module, &log);
     // A program read through a memo has no source to recompile: its caller falls back to the
     // full path, which finds the same entry and recompiles it here.
     if (result != CUDA_SUCCESS && rejected_image(result) &&
         program->origin() == ProgramOrigin::disk_cache && !program->source().empty()) {
         // A cached cubin the driver rejects is a damaged entry, not a user error.
         program = compiler.recompile(*program, options);
-        result = try_load(program->cubin(), &module, &log);
+        result = try_load(program->cubin(), context, &module, &log);
     }
     if (result != CUDA_SUCCESS) {
         if (rejected_image(result))

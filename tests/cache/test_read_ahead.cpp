@@ -15,7 +15,10 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 using kiln::cache::Config;
@@ -325,4 +328,37 @@ TEST(ReadAhead, VerifyReportsADamagedOrUntrustedListAndFixRemovesIt) {
     EXPECT_EQ(result.removed, 1u);
     EXPECT_FALSE(fs::exists(list));
     EXPECT_EQ(store.verify(false).damaged, 0u);
+}
+
+TEST(ReadAhead, ItsCubinsAreVisitedWithTheirKernelsUntilALookupTakesThem) {
+    TempDir dir;
+    const Key entry_key = key_of("raw kernel"), signature = key_of("generated call");
+    run_first_process(dir.path(), entry_key, signature);
+    Store next(reading_ahead(dir.path()));
+    next.read_ahead("program");
+    const auto visited = [&] {
+        std::vector<std::pair<std::string, std::vector<std::string>>> seen;
+        next.visit_read_ahead_cubins(
+            [&](std::string_view cubin, const std::vector<std::string_view>& kernels) {
+                seen.emplace_back(std::string(cubin),
+                                  std::vector<std::string>(kernels.begin(), kernels.end()));
+            });
+        return seen;
+    };
+    const auto both = visited();
+    ASSERT_EQ(both.size(), 2u);
+    EXPECT_EQ(both[0].first, memo_for("k").cubin);
+    EXPECT_EQ(both[0].second, std::vector<std::string>{"k"});
+    EXPECT_EQ(both[1].first, make_entry(entry_key).payload);
+    EXPECT_EQ(both[1].second, make_entry(entry_key).kernel_names);
+    // What a lookup took is its own now.
+    ASSERT_TRUE(next.load_memo(signature));
+    const auto rest = visited();
+    ASSERT_EQ(rest.size(), 1u);
+    EXPECT_EQ(rest[0].first, make_entry(entry_key).payload);
+    // An exception from the visitor ends the visit, not the program.
+    next.visit_read_ahead_cubins([](std::string_view, const std::vector<std::string_view>&) {
+        throw std::runtime_error("x");
+    });
+    EXPECT_EQ(visited().size(), 1u);
 }

@@ -2,17 +2,24 @@
 // loaded from PTX, launched once on the default stream and unloaded, and the thread's current
 // context is left as it was. Runs over the fake driver (a fresh process per test, whose primary
 // context is inactive until retained), so it needs no GPU; the test context_warm_up_off runs it
-// with KILN_CONTEXT_WARM_UP=0.
+// with KILN_CONTEXT_WARM_UP=0. The context also gets the modules the cache read ahead for the
+// program (runtime/module_preload.hpp), which a first call adopts instead of loading its cubin.
 
 #include "kiln/detail/driver.hpp"
 #include "kiln/kiln.hpp"
+#include "run_command.hpp"
+#include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <regex>
+#include <string>
 
 namespace {
 
@@ -104,6 +111,42 @@ TEST(ContextWarmUpOff, NothingIsLoadedOrLaunched) {
     EXPECT_EQ(launches(), 0u);
     EXPECT_EQ(live_modules(), 0);
     EXPECT_EQ(current(), kiln::detail::primary_context(0));
+}
+
+// One process of ThePreviousRunsModulesAreLoadedWithTheContext (skipped otherwise): Kiln makes
+// the context, then an elementwise kernel's first call; it prints the modules loaded after each.
+TEST(ModulePreload, ChildProcessOfThePreloadTest) {
+    if (!std::getenv("KILN_PRELOAD_TEST_CHILD"))
+        GTEST_SKIP() << "run by ThePreviousRunsModulesAreLoadedWithTheContext";
+    kiln::Device(0).make_current();
+    const long long with_context = live_modules();
+    const kiln::ElementwiseKernel kernel("T x", "T z", "z = x * 2", "preload_test");
+    const kiln::Array x = kiln::empty({1000}, kiln::DType::float32);
+    (void)kernel(x);
+    std::printf("KILN_CHILD context=%lld call=%lld\n", with_context, live_modules());
+}
+
+TEST(ModulePreload, ThePreviousRunsModulesAreLoadedWithTheContext) {
+    kiln::test::TempDir dir;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    const auto child = [&](const std::string& settings) {
+        const kiln::test::CommandResult run = kiln::test::run_command(
+            settings + " KILN_PRELOAD_TEST_CHILD=1 KILN_CACHE_DIR='" + dir.path().string() + "' '" +
+            self + "' --gtest_filter=ModulePreload.ChildProcessOfThePreloadTest 2>&1");
+        EXPECT_EQ(run.status, 0) << run.out << run.err;
+        std::smatch m;
+        return std::regex_search(run.out, m, std::regex("KILN_CHILD (context=\\d+ call=\\d+)"))
+                   ? m[1].str()
+                   : run.out;
+    };
+    // An empty cache: the kernel is compiled and loaded by its call, and filed for the next run.
+    EXPECT_EQ(child(""), "context=0 call=1");
+    // Loaded with the context; the call takes that module and loads none of its own.
+    EXPECT_EQ(child(""), "context=1 call=1");
+    EXPECT_EQ(child(""), "context=1 call=1");
+    // Neither without the read-ahead nor without the warm-up.
+    EXPECT_EQ(child("KILN_READ_AHEAD=0"), "context=0 call=1");
+    EXPECT_EQ(child("KILN_CONTEXT_WARM_UP=0"), "context=0 call=1");
 }
 
 } // namespace

@@ -274,6 +274,16 @@ class Store {
     /// damaged or untrusted is left to the lookups.
     /// @param program what identifies the program (any bytes; hashed into the list's name).
     void read_ahead(std::string_view program) noexcept;
+    /// Calls @p visit with each cubin read ahead and not yet taken by a lookup, and the names of
+    /// its kernels (a memo's one, an entry's recorded ones). kiln::Device loads them into a
+    /// context it makes, so that each kernel's first call finds its module loaded. Never throws
+    /// (an exception from @p visit ends the visit).
+    /// @param visit called with a cubin's bytes and its kernels' names, both valid during the call
+    /// only; it must not call into the store.
+    void visit_read_ahead_cubins(
+        const std::function<void(std::string_view cubin,
+                                 const std::vector<std::string_view>& kernels)>& visit)
+        const noexcept;
 
     /// Process-wide default store from the environment, created on first use.
     /// @return the store, alive until the end of the program.
