@@ -132,7 +132,7 @@ TEST(ModulePreload, ThePreviousRunsModulesAreLoadedWithTheContext) {
     const auto child = [&](const std::string& settings) {
         const kiln::test::CommandResult run = kiln::test::run_command(
             settings + " KILN_PRELOAD_TEST_CHILD=1 KILN_CACHE_DIR='" + dir.path().string() + "' '" +
-            self + "' --gtest_filter=ModulePreload.ChildProcessOfThePreloadTest 2>&1");
+            self + "' --gtest_filter=ModulePreload.ChildProcessOfThePreloadTest");
         EXPECT_EQ(run.status, 0) << run.out << run.err;
         std::smatch m;
         return std::regex_search(run.out, m, std::regex("KILN_CHILD (context=\\d+ call=\\d+)"))

@@ -120,19 +120,20 @@ TEST(ModulePreloadGpu, AKernelsFirstCallRunsFromTheModuleLoadedWithTheContext) {
         const kiln::test::CommandResult run = kiln::test::run_command(
             "KILN_LOG_LEVEL=debug KILN_DRIVER_TRACE=1 KILN_PRELOAD_TEST_CHILD=1 KILN_CACHE_DIR='" +
             dir.path().string() + "' '" + self +
-            "' --gtest_filter=ModulePreloadGpu.ChildProcessOfThePreloadTest 2>&1");
+            "' --gtest_filter=ModulePreloadGpu.ChildProcessOfThePreloadTest");
         EXPECT_EQ(run.status, 0) << run.out << run.err;
         std::smatch right, loaded;
         EXPECT_TRUE(std::regex_search(run.out, right, std::regex("KILN_CHILD right=(\\d)")))
             << run.out;
-        EXPECT_TRUE(std::regex_search(run.out, loaded,
+        EXPECT_TRUE(std::regex_search(run.err, loaded,
                                       std::regex("(\\d+) module\\(s\\) read ahead loaded")))
-            << run.out;
-        const std::size_t calls = run.out.find("KILN_CHILD context made");
-        EXPECT_NE(calls, std::string::npos) << run.out;
+            << run.err;
+        // The log and the driver's trace are on standard error.
+        const std::size_t calls = run.err.find("KILN_CHILD context made");
+        EXPECT_NE(calls, std::string::npos) << run.err;
         int loads = 0;
-        for (std::size_t at = run.out.find("cuModuleLoadDataEx", calls); at != std::string::npos;
-             at = run.out.find("cuModuleLoadDataEx", at + 1))
+        for (std::size_t at = run.err.find("cuModuleLoadDataEx", calls); at != std::string::npos;
+             at = run.err.find("cuModuleLoadDataEx", at + 1))
             ++loads;
         return std::string(right.empty() ? "?" : right[1].str()) + " " +
                (loaded.empty() ? "?" : loaded[1].str()) + " " + std::to_string(loads);
