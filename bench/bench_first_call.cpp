@@ -28,6 +28,8 @@
 // With it, kiln::prepare() reads the memos and entries this program's last processes used while
 // the driver loads (the populate run files them), so the timed call finds its kernel's bytes in
 // memory; without it, the call opens and reads its files. Both flags together: three lines.
+// With both on (the defaults), the context's creation also loads the modules read ahead, and the
+// timed call adopts its kernel's instead of loading it; either setting off turns that off too.
 //
 // With a GPU, the CUDA context is created before the timed region and the inputs allocated there;
 // the timed call is the front end's real call (compile answered from disk, module load, launch);
