@@ -483,11 +483,9 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Reduc
         const std::string arch = Device::current().arch();
         Function f = detail::load_memoized(def.params, compile(p, arch),
                                            [&] { return compile(p, arch, /*memo=*/false); });
-        const int blocks =
-            p.plan.unsplit
-                ? 0
-                : f.max_active_blocks_per_multiprocessor(p.plan.block_x * p.plan.block_y);
-        return Loaded{std::move(f), blocks};
+        Loaded loaded{std::move(f), 0};
+        if (!p.plan.unsplit) loaded.blocks_per_multiprocessor = loaded.occupancy(p.plan);
+        return loaded;
     });
 }
 
