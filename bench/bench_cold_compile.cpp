@@ -7,8 +7,14 @@
 // too, beside a plain NVRTC compile (and load) of the same generated source, with Kiln's device
 // headers and options: what NVRTC itself takes for that kernel, whatever Kiln does around it.
 //
+// With --three-way (generated kinds), each sample process compiles all three, Kiln's kernel, the
+// trivial kernel and the same generated source, twice each in an order that rotates from sample to
+// sample, so that the ratios to both plain sides come from the same processes (two sample sets a
+// few minutes apart can differ by more than the targets' margins on a GPU host).
+//
 //   bench_cold_compile [--samples 10] [--arch sm_XX] [--no-gpu] [--nvrtc-cache] [--phases]
 //                      [--comment-salt] [--kind raw|elementwise|reduction] [--plain-same]
+//                      [--three-way]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) with a fresh, empty Kiln
 // cache directory and a fresh, empty CUDA_CACHE_PATH (where NVRTC 12.9+ keeps its own cache). It
@@ -77,8 +83,9 @@ long salt_of(const std::string& source) {
     return std::atol(source.c_str() + std::strlen("// salt "));
 }
 
-// The options the plain side gives NVRTC: Kiln's, as it gave them (set by the parent).
-std::vector<std::string> g_options;
+// The options the plain side gives NVRTC: Kiln's, as it gave them (set by the parent); with
+// --three-way, g_options are the trivial kernel's and g_same_options the generated source's.
+std::vector<std::string> g_options, g_same_options;
 
 struct Phases {
     double other = 0, lookup = 0, nvrtc = 0, store = 0, load = 0, function = 0;
@@ -101,7 +108,8 @@ void check(CUresult result) {
 // Plain NVRTC and the driver, as an application without Kiln would write them: @p source (with
 // @p headers in memory) compiled, loaded and its kernel @p function found.
 double plain(const std::string& source, bool gpu, Phases& phases,
-             const std::vector<kiln::Header>& headers = {}, const char* function_name = "my_add") {
+             const std::vector<kiln::Header>& headers = {}, const char* function_name = "my_add",
+             const std::vector<std::string>& nvrtc_options = g_options) {
     std::vector<const char*> header_names, header_sources;
     for (const kiln::Header& h : headers) {
         header_names.push_back(h.name.c_str());
@@ -112,8 +120,8 @@ double plain(const std::string& source, bool gpu, Phases& phases,
     check(nvrtcCreateProgram(&program, source.c_str(), "plain.cu", static_cast<int>(headers.size()),
                              header_sources.data(), header_names.data()));
     std::vector<const char*> options;
-    options.reserve(g_options.size());
-    for (const auto& option : g_options)
+    options.reserve(nvrtc_options.size());
+    for (const auto& option : nvrtc_options)
         options.push_back(option.c_str());
     check(nvrtcCompileProgram(program, static_cast<int>(options.size()), options.data()));
     std::size_t size = 0;
@@ -142,7 +150,7 @@ bool g_phases = false;
 // --kind: what Kiln's side compiles. The plain side compiles my_add, or with --plain-same the
 // generated kernel's source.
 std::string g_kind = "raw";
-bool g_plain_same = false;
+bool g_plain_same = false, g_three_way = false;
 
 constexpr std::int64_t kElements = 1 << 20;
 
@@ -178,7 +186,8 @@ std::string generated_source(long salt) {
 double plain_generated(long salt, bool gpu, Phases& phases) {
     const std::string source = generated_source(salt);
     return plain(source, gpu, phases, kiln::detail::device_headers(),
-                 g_kind == "reduction" ? "l2norm" : "squared_diff");
+                 g_kind == "reduction" ? "l2norm" : "squared_diff",
+                 g_three_way ? g_same_options : g_options);
 }
 
 // A generated kernel's first call: the ElementwiseKernel squared_diff or the ReductionKernel
@@ -252,13 +261,15 @@ double median(std::vector<double> v) {
 
 // One timed compile of a sample: which side, its total and its phases.
 struct Timing {
-    char side = '?'; // 'K' Kiln, 'N' plain NVRTC
+    char side = '?'; // 'K' Kiln, 'N' plain NVRTC, 'S' plain NVRTC on the same source (--three-way)
     double total = 0;
     Phases phases;
 };
 
-// Runs one sample process and reads its four timings, in the order they ran.
-bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bool no_gpu,
+// Runs one sample process and reads its timings (four, or six with --three-way), in the order
+// they ran. @p order: which side goes first ("kiln" or "nvrtc"; with --three-way "0" to "2", the
+// rotation of K N S).
+bool spawn_sample(const char* self, const std::string& order, const std::string& arch, bool no_gpu,
                   bool nvrtc_cache, long salt, std::vector<Timing>& out, std::size_t& cache_files) {
     char dir_template[] = "/tmp/kiln-cold-XXXXXX";
     const char* dir = ::mkdtemp(dir_template);
@@ -282,17 +293,21 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
     env.push_back("KILN_CONTEXT_WARM_UP=0");
     env.push_back(nullptr);
     const std::string salt_text = std::to_string(salt);
-    std::vector<const char*> argv = {
-        self,     "--sample",       kiln_first ? "kiln" : "nvrtc", "--arch", arch.c_str(),
-        "--salt", salt_text.c_str()};
+    std::vector<const char*> argv = {self,         "--sample", order.c_str(),    "--arch",
+                                     arch.c_str(), "--salt",   salt_text.c_str()};
     if (no_gpu) argv.push_back("--no-gpu");
     if (g_phases) argv.push_back("--phases");
     if (g_plain_same) argv.push_back("--plain-same");
+    if (g_three_way) argv.push_back("--three-way");
     if (g_comment_salt) argv.push_back("--comment-salt");
     argv.push_back("--kind");
     argv.push_back(g_kind.c_str());
     for (const auto& option : g_options) {
         argv.push_back("--option");
+        argv.push_back(option.c_str());
+    }
+    for (const auto& option : g_same_options) {
+        argv.push_back("--same-option");
         argv.push_back(option.c_str());
     }
     argv.push_back(nullptr);
@@ -304,7 +319,7 @@ bool spawn_sample(const char* self, bool kiln_first, const std::string& arch, bo
     if (!ok) return false;
     out.clear();
     const char* at = text->c_str();
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < (g_three_way ? 6 : 4); ++i) {
         Timing t;
         int used = 0;
         if (std::sscanf(at, " %c %lf %lf %lf %lf %lf %lf %lf%n", &t.side, &t.total, &t.phases.other,
@@ -342,6 +357,51 @@ Timing medians(const std::vector<Timing>& timings) {
     return m;
 }
 
+// --three-way: each sample process compiles K (Kiln's kernel), N (the trivial kernel) and S (the
+// same generated source), twice each, the order rotating; prints each side's medians as the first
+// compile in a process and as a later one, and the ratios within the same processes.
+int three_way(const char* self, int samples, const std::string& arch, bool gpu, bool nvrtc_cache) {
+    const std::string sides = "KNS";
+    std::vector<Timing> first[3], later[3];
+    std::size_t cache_files = 0;
+    const long base_salt = static_cast<long>(::getpid()) * 1000;
+    for (int s = 0; s < samples; ++s) {
+        std::vector<Timing> out;
+        std::size_t files = 0;
+        if (!spawn_sample(self, std::to_string(s % 3), arch, !gpu, nvrtc_cache, base_salt + s, out,
+                          files)) {
+            std::fprintf(stderr, "sample %d failed\n", s);
+            return 1;
+        }
+        cache_files = std::max(cache_files, files);
+        first[sides.find(out[0].side)].push_back(out[0]);
+        for (std::size_t i = 3; i < out.size(); ++i)
+            later[sides.find(out[i].side)].push_back(out[i]);
+    }
+    const std::string subject = g_kind == "elementwise" ? "ElementwiseKernel squared_diff"
+                                                        : "ReductionKernel l2norm over rows";
+    std::printf("%s (Kiln) beside the trivial my_add and the same generated source (plain "
+                "NVRTC), in the same processes, empty cache, %s, %s, %d fresh processes, each side "
+                "first in a third of them (medians, wall ms; %s):\n",
+                subject.c_str(), gpu ? kiln::Device::current().name().c_str() : "no GPU",
+                arch.c_str(), samples,
+                gpu ? "Kiln: the call (compile, load, launch); plain: compile + module load + "
+                      "function"
+                    : "compile to cubin bytes");
+    const auto row = [](const char* what, const std::vector<Timing>* set) {
+        const double k = medians(set[0]).total, n = medians(set[1]).total,
+                     same = medians(set[2]).total;
+        std::printf("  %s Kiln %.2f, trivial %.2f, same source %.2f: Kiln %.2fx the trivial "
+                    "kernel, %.2fx the same source; the source %.2fx the trivial kernel\n",
+                    what, k, n, same, k / n, k / same, same / n);
+    };
+    row("first compile in the process:", first);
+    row("a later compile:             ", later);
+    std::printf("  files NVRTC's cache wrote in a sample's fresh CUDA_CACHE_PATH: at most %zu\n",
+                cache_files);
+    return 0;
+}
+
 std::string env_or(const char* name, const char* fallback) {
     const char* value = std::getenv(name);
     return value ? value : fallback;
@@ -363,6 +423,10 @@ int run(int argc, char** argv) {
             salt = std::atol(argv[++i]);
         else if (a == "--option" && has_value)
             g_options.emplace_back(argv[++i]);
+        else if (a == "--same-option" && has_value)
+            g_same_options.emplace_back(argv[++i]);
+        else if (a == "--three-way")
+            g_three_way = true;
         else if (a == "--samples" && has_value)
             samples = std::max(1, std::atoi(argv[++i]));
         else if (a == "--no-gpu")
@@ -381,7 +445,7 @@ int run(int argc, char** argv) {
             std::fprintf(stderr,
                          "usage: bench_cold_compile [--samples N] [--arch sm_XX] [--no-gpu] "
                          "[--nvrtc-cache] [--phases] [--comment-salt] "
-                         "[--kind raw|elementwise|reduction] [--plain-same]\n");
+                         "[--kind raw|elementwise|reduction] [--plain-same] [--three-way]\n");
             return 2;
         }
     }
@@ -390,6 +454,11 @@ int run(int argc, char** argv) {
         return 2;
     }
     if (g_kind != "raw") g_phases = false; // phases are the raw kernel's
+    if (g_three_way && g_kind == "raw") {
+        std::fprintf(stderr, "bench_cold_compile: --three-way is for generated kernels\n");
+        return 2;
+    }
+    if (g_three_way) g_plain_same = false; // both plain sides run
     // The raw kernel's plain side is the same source; --plain-same gives it a RawKernel's options.
     const bool raw_plain_minimal = g_kind == "raw" && g_plain_same;
     if (g_kind == "raw") g_plain_same = false;
@@ -398,16 +467,23 @@ int run(int argc, char** argv) {
     if (arch.empty()) arch = gpu ? kiln::Device::current().arch() : "sm_90";
 
     if (!order.empty()) {
-        const bool kiln_first = order == "kiln";
-        // K N K N or N K N K: the second compile of each side is a "later" one.
+        // K N K N or N K N K (--three-way: K N S K N S rotated): the second compile of each side
+        // is a "later" one.
+        std::string sides = order == "kiln" ? "KNKN" : "NKNK";
+        if (g_three_way) {
+            const std::size_t r = static_cast<std::size_t>(std::atoi(order.c_str())) % 3;
+            sides = std::string("KNS").substr(r) + std::string("KNS").substr(0, r);
+            sides += sides;
+        }
         std::vector<Timing> timings;
-        for (int i = 0; i < 4; ++i) {
+        for (std::size_t i = 0; i < sides.size(); ++i) {
             Timing t;
-            t.side = (i % 2 == 0) == kiln_first ? 'K' : 'N';
-            const std::string source = my_add(salt * 4 + i);
-            t.total = t.side == 'K'  ? with_kiln(source, arch, gpu, t.phases)
-                      : g_plain_same ? plain_generated(salt * 4 + i, gpu, t.phases)
-                                     : plain(source, gpu, t.phases);
+            t.side = sides[i];
+            const long code_salt = salt * 8 + static_cast<long>(i);
+            const std::string source = my_add(code_salt);
+            t.total = t.side == 'K'                   ? with_kiln(source, arch, gpu, t.phases)
+                      : t.side == 'S' || g_plain_same ? plain_generated(code_salt, gpu, t.phases)
+                                                      : plain(source, gpu, t.phases);
             timings.push_back(t);
         }
         const auto stats = kiln::Compiler::global().statistics();
@@ -432,17 +508,19 @@ int run(int argc, char** argv) {
     // Kiln's options as it gives them to NVRTC, in the samples' state (KILN_NVRTC_CACHE), asked
     // here so that no sample is warmed by the asking. The salt keeps it from the samples' sources.
     ::setenv("KILN_NVRTC_CACHE", nvrtc_cache ? "1" : "0", 1);
-    {
-        const std::string source = g_plain_same ? generated_source(0) : my_add(0);
-        // A generated kernel's options are the front ends' (specialization.hpp); a raw kernel's
-        // are the user's as NVRTC gets them, or with --plain-same a RawKernel's (-minimal added
-        // where it fits).
-        auto options = g_plain_same ? kiln::detail::specialization_options(source, {}, arch)
-                                    : kiln::CompileOptions::for_arch(arch);
+    // A generated kernel's options are the front ends' (specialization.hpp); a raw kernel's are
+    // the user's as NVRTC gets them, or with --plain-same a RawKernel's (-minimal added where it
+    // fits).
+    const auto options_for = [&](bool same) {
+        const std::string source = same ? generated_source(0) : my_add(0);
+        auto options = same ? kiln::detail::specialization_options(source, {}, arch)
+                            : kiln::CompileOptions::for_arch(arch);
         options.use_disk_cache = false;
-        g_options = raw_plain_minimal ? kiln::RawModule(source, options).compile()->nvrtc_options()
-                                      : kiln::compile(source, options)->nvrtc_options();
-    }
+        return raw_plain_minimal ? kiln::RawModule(source, options).compile()->nvrtc_options()
+                                 : kiln::compile(source, options)->nvrtc_options();
+    };
+    g_options = options_for(g_plain_same);
+    if (g_three_way) g_same_options = options_for(true);
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
     const bool has_cache = major > 12 || (major == 12 && minor >= 9);
@@ -462,6 +540,13 @@ int run(int argc, char** argv) {
     for (const auto& option : g_options)
         std::printf(" %s", option.c_str());
     std::printf("\n");
+    if (g_three_way) {
+        std::printf("options, the same source's plain side:");
+        for (const auto& option : g_same_options)
+            std::printf(" %s", option.c_str());
+        std::printf("\n");
+        return three_way(argv[0], samples, arch, gpu, nvrtc_cache);
+    }
 
     std::vector<Timing> kiln_first, nvrtc_first, kiln_later, nvrtc_later;
     std::size_t cache_files = 0; // the most any sample's CUDA_CACHE_PATH held
@@ -469,8 +554,8 @@ int run(int argc, char** argv) {
     for (int s = 0; s < samples; ++s) {
         std::vector<Timing> out;
         std::size_t files = 0;
-        if (!spawn_sample(argv[0], s % 2 == 0, arch, !gpu, nvrtc_cache, base_salt + s, out,
-                          files)) {
+        if (!spawn_sample(argv[0], s % 2 == 0 ? "kiln" : "nvrtc", arch, !gpu, nvrtc_cache,
+                          base_salt + s, out, files)) {
             std::fprintf(stderr, "sample %d failed\n", s);
             return 1;
         }

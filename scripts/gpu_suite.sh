@@ -157,10 +157,10 @@ step_startup() {
     # The raw kernel beside plain NVRTC given -minimal too (the RawKernel's options): NVRTC's share.
     ./build-gpu/bench/bench_cold_compile --samples 10 --plain-same 2>&1 | tee -a "$out/cold_compile.txt" || status=1
     # Generated kernels' first call with an empty cache beside the trivial kernel's plain compile
-    # (the targets), then beside a plain compile of the same generated source (Kiln's own share).
+    # (the targets) and a plain compile of the same generated source (Kiln's own share), all three
+    # in the same processes (--three-way; each side first in a process in 5 of the 15).
     for kind in elementwise reduction; do
-        ./build-gpu/bench/bench_cold_compile --samples 10 --kind $kind 2>&1 || status=1
-        ./build-gpu/bench/bench_cold_compile --samples 10 --kind $kind --plain-same 2>&1 || status=1
+        ./build-gpu/bench/bench_cold_compile --samples 15 --kind $kind --three-way 2>&1 || status=1
     done | tee -a "$out/cold_compile.txt"
     has cupy && { python3 bench/cupy_first_call.py 20 2>&1 | tee "$out/cupy_first_call.json" || status=1; }
 }
