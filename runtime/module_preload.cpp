@@ -47,12 +47,12 @@ bool is_cubin(std::string_view image) {
 } // namespace
 
 std::size_t preload_read_ahead_modules(CUcontext context) noexcept {
+    std::vector<Preloaded> loaded;
     try {
         cache::Store* store = Compiler::global().store();
         if (!store) return 0;
         const Driver& d = driver();
-        std::vector<Preloaded> loaded;
-        loaded.reserve(64); // a read-ahead's most: a module once loaded is always kept
+        loaded.reserve(64); // a read-ahead's most
         store->visit_read_ahead_cubins([&](std::string_view cubin,
                                            const std::vector<std::string_view>& kernels) {
             if (!is_cubin(cubin)) return;
@@ -78,7 +78,10 @@ std::size_t preload_read_ahead_modules(CUcontext context) noexcept {
         p.count.store(p.modules.size(), std::memory_order_release);
         return loaded.size();
     } catch (...) {
-        return 0; // what did not load is loaded by its first call
+        // What did not load is loaded by its first call; what did is not kept half-published.
+        for (const Preloaded& p : loaded)
+            driver().cuModuleUnload(p.module);
+        return 0;
     }
 }
 
