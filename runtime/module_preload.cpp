@@ -38,12 +38,6 @@ cache::Key content_of(std::string_view cubin) {
     return cache::KeyBuilder().add("preloaded cubin", cubin).finish();
 }
 
-bool is_cubin(std::string_view image) {
-    return image.size() >= 4 && image.compare(0, 4,
-                                              "\x7f"
-                                              "ELF") == 0;
-}
-
 } // namespace
 
 std::size_t preload_read_ahead_modules(CUcontext context) noexcept {
@@ -55,12 +49,11 @@ std::size_t preload_read_ahead_modules(CUcontext context) noexcept {
         loaded.reserve(64); // a read-ahead's most
         store->visit_read_ahead_cubins([&](std::string_view cubin,
                                            const std::vector<std::string_view>& kernels) {
-            if (!is_cubin(cubin)) return;
             const cache::Key content = content_of(cubin);
             for (const Preloaded& p : loaded) // a memo and the entry it stands for
                 if (p.size == cubin.size() && p.content == content) return;
             CUmodule module = nullptr;
-            // Another architecture's cubin is refused: its kernel is not for this device.
+            // Another architecture's cubin (or anything but a cubin) is refused: not for here.
             if (d.cuModuleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr) != CUDA_SUCCESS)
                 return;
             std::string name;
