@@ -22,15 +22,16 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
     using KernelEmitter::KernelEmitter;
 
     GeneratedSource source(const Bindings& bindings) && {
-        m_out.head({}, m_plan, bindings,
+        m_out.head({}, {"kiln/vec.cuh"}, m_index_object || has_raw_operand(), m_plan, bindings,
                    {&m_def.preamble, &m_def.operation, &m_def.loop_prep, &m_def.after_loop});
         if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
         emit_params();
         m_out << "extern \"C\" __global__ void __launch_bounds__(" << block_threads() << ") "
               << m_def.params.name << "(const kiln_params _kiln_p) {\n";
-        // CuPy's index object: _ind.size(), _ind.ndim, and _ind.get() where the code asks.
-        m_out << "    kiln::Indexer<kiln_index_t, " << m_plan.ndim << "> _ind(_kiln_p._kiln_n"
-              << (m_plan.layout == Layout::flat ? "" : ", _kiln_p._kiln_shape") << ");\n";
+        // CuPy's index object: _ind.size(), _ind.ndim, and _ind.get(), for code that names it.
+        if (m_index_object)
+            m_out << "    kiln::Indexer<kiln_index_t, " << m_plan.ndim << "> _ind(_kiln_p._kiln_n"
+                  << (m_plan.layout == Layout::flat ? "" : ", _kiln_p._kiln_shape") << ");\n";
         m_out << "    const kiln_index_t _kiln_n = _kiln_p._kiln_n;\n";
         for (int k = 0; k < m_plan.count; ++k) {
             const auto& op = m_plan.operands[k];
@@ -124,7 +125,17 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
         m_out << indent << "}();\n";
     }
 
+    bool has_raw_operand() const {
+        for (int k = 0; k < m_plan.count; ++k)
+            if (m_plan.operands[k].kind == OperandKind::raw) return true;
+        return false;
+    }
+
     const bool m_index_get = m_def.operation.find("_ind.get") != std::string::npos;
+    // Whether the user's code names the index object, itself or through a preamble macro.
+    const bool m_index_object =
+        mentions_word(m_def.operation, "_ind") || mentions_word(m_def.loop_prep, "_ind") ||
+        mentions_word(m_def.after_loop, "_ind") || macros_use(m_def.preamble, {"_ind"});
     const bool m_returns =
         mentions_word(m_def.operation, "return") || macros_use(m_def.preamble, {"return"});
 
@@ -171,7 +182,7 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
     void emit_flat() {
         const std::string start = "(kiln_index_t)blockIdx.x * blockDim.x + threadIdx.x";
         const std::string step = "(kiln_index_t)gridDim.x * blockDim.x";
-        std::string tail_start = "0";
+        std::string tail_start;
         if (m_plan.vec > 1) {
             const std::string v = std::to_string(m_plan.vec);
             m_out << "    const kiln_index_t _kiln_nv = _kiln_n / " << v << ";\n";
@@ -183,8 +194,15 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
             m_out << "    }\n";
             tail_start = "_kiln_nv * " + v;
         }
-        m_out << "    for (kiln_index_t i = " << tail_start << " + " << start
-              << "; i < _kiln_n; i += " << step << ") {\n";
+        // The tail (fewer than vec elements) takes one pass, not a grid-stride loop: size_grid()
+        // launches at least as many threads as it has elements. A second grid-stride loop costs
+        // NVRTC 3% more. Still a `for`, so that an operation's `continue` ends the element.
+        if (m_plan.vec > 1)
+            m_out << "    for (kiln_index_t i = " << tail_start << " + " << start
+                  << "; i < _kiln_n; i = _kiln_n) {\n";
+        else
+            m_out << "    for (kiln_index_t i = " << start << "; i < _kiln_n; i += " << step
+                  << ") {\n";
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k)) bind(k, ptr(k) + "[i]", "        ");
         operation("        ");

@@ -66,7 +66,10 @@ void size_grid(Prepared& p) {
                       static_cast<unsigned>(std::min<std::int64_t>(p.n / inner, 65535)));
         return;
     }
-    const std::int64_t threads = plan.layout == Layout::flat ? ceil_div(p.n, plan.vec) : p.n;
+    // The flat layout's vectors, and at least as many threads as its tail has elements (the
+    // kernel computes the tail in one pass: elementwise_codegen.cpp).
+    const std::int64_t threads =
+        plan.layout == Layout::flat ? std::max(ceil_div(p.n, plan.vec), p.n % plan.vec) : p.n;
     p.grid = Dim3(std::max(1u, blocks_for(threads, plan.block)));
 }
 

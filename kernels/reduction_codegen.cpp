@@ -16,7 +16,8 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     using KernelEmitter::KernelEmitter;
 
     GeneratedSource source(const Bindings& bindings) && {
-        m_out.head({"kiln/reduction.cuh"}, m_plan, bindings,
+        m_out.head({"kiln/reduction.cuh"}, {"kiln/vec.cuh", "kiln/block_reduce.cuh"},
+                   m_map_indices || m_post_map_indices, m_plan, bindings,
                    {&m_def.preamble, &m_def.map_expr, &m_def.reduce_expr, &m_def.post_map_expr,
                     &m_def.identity, &m_def.reduce_type});
         if (!m_def.preamble.empty()) m_out.piece("", m_def.preamble, "", "the preamble", {});
@@ -83,7 +84,6 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         }
         const std::string indexers = "kiln_index_t _i, const kiln::Indexer<kiln_index_t>& _in_ind, "
                                      "const kiln::Indexer<kiln_index_t>& _out_ind";
-        m_map_indices = map_sees_indices();
         std::string map_params; // the array inputs' elements, then indices, then the scalars
         for (int k = 0; k < input_count(); ++k)
             if (!is_scalar(k)) map_params += ", const " + type(k) + ' ' + param(k).name;
@@ -92,11 +92,13 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         m_out.piece("__device__ __forceinline__ _type_reduce kiln_map(" + without_lead(map_params) +
                         ") { return static_cast<_type_reduce>(",
                     m_def.map_expr, "); }", "the map expression", m_def.map_expr);
-        std::string outs;
+        std::string post_map_params = ", const _type_reduce& a";
         for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
-            outs += type(k) + "& " + param(k).name + ", ";
-        m_out.piece("__device__ __forceinline__ void kiln_post_map(const _type_reduce& a, " + outs +
-                        indexers + scalars + ") { ",
+            post_map_params += ", " + type(k) + "& " + param(k).name;
+        if (m_post_map_indices) post_map_params += ", " + indexers;
+        post_map_params += scalars;
+        m_out.piece("__device__ __forceinline__ void kiln_post_map(" +
+                        without_lead(post_map_params) + ") { ",
                     m_def.post_map_expr, "; }", "the post-map expression", m_def.post_map_expr);
         // The accumulator: with an identity, a value; without, a value and whether it holds one.
         line("struct kiln_acc {");
@@ -144,8 +146,9 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     }
 
     void emit_prologue(const std::string& scratch_elements) {
-        line("    const kiln::Indexer<kiln_index_t> _in_ind{_kiln_p._kiln_n_in}, "
-             "_out_ind{_kiln_p._kiln_n_out};");
+        if (m_map_indices || m_post_map_indices)
+            line("    const kiln::Indexer<kiln_index_t> _in_ind{_kiln_p._kiln_n_in}, "
+                 "_out_ind{_kiln_p._kiln_n_out};");
         line("    __shared__ __align__(16) unsigned char _kiln_scratch_raw[" + scratch_elements +
              " * sizeof(kiln_acc)];");
         line("    kiln_acc* const _kiln_scratch = reinterpret_cast<kiln_acc*>(_kiln_scratch_raw);");
@@ -260,23 +263,24 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         return list.size() >= 2 ? list.substr(2) : list;
     }
 
-    // Whether the map expression names an element's indices (_J, _j, _i) or the index objects,
-    // itself or through a preamble macro. Only then does each call pass them: computed for every
-    // element and dropped again by the optimizer, they cost NVRTC 2-4% of a reduction's compile.
-    bool map_sees_indices() const {
-        const std::initializer_list<const char*> names = {"_J", "_j", "_i", "_in_ind", "_out_ind"};
+    // Whether @p expr names one of @p names (an element's indices, the index objects), itself or
+    // through a preamble macro. Only then does each call pass them: computed for every element
+    // and dropped again by the optimizer, they cost NVRTC 2-4% of a reduction's compile, and the
+    // index objects need Kiln's device support headers.
+    bool sees(const std::string& expr, std::initializer_list<const char*> names) const {
         for (const char* word : names)
-            if (mentions_word(m_def.map_expr, word)) return true;
+            if (mentions_word(expr, word)) return true;
         return macros_use(m_def.preamble, names);
     }
 
     // kiln_post_map on @p acc for output @p i; outputs at _o_<y>, or _oc_<y> in a column loop.
     std::string post_map_call(const std::string& acc, const std::string& i,
                               bool column = false) const {
-        std::string call = "kiln_post_map(" + acc + ".v, ";
+        std::string call = "kiln_post_map(" + acc + ".v";
         for (int k = static_cast<int>(input_count()); k < m_plan.count; ++k)
-            call += ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "], ";
-        return call + i + ", _in_ind, _out_ind" + m_scalar_args + ");";
+            call += ", " + ptr(k) + (column ? "[_oc_" : "[_o_") + param(k).name + "]";
+        if (m_post_map_indices) call += ", " + i + ", _in_ind, _out_ind";
+        return call + m_scalar_args + ");";
     }
 
     // The unrolled accumulation loop over vector index `jv` from `start` by `step` below `end`.
@@ -577,7 +581,9 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     }
 
     std::string m_scalar_args;
-    bool m_map_indices = true; ///< kiln_map takes the indices (map_sees_indices())
+    /// kiln_map takes the indices, kiln_post_map the output's index and the index objects.
+    const bool m_map_indices = sees(m_def.map_expr, {"_J", "_j", "_i", "_in_ind", "_out_ind"});
+    const bool m_post_map_indices = sees(m_def.post_map_expr, {"_i", "_in_ind", "_out_ind"});
 };
 
 } // namespace

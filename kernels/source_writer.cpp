@@ -19,14 +19,25 @@ bool mentions(std::initializer_list<const std::string*> code,
 
 } // namespace
 
+bool uses_device_support(std::initializer_list<const std::string*> user_code) {
+    for (const std::string* code : user_code)
+        for (std::string_view token : tokenize(*code))
+            if (token == "kiln" || token == "cupy" || token == "atomicAdd" ||
+                token.substr(0, 2) == "M_")
+                return true;
+    return false;
+}
+
 const SourcePiece* GeneratedSource::piece_at(int line) const noexcept {
     for (const SourcePiece& p : pieces)
         if (line >= p.first && line <= p.last) return &p;
     return nullptr;
 }
 
-void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const DType* dtypes,
-                        int count, bool index64, const Bindings& bindings,
+void SourceWriter::head(std::initializer_list<const char*> kiln_headers,
+                        std::initializer_list<const char*> lean_headers,
+                        bool generated_needs_support, const DType* dtypes, int count, bool index64,
+                        const Bindings& bindings,
                         std::initializer_list<const std::string*> user_code) {
     const DType* end = dtypes + count;
     const bool sixteen_bit =
@@ -35,8 +46,10 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const D
         mentions(user_code, {"__half", "__nv_bfloat16", "float16", "bfloat16"});
     const bool complex = std::any_of(dtypes, end, [](DType d) { return is_complex(d); }) ||
                          mentions(user_code, {"complex"});
-    line("#include \"kiln/elementwise.cuh\"");
-    for (const char* header : kiln_headers)
+    const bool support =
+        generated_needs_support || sixteen_bit || complex || uses_device_support(user_code);
+    if (support) line("#include \"kiln/elementwise.cuh\"");
+    for (const char* header : support ? kiln_headers : lean_headers)
         *this << "#include \"" << header << "\"\n";
     if (sixteen_bit) {
         line("#include <cuda_fp16.h>");
@@ -47,7 +60,7 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers, const D
             line("typedef __half float16;");
     }
     if (complex) line("#include \"kiln/complex.cuh\"");
-    line("#include \"kiln/cast.cuh\"");
+    if (support) line("#include \"kiln/cast.cuh\"");
     // <cuda/std/bit> costs hundreds of milliseconds of compile: only for code that uses it.
     if (mentions(user_code, {"cuda/std/bit", "bit_cast", "popcount", "countl_", "countr_",
                              "bit_width", "bit_floor", "bit_ceil", "has_single_bit", "rotl", "rotr",

@@ -1,8 +1,8 @@
 #pragma once
 // Generated CUDA source, written the same way by every front end. It starts with the head every
-// generated kernel has (Kiln's device headers; the toolkit's 16-bit float headers and Kiln's
-// complex numbers only where the kernel mentions them, since each include costs compile time; the
-// index type; a typedef per bound type placeholder); the front end writes the rest. The writer
+// generated kernel has (Kiln's device headers only where the kernel uses them, since each include
+// costs compile time; the index type; a typedef per bound type placeholder); the front end writes
+// the rest. The writer
 // counts lines and records where each piece of the user's code lands (an operation, a map
 // expression, a preamble), so that a compile error on one of their lines names the piece at
 // fault (specialization.hpp).
@@ -36,21 +36,33 @@ struct GeneratedSource {
     const SourcePiece* piece_at(int line) const noexcept;
 };
 
+/// Whether the user's @p user_code uses what Kiln's device headers give kernel code: names in the
+/// namespaces kiln and cupy (kiln::cast, cupy::type_traits, ...), the M_* constants, atomicAdd on
+/// signed 64-bit integers.
+bool uses_device_support(std::initializer_list<const std::string*> user_code);
+
 class SourceWriter {
   public:
-    /// The head: `kiln/elementwise.cuh`, then @p kiln_headers (device/kiln/), cuda_fp16.h and
-    /// cuda_bf16.h when an operand of @p plan is a 16-bit float or @p user_code names one,
-    /// kiln/complex.cuh when an operand is complex or @p user_code mentions complex numbers,
-    /// kiln/cast.cuh, <cuda/std/bit> when @p user_code uses a cuda::std bit function;
-    /// `kiln_index_t` (int, or long long for plan.index64); a typedef per bound
-    /// placeholder of @p bindings.
+    /// The head. A kernel that needs Kiln's device support gets `kiln/elementwise.cuh`, then
+    /// @p kiln_headers (device/kiln/), cuda_fp16.h and cuda_bf16.h when an operand of @p plan is a
+    /// 16-bit float or @p user_code names one, kiln/complex.cuh when an operand is complex or
+    /// @p user_code mentions complex numbers, kiln/cast.cuh, <cuda/std/bit> when @p user_code uses
+    /// a cuda::std bit function. It needs the support when @p generated_needs_support (the front
+    /// end's own code uses it: a raw operand, an index object), when an operand is 16-bit or
+    /// complex, or when @p user_code uses it (uses_device_support()). Any other kernel gets only
+    /// @p lean_headers, the helpers its generated code calls: each header costs NVRTC compile time
+    /// in every kernel. Then `kiln_index_t` (int, or long long for plan.index64) and a typedef
+    /// per bound placeholder of @p bindings.
     template <class Plan>
-    void head(std::initializer_list<const char*> kiln_headers, const Plan& plan,
-              const Bindings& bindings, std::initializer_list<const std::string*> user_code) {
+    void head(std::initializer_list<const char*> kiln_headers,
+              std::initializer_list<const char*> lean_headers, bool generated_needs_support,
+              const Plan& plan, const Bindings& bindings,
+              std::initializer_list<const std::string*> user_code) {
         DType dtypes[kMaxParams];
         for (int k = 0; k < plan.count; ++k)
             dtypes[k] = plan.operands[k].dtype;
-        head(kiln_headers, dtypes, plan.count, plan.index64, bindings, user_code);
+        head(kiln_headers, lean_headers, generated_needs_support, dtypes, plan.count, plan.index64,
+             bindings, user_code);
     }
 
     SourceWriter& operator<<(std::string_view text) {
@@ -79,8 +91,9 @@ class SourceWriter {
     GeneratedSource finish() &&;
 
   private:
-    void head(std::initializer_list<const char*> kiln_headers, const DType* dtypes, int count,
-              bool index64, const Bindings& bindings,
+    void head(std::initializer_list<const char*> kiln_headers,
+              std::initializer_list<const char*> lean_headers, bool generated_needs_support,
+              const DType* dtypes, int count, bool index64, const Bindings& bindings,
               std::initializer_list<const std::string*> user_code);
     int next_line(); // the line the next text starts on
 

@@ -144,6 +144,43 @@ TEST_F(ElementwiseCodegen, EveryDtypeCompiles) {
     }
 }
 
+TEST_F(ElementwiseCodegen, CodeThatUsesNoDeviceSupportIncludesOnlyTheVector) {
+    // Each header costs NVRTC compile time in every kernel: plain arithmetic on plain dtypes
+    // includes the vector alone, declares no index object, and its tail is one pass.
+    ElementwiseKernel plain("T x, T y", "T z", "z = (x - y) * (x - y)", "squared_diff");
+    const std::string src = source(plain, {fake({1 << 20}), fake({1 << 20})});
+    EXPECT_TRUE(has(src, "#include \"kiln/vec.cuh\"\n")) << src;
+    EXPECT_FALSE(has(src, "kiln/elementwise.cuh")) << src;
+    EXPECT_FALSE(has(src, "kiln/cast.cuh")) << src;
+    EXPECT_FALSE(has(src, "Indexer")) << src;
+    EXPECT_TRUE(has(src, "; i < _kiln_n; i = _kiln_n) {")) << src;
+    compiles(plain, {fake({1 << 20}), fake({1 << 20})});
+    // Code that names what the support headers give, dtypes that need them, raw operands.
+    const auto supported = [&](const char* in_params, const char* operation, DType dtype,
+                               const char* preamble = "") {
+        kiln::ElementwiseOptions o;
+        o.preamble = preamble;
+        ElementwiseKernel k(in_params, "T z", operation, "supported", o);
+        const Array x = fake({4096}, dtype), z = fake({4096}, dtype);
+        std::string with = source(k, {x, z});
+        SCOPED_TRACE(operation);
+        EXPECT_TRUE(has(with, "#include \"kiln/elementwise.cuh\"\n")) << with;
+        EXPECT_TRUE(has(with, "#include \"kiln/cast.cuh\"\n")) << with;
+        compiles(k, {x, z});
+        return with;
+    };
+    const std::string indexed = supported("T x", "z = x + _ind.size()", DType::float32);
+    EXPECT_TRUE(has(indexed, "kiln::Indexer<kiln_index_t, 1> _ind(")) << indexed;
+    supported("T x", "z = x * M_PI", DType::float64);
+    supported("T x", "z = kiln::maximum(x, T(0))", DType::float32);
+    supported("T x", "z = kiln::cast<T>(cupy::type_traits::is_signed<T>::value)", DType::int32);
+    supported("T x", "z = x; atomicAdd(&z, 1ll)", DType::int64);
+    supported("T x", "z = NEXT(x)", DType::int32, "#define NEXT(v) (v + _ind.size())");
+    supported("T x", "z = x + x", DType::float16);
+    supported("T x", "z = x * x", DType::complex64);
+    supported("raw T x", "z = x[i]", DType::float32);
+}
+
 TEST_F(ElementwiseCodegen, RawParametersIndexTheirOwnShape) {
     ElementwiseKernel k("raw T x", "T y", "y = x[_ind.size() - i - 1]", "reverse");
     Array x = fake({4096}), y = fake({4096});

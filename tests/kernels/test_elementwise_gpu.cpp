@@ -249,6 +249,31 @@ TEST(ElementwiseGpu, ExplicitBlockSizesGiveTheSameResult) {
     }
 }
 
+TEST(ElementwiseGpu, EveryElementOfAVectorTailIsComputedWhateverTheBlock) {
+    // The tail after the last whole vector (up to 7 of int16's 8-element vectors) is one pass of
+    // as many threads: the grid must have them even when the vectors need fewer (15 elements in
+    // blocks of one thread: one vector, seven tail elements).
+    KILN_REQUIRE_GPU();
+    ElementwiseKernel affine("T x", "T z", "z = x * 3 + 1", "affine");
+    for (int n = 8; n <= 40; ++n)
+        for (int block : {0, 1, 2, 32}) {
+            std::vector<std::int16_t> x(n);
+            std::vector<float> f(n);
+            for (int i = 0; i < n; ++i) {
+                x[i] = static_cast<std::int16_t>(i * 7 - 100);
+                f[i] = static_cast<float>(i) * 0.5f - 3.0f;
+            }
+            kiln::CallOptions options;
+            if (block) options.block_size = block;
+            const auto z = Array(affine(options, kiln::from_host(x, {n}))).to_host<std::int16_t>();
+            const auto g = Array(affine(options, kiln::from_host(f, {n}))).to_host<float>();
+            for (int i = 0; i < n; ++i) {
+                ASSERT_EQ(z[i], x[i] * 3 + 1) << "n " << n << " block " << block << " i " << i;
+                ASSERT_EQ(g[i], f[i] * 3 + 1) << "n " << n << " block " << block << " i " << i;
+            }
+        }
+}
+
 TEST(ElementwiseGpu, SeveralOutputsNoReturnAndCodeAroundTheLoop) {
     KILN_REQUIRE_GPU();
     const int n = 5000;

@@ -127,7 +127,7 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     Array short_rows = fake({1 << 16, 256});
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
-    EXPECT_FALSE(has(warp_src, "block_reduce"));
+    EXPECT_FALSE(has(warp_src, "kiln::block_reduce<"));
     // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
     // Rows of 256 floats are 64 vectors, two a lane: only the rolled loop (see below).
     EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 1u) << warp_src;
@@ -214,6 +214,38 @@ TEST(ReductionCodegen, TheMapIsPassedIndicesOnlyWhereItNamesThem) {
     EXPECT_TRUE(has(scalar_only, ".add(kiln_map(_v0_x.v[0], w));")) << scalar_only;
     const ReductionKernel k("T x, T w", "T y", "x * _j * w", "a + b", "y = a", "0", "indexed");
     compiles(k, {fake({1024, 1024}), 2.0f}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, CodeThatUsesNoDeviceSupportIncludesOnlyTheVectorAndBlockReduction) {
+    // Each header costs NVRTC compile time in every kernel: l2norm includes the two helpers its
+    // generated code calls, and its post-map gets no indices or index objects.
+    const std::string plain = source(l2norm(), {fake({1024, 1024})}, ReduceCall{1});
+    EXPECT_TRUE(has(plain, "#include \"kiln/vec.cuh\"\n#include \"kiln/block_reduce.cuh\"\n"))
+        << plain;
+    EXPECT_FALSE(has(plain, "kiln/elementwise.cuh")) << plain;
+    EXPECT_FALSE(has(plain, "kiln/reduction.cuh")) << plain;
+    EXPECT_FALSE(has(plain, "_in_ind")) << plain;
+    EXPECT_TRUE(has(plain, "kiln_post_map(const _type_reduce& a, float& y) {")) << plain;
+    EXPECT_TRUE(has(plain, "kiln_post_map(_kiln_acc.v, _kiln_p._raw_y[_o_y]);")) << plain;
+    // A post-map that names the output's index or an index object gets them, and the headers.
+    for (const char* post_map : {"y = a + _i", "y = a / _in_ind.size()", "y = _out_ind.size()"}) {
+        const ReductionKernel k("T x", "T y", "x", "a + b", post_map, "0", "indexed");
+        const std::string src = source(k, {fake({1024, 1024})}, ReduceCall{1});
+        SCOPED_TRACE(post_map);
+        EXPECT_TRUE(has(src, "#include \"kiln/elementwise.cuh\"\n#include "
+                             "\"kiln/reduction.cuh\"\n"))
+            << src;
+        EXPECT_TRUE(has(src, "float& y, kiln_index_t _i, const kiln::Indexer<kiln_index_t>& "
+                             "_in_ind, const kiln::Indexer<kiln_index_t>& _out_ind) {"))
+            << src;
+        compiles(k, {fake({1024, 1024})}, ReduceCall{1});
+    }
+    // Code that names kiln:: (the ready reductions' casts, pairs and merges) keeps the headers.
+    const ReductionKernel argmax(
+        "T x", "int64 y", "kiln::make_pair(x, _J)", "kiln::argmax_merge(a, b)", "y = a.second",
+        "_type_reduce(kiln::lowest<T>(), -1)", "my_argmax", {"kiln::pair<T, long long>"});
+    const std::string with = source(argmax, {fake({512, 512})}, ReduceCall{1});
+    EXPECT_TRUE(has(with, "kiln/reduction.cuh")) << with;
 }
 
 TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {

@@ -1,13 +1,12 @@
-// Support code for every kernel Kiln generates: the prelude, vectors, the index object and `raw`
-// array parameters, with CuPy's method names so that CuPy kernel bodies port unchanged.
+// Support code for generated kernels whose code uses it: the prelude, vectors, the index object
+// and `raw` array parameters, with CuPy's method names so that CuPy kernel bodies port unchanged.
+// A kernel whose code uses none of it includes only vec.cuh (source_writer.hpp).
 #pragma once
 
 #include "kiln/prelude.cuh"
+#include "kiln/vec.cuh"
 
 namespace kiln {
-
-/// N elements loaded or stored with one aligned vector access.
-template <class T, int N> struct alignas(sizeof(T) * N) Vec { T v[N]; };
 
 /// The index object of CuPy's generated code (`_ind`): `_ind.size()` is the number of elements
 /// of the loop, `_ind.ndim` its number of dimensions (after Kiln merges what it can, unless the
