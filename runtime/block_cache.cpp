@@ -22,6 +22,7 @@ struct Block {
     CUstream stream = nullptr;
     std::size_t bytes = 0;
     CUdeviceptr pointer = 0;
+    std::uint64_t kept = 0; // when it was kept, in the thread's count of kept blocks
 };
 
 struct ThreadBlocks;
@@ -62,6 +63,7 @@ struct ThreadBlocks {
     // This thread's; other threads take it only when a stream ends or memory runs out.
     std::mutex mutex;
     std::array<Block, kCachedBlockSlots> slots{};
+    std::uint64_t kept = 0; // blocks kept so far
     bool registered = false;
     // The last stream asked about, and whether it was Kiln's, as of g_streams_version.
     CUstream checked = nullptr;
@@ -146,13 +148,24 @@ bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
     } catch (...) {
         return false; // no memory for the registry: free it now
     }
-    const std::lock_guard<std::mutex> lock(t.mutex);
-    for (Block& block : t.slots)
-        if (!block.pointer) {
-            block = {context, stream, bytes, pointer};
-            return true;
+    // An empty slot, or else the block kept longest ago, which goes back to the driver: blocks of
+    // sizes a program no longer asks for must not keep its current size out for good.
+    Block evicted;
+    {
+        const std::lock_guard<std::mutex> lock(t.mutex);
+        Block* slot = &t.slots[0];
+        for (Block& block : t.slots) {
+            if (!block.pointer) {
+                slot = &block;
+                break;
+            }
+            if (block.kept < slot->kept) slot = &block;
         }
-    return false;
+        evicted = *slot;
+        *slot = {context, stream, bytes, pointer, ++t.kept};
+    }
+    if (evicted.pointer) free_block(evicted);
+    return true;
 }
 
 std::size_t release_cached_blocks() noexcept {

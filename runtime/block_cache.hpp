@@ -9,8 +9,9 @@
 // default streams and kiln::Stream objects, which hand their blocks back to the driver before the
 // stream is destroyed (a foreign stream's handle could be reused by a new stream). The allocator
 // (memory.cpp) keeps nothing made or freed on a stream being captured into a graph. At most
-// kSlots blocks of at most kMaxBytes each per thread; a thread's blocks go back at its exit, and
-// all of them when an allocation runs out of memory.
+// kSlots blocks of at most kMaxBytes each per thread, the one kept longest ago going back to the
+// driver when a fifth is kept; a thread's blocks go back at its exit, and all of them when an
+// allocation runs out of memory.
 
 #include <cuda.h>
 
@@ -25,7 +26,8 @@ inline constexpr std::size_t kMaxCachedBlockBytes = std::size_t{8} << 20;
 /// cache; 0 when there is none (or caching is off for this stream now).
 CUdeviceptr take_cached_block(CUcontext context, CUstream stream, std::size_t bytes) noexcept;
 
-/// Keeps a freed block for reuse; false when it is not kept (the caller frees it).
+/// Keeps a freed block for reuse (giving back the one this thread kept longest ago when every slot
+/// is held); false when it is not kept (the caller frees it).
 bool keep_freed_block(CUcontext context, CUstream stream, std::size_t bytes,
                       CUdeviceptr pointer) noexcept;
 

@@ -119,6 +119,24 @@ TEST_F(BlockCache, AThreadKeepsAtMostFourBlocksAndFreesThemWhenItEnds) {
     EXPECT_EQ(Counts().frees, before.frees + 6) << "the thread's kept blocks outlived it";
 }
 
+TEST_F(BlockCache, ANewSizeTakesTheSlotOfTheBlockKeptLongestAgo) {
+    // Four sizes used once fill the slots; a loop over a fifth size must still be served from the
+    // cache from its second call on, and the first size, kept longest ago, is given back.
+    const kiln::Stream stream;
+    std::vector<CUdeviceptr> old(4);
+    for (int i = 0; i < 4; ++i)
+        old[i] = kiln::empty({100 + i}, DType::float32, stream).data();
+    const Counts before;
+    CUdeviceptr first = 0;
+    { first = kiln::empty({2000}, DType::float32, stream).data(); }
+    EXPECT_EQ(Counts().frees, before.frees + 1) << "the oldest block went back to the driver";
+    for (int call = 0; call < 3; ++call)
+        EXPECT_EQ(kiln::empty({2000}, DType::float32, stream).data(), first) << call;
+    EXPECT_EQ(Counts().allocs, before.allocs + 1) << "the loop's size was asked of the driver once";
+    EXPECT_NE(kiln::empty({100}, DType::float32, stream).data(), old[0]) << "given back";
+    EXPECT_EQ(kiln::empty({103}, DType::float32, stream).data(), old[3]) << "still kept";
+}
+
 TEST_F(BlockCache, NothingIsKeptOrReusedWhileAGraphIsCaptured) {
     const kiln::Stream stream;
     CUdeviceptr kept = 0;
