@@ -10,7 +10,14 @@
 //   private (default)        directories 0700, files 0600; every directory must be owned by
 //                            this user and writable by nobody else
 //   shared (KILN_CACHE_SHARED=1)  directories 2770, files 0660, new directories take the group
-//                            of the directory they are created in; never writable by every user
+//                            of the directory they are created in; never writable by every user.
+//                            The cache directory itself must be one only the team could have
+//                            made: one of the caller's groups, setgid, nothing for others, owned
+//                            by the caller, root or a member of its group
+//
+// The cache directory's path is walked component by component with O_NOFOLLOW: a symbolic link
+// on the way is followed only when the directory holding it is writable by no one but the caller
+// and root, so a link another user could have swapped in is refused like an untrusted directory.
 
 #include "fs.hpp"
 
@@ -47,7 +54,9 @@ struct OpenedRoot {
 };
 
 /// Open the cache directory @p root, creating it and its missing parents (each with @p modes)
-/// when @p create. A directory that fails distrust() is not opened.
+/// when @p create, walking its path as the top of this file says. A directory that fails
+/// distrust() (or, shared, the team checks), or whose path goes through a link another user could
+/// have planted, is not opened: error EPERM and distrust says why.
 OpenedRoot open_root(const std::filesystem::path& root, const Modes& modes, bool create);
 
 /// A shard directory, opened relative to the cache directory.

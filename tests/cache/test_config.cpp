@@ -205,6 +205,7 @@ TEST_F(ConfigTest, AnUntrustedSettingsFileIsIgnored) {
     ASSERT_EQ(::chown((dir / "cache" / "kiln.conf").c_str(), 12345, 12345), 0);
     EXPECT_EQ(Config::from_environment().max_size, std::uint64_t{2} << 30) << "another's file";
     ::setenv("KILN_CACHE_SHARED", "1", 1);
+    ::chmod((dir / "cache").c_str(), 02770); // a directory only the team could have made
     EXPECT_EQ(Config::from_environment().max_size, 1024u) << "a team member's file";
 }
 

@@ -12,6 +12,7 @@
 
 #include "cache_test_util.hpp"
 #include "temp_dir.hpp"
+#include "test_accounts.hpp"
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
@@ -37,12 +38,15 @@ using kiln::test::write_file;
 
 namespace {
 
-constexpr gid_t kTeam = 42700;
-constexpr uid_t kVictim = 42701;
-constexpr uid_t kAttacker = 42702;
+constexpr gid_t kTeam = kiln::test::kTeamGroup;
+constexpr uid_t kVictim = kiln::test::kTeamMembers[0];
+constexpr uid_t kAttacker = kiln::test::kTeamMembers[1];
+constexpr uid_t kStranger = kiln::test::kStranger;
 
+// Root, with the test accounts in the user and group databases (Kiln asks them who is a member).
 bool as_root() {
-    return ::geteuid() == 0;
+    static const bool ready = ::geteuid() == 0 && kiln::test::ensure_test_accounts().empty();
+    return ready;
 }
 
 struct ChildResult {
@@ -50,8 +54,8 @@ struct ChildResult {
     std::string log; ///< what Kiln logged in the child (warnings are once per process)
 };
 
-// Runs @p body in a child process as @p uid (group kTeam) when root, else as this user, with
-// @p umask_value.
+// Runs @p body in a child process as @p uid (group kTeam, or the stranger's own) when root, else
+// as this user, with @p umask_value.
 ChildResult run_as(uid_t uid, const std::function<int()>& body, mode_t umask_value = 022) {
     int fds[2];
     if (::pipe(fds) != 0) return {};
@@ -59,8 +63,9 @@ ChildResult run_as(uid_t uid, const std::function<int()>& body, mode_t umask_val
         ::close(fds[0]);
         ::umask(umask_value);
         if (as_root()) {
-            const gid_t groups[] = {kTeam};
-            if (::setgroups(1, groups) != 0 || ::setresgid(kTeam, kTeam, kTeam) != 0 ||
+            const gid_t group = uid == kStranger ? kStranger : kTeam;
+            const gid_t groups[] = {group};
+            if (::setgroups(1, groups) != 0 || ::setresgid(group, group, group) != 0 ||
                 ::setresuid(uid, uid, uid) != 0)
                 return 90;
         }
@@ -309,6 +314,170 @@ TEST(TeamCache, AStoreNeverFollowsALinkPlantedUnderAnEntryOrSourceName) {
                       }),
               0);
     EXPECT_TRUE(staging.victim_untouched());
+}
+
+// A stranger (no group shared with the team) makes the team's path first in a world-writable,
+// sticky parent, as in /tmp, and fills it with valid entries; or a directory carries the team's
+// group but could still have been made or opened up by someone outside it.
+TEST(TeamCache, ASharedDirectoryOnlyTheTeamCouldHaveMadeIsUsedAndNoOtherIs) {
+    if (!as_root()) GTEST_SKIP() << "needs root to make directories as other users and groups";
+    struct Case {
+        const char* what;
+        uid_t owner;
+        gid_t group;
+        mode_t mode;
+        const char* why; ///< in the warning; nullptr: the directory is used
+    };
+    const Case cases[] = {
+        {"a stranger's, readable by all", kStranger, kStranger, 02755, "is not one of your groups"},
+        {"a stranger's, opened to all but writing", kStranger, kStranger, 0775,
+         "is not one of your groups"},
+        {"a stranger's with the team's group", kStranger, kTeam, 02770,
+         "who is not a member of its group"},
+        {"the team's without setgid", kAttacker, kTeam, 0770, "setgid"},
+        {"the team's, readable by others", kAttacker, kTeam, 02775, "gives other users access"},
+        {"root's for the team", 0, kTeam, 02770, nullptr},
+        {"another member's", kAttacker, kTeam, 02770, nullptr},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.what);
+        TempDir temp;
+        ::chmod(temp.path().c_str(), 01777); // like /tmp: anyone makes a name there first
+        const auto dir = temp / "teamcache";
+        const auto planted = make_entry(key_of("planted"));
+        {
+            Store owner(config_for(dir));
+            ASSERT_TRUE(owner.store(planted)); // a valid entry: it would load as a hit
+        }
+        for (const auto& item : std::filesystem::recursive_directory_iterator(dir)) {
+            ::lchown(item.path().c_str(), c.owner, c.group);
+            ::chmod(item.path().c_str(), item.is_directory() ? 02770 : 0660);
+        }
+        ::chown(dir.c_str(), c.owner, c.group);
+        ::chmod(dir.c_str(), c.mode);
+        const auto member = run_as(kVictim, [&] {
+            Store store(shared_config(dir));
+            const bool hit = store.load(planted.key).has_value();
+            const bool stored = store.store(make_entry(key_of("mine")));
+            return (hit ? 1 : 0) | (stored ? 2 : 0);
+        });
+        if (c.why) {
+            EXPECT_EQ(member.code, 0) << "neither read nor written\n" << member.log;
+            EXPECT_EQ(count_of(member.log, "is not used"), 1u) << member.log;
+            EXPECT_NE(member.log.find(c.why), std::string::npos) << member.log;
+            EXPECT_FALSE(std::filesystem::exists(entry_file(dir, key_of("mine"))));
+        } else {
+            EXPECT_EQ(member.code, 3) << "read and written\n" << member.log;
+        }
+    }
+}
+
+namespace {
+
+// The victim's directory gains files named as Kiln's bookkeeping, which a write through a link
+// to it would rewrite, chmod or prune.
+void add_bookkeeping_names(const std::filesystem::path& home) {
+    for (const char* name : {"usage", ".tmp.keep", "kiln.conf"}) {
+        write_file(home / name, "mine");
+        if (as_root()) ::chown((home / name).c_str(), kVictim, kVictim);
+        ::chmod((home / name).c_str(), 0600);
+    }
+}
+
+bool bookkeeping_names_untouched(const std::filesystem::path& home) {
+    std::size_t files = 0;
+    for ([[maybe_unused]] const auto& item : std::filesystem::directory_iterator(home))
+        ++files;
+    if (files != 4 || read_file(home / "file") != "precious") return false;
+    for (const char* name : {"usage", ".tmp.keep", "kiln.conf"})
+        if (read_file(home / name) != "mine" || mode_of(home / name) != 0600u) return false;
+    return true;
+}
+
+} // namespace
+
+// In a group-writable, non-sticky parent (the README's team parent), a member renames the
+// victim's cache directory and leaves a link to the victim's home in its place.
+TEST(TeamCache, ACacheDirectorySwappedForAPlantedLinkIsNeverFollowed) {
+    if (!as_root()) GTEST_SKIP() << "needs root: the attacker must be another member";
+    for (const bool shared : {false, true}) {
+        SCOPED_TRACE(shared ? "shared" : "private");
+        Staging staging;
+        add_bookkeeping_names(staging.victim);
+        const auto dir = staging.team / "kiln";
+        Config config = shared ? shared_config(dir) : config_for(dir);
+        ASSERT_EQ(
+            as_user(kVictim, [&] { return Store(config).store(make_entry(key_of("x"))) ? 0 : 1; }),
+            0);
+        ASSERT_EQ(as_user(kAttacker,
+                          [&] {
+                              std::error_code ec;
+                              std::filesystem::rename(dir, staging.team / "moved", ec);
+                              if (ec) return 1;
+                              std::filesystem::create_directory_symlink(staging.victim, dir, ec);
+                              return ec ? 2 : 0;
+                          }),
+                  0);
+        const auto victim = run_as(kVictim, [&] {
+            Store store(config);
+            if (store.load(key_of("x"))) return 1;
+            if (store.store(make_entry(key_in_shard(0x3c, "new")))) return 2;
+            store.save_source(key_in_shard(0x3c, "new"), "source");
+            store.stats();
+            store.prune(0);
+            store.clear();
+            store.verify(true);
+            return 0;
+        });
+        EXPECT_EQ(victim.code, 0) << victim.log;
+        EXPECT_EQ(count_of(victim.log, "is not used"), 1u) << victim.log;
+        EXPECT_NE(victim.log.find("symbolic link " + dir.string()), std::string::npos)
+            << victim.log;
+        EXPECT_TRUE(bookkeeping_names_untouched(staging.victim));
+        EXPECT_TRUE(std::filesystem::is_symlink(dir)) << "refused, not replaced";
+    }
+}
+
+// A link the user made in a directory only they (and root) can write is theirs, and followed:
+// `~/.cache -> /data/cache`, relative, absolute and through a chain of two.
+TEST(TeamCache, ALinkInTheUsersOwnDirectoryIsFollowed) {
+    TempDir home;
+    ::chmod(home.path().c_str(), 0755);
+    std::filesystem::create_directories(home / "data" / "cache");
+    std::filesystem::create_directory_symlink(home / "data" / "cache", home / "absolute");
+    std::filesystem::create_directory_symlink("data/cache", home / "relative");
+    std::filesystem::create_directory_symlink("relative", home / "chain");
+    for (const char* name : {"absolute", "relative", "chain"}) {
+        SCOPED_TRACE(name);
+        const auto key = key_of(name);
+        const auto child = as_me([&] {
+            Store store(config_for(home / name / "kiln"));
+            return store.store(make_entry(key)) && store.load(key) ? 0 : 1;
+        });
+        EXPECT_EQ(child.code, 0) << child.log;
+        EXPECT_EQ(child.log.find("is not used"), std::string::npos) << child.log;
+        EXPECT_TRUE(std::filesystem::exists(entry_file(home / "data" / "cache" / "kiln", key)));
+    }
+}
+
+// A link in a directory every user can write (even one the user made there) could have been
+// swapped by anyone: refused, with one warning, and nothing written where it points.
+TEST(TeamCache, ALinkInAWorldWritableDirectoryIsRefused) {
+    TempDir temp;
+    ::chmod(temp.path().c_str(), 0755);
+    const auto sticky = temp / "tmp";
+    std::filesystem::create_directory(sticky);
+    ::chmod(sticky.c_str(), 01777);
+    std::filesystem::create_directory(temp / "target");
+    std::filesystem::create_directory_symlink(temp / "target", sticky / "cache");
+    const auto child = as_me([&] {
+        Store store(config_for(sticky / "cache"));
+        return store.store(make_entry(key_of("k"))) ? 1 : 0;
+    });
+    EXPECT_EQ(child.code, 0) << child.log;
+    EXPECT_EQ(count_of(child.log, "is not used"), 1u) << child.log;
+    EXPECT_NE(child.log.find("is writable by every user"), std::string::npos) << child.log;
+    EXPECT_TRUE(std::filesystem::is_empty(temp / "target"));
 }
 
 TEST(TeamCache, APrivateCacheThatIsNotTheUsersOwnIsNeitherReadNorWritten) {

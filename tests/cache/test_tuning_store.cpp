@@ -157,7 +157,7 @@ TEST(TuningStore, DisabledReadOnlyAndOversizedStoresWriteNothing) {
 
 TEST(TuningStore, SharedModeWritesGroupReadableRecords) {
     TempDir dir;
-    auto config = config_for(dir.path());
+    auto config = config_for(dir / "team"); // made by Kiln: 2770, as a team cache must be
     config.shared = true;
     const TuningStore store(config);
     const auto key = key_of("shared");

@@ -4,6 +4,7 @@
 
 #include "run_command.hpp"
 #include "temp_dir.hpp"
+#include "test_accounts.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +17,9 @@ using kiln::test::run_command;
 
 namespace {
 
-constexpr int kTeam = 42700;
-constexpr int kFirst = 42711;
-constexpr int kSecond = 42712;
+constexpr int kTeam = kiln::test::kTeamGroup;
+constexpr int kFirst = kiln::test::kTeamMembers[2];
+constexpr int kSecond = kiln::test::kTeamMembers[3];
 
 std::string as_member(int uid, const std::string& command) {
     return "setpriv --reuid=" + std::to_string(uid) + " --regid=" + std::to_string(kTeam) +
@@ -34,6 +35,7 @@ std::string kernel(const std::string& name) {
 TEST(TeamCacheCli, TheSecondMemberAddsEntriesToACacheTheFirstCreated) {
     if (::geteuid() != 0 || !std::filesystem::exists("/usr/bin/setpriv"))
         GTEST_SKIP() << "needs root and setpriv to run as two members of one group";
+    if (const auto why = kiln::test::ensure_test_accounts(); !why.empty()) GTEST_SKIP() << why;
     kiln::test::TempDir dir;
     ::chmod(dir.path().c_str(), 0755);
     const auto team = dir / "team";
