@@ -38,11 +38,11 @@
 // --comment-salt salts the sources in a comment only, as this benchmark did before: with
 // --nvrtc-cache on a GPU host that shows what NVRTC's cache did to the plain side's figures.
 
-#include "device_headers.hpp"
-#include "kiln/detail/driver.hpp"
+#include "core/device_headers.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
-#include "specialization.hpp"
+#include "core/specialization.hpp"
 
 #include <nvrtc.h>
 

@@ -18,8 +18,8 @@
 //   memset        a cuMemsetD32Async and a synchronize instead (no module, no kernel)
 // Medians in µs: load, get, launch, their sum, and the warm-up's own time.
 
-#include "context_warm_up.hpp"
-#include "kiln/detail/driver.hpp"
+#include "compile/context_warm_up.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
 

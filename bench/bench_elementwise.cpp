@@ -4,7 +4,7 @@
 // new kernel with an empty cache (run in a fresh process with a fresh KILN_CACHE_DIR).
 
 #include "bench_support.hpp"
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <benchmark/benchmark.h>

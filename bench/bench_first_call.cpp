@@ -43,9 +43,9 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
-#include "specialization_memo.hpp"
+#include "core/specialization_memo.hpp"
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 
 #include <fcntl.h>
 #include <sys/resource.h>

@@ -13,7 +13,7 @@
 // the C++ front end, the NVVM optimizer and the PTX-to-SASS translation (ptxas), and each row's
 // total beside the trivial kernel's.
 
-#include "device_headers.hpp"
+#include "core/device_headers.hpp"
 #include "kiln/kiln.hpp"
 
 #include <nvrtc.h>

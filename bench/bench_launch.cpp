@@ -9,7 +9,7 @@
 // Without a GPU, KILN_DRIVER_LIBRARY=<build>/tests/libkiln_fake_driver.so runs the same rows over
 // a driver that does nothing: `over_raw_us` is then Kiln's own host work per call.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <benchmark/benchmark.h>

@@ -16,7 +16,7 @@
 //
 // Prints one line per figure; exits 1 when a first call on the second device compiled.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <cuda.h>

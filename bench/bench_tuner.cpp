@@ -6,7 +6,7 @@
 // stored choice (run it in a fresh process with a fresh KILN_CACHE_DIR).
 
 #include "bench_support.hpp"
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <benchmark/benchmark.h>

@@ -8,6 +8,14 @@ if(NOT DOXYGEN_FOUND)
 endif()
 
 set(KILN_DOCS_OUTPUT_DIR ${PROJECT_BINARY_DIR}/docs)
+# Every folder of public headers (KILN_PUBLIC_INCLUDE_DIRS), as Doxygen lists: the headers' folders
+# to read, and the include roots to strip so pages name <kiln/array.hpp> as user code includes it.
+set(KILN_DOXYGEN_INPUT "")
+set(KILN_DOXYGEN_STRIP "")
+foreach(dir IN LISTS KILN_PUBLIC_INCLUDE_DIRS)
+    string(APPEND KILN_DOXYGEN_INPUT " \\\n                         ${dir}/kiln")
+    string(APPEND KILN_DOXYGEN_STRIP " \\\n                         ${dir}")
+endforeach()
 configure_file(${PROJECT_SOURCE_DIR}/docs/Doxyfile.in ${KILN_DOCS_OUTPUT_DIR}/Doxyfile @ONLY)
 # Runs every time it is asked for (about 2 s). Any warning fails it (WARN_AS_ERROR =
 # FAIL_ON_WARNINGS, after all are printed): every public function, type and parameter must be

@@ -10,7 +10,7 @@ function(kiln_embed_headers output base_dir function)
     endforeach()
     file(CONFIGURE OUTPUT ${output} CONTENT
 "// Generated from kernels/device/ by cmake/KilnEmbed.cmake: do not edit.
-#include \"device_headers.hpp\"
+#include \"core/device_headers.hpp\"
 
 namespace kiln::detail {
 

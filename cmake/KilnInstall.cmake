@@ -7,15 +7,14 @@ include(CMakePackageConfigHelpers)
 set(KILN_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/kiln CACHE STRING
     "Where kilnConfig.cmake is installed, relative to the prefix")
 
-# kiln/detail/half.hpp (host 16-bit float conversions) serves Kiln's tests only: not installed.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/cache/include/ ${PROJECT_SOURCE_DIR}/runtime/include/
-                  ${PROJECT_SOURCE_DIR}/kernels/include/ ${PROJECT_BINARY_DIR}/runtime/include/
-    DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kiln_development
-    FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cuh"
-    REGEX "/kiln/detail/half\\.hpp$" EXCLUDE)
+# Each folder of public headers; Kiln's internal headers live beside their sources, not here.
+foreach(dir IN LISTS KILN_PUBLIC_INCLUDE_DIRS)
+    install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT kiln_development
+        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cuh")
+endforeach()
 
 set_target_properties(kiln PROPERTIES EXPORT_NAME kiln)
-install(TARGETS kiln kiln_cache kiln_runtime kiln_kernels EXPORT kilnTargets
+install(TARGETS kiln kiln_base kiln_cache kiln_runtime kiln_kernels EXPORT kilnTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT kiln_development
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT kiln_runtime
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

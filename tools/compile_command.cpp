@@ -2,7 +2,7 @@
 
 #include "commands.hpp"
 #include "compile_error.hpp"
-#include "device_headers.hpp"
+#include "core/device_headers.hpp"
 #include "output.hpp"
 #include "source_file.hpp"
 

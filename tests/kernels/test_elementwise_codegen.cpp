@@ -1,7 +1,7 @@
 // ElementwiseKernel without a GPU: binding, layouts and generated source, compiled by NVRTC.
 // Arrays are described with Array::wrap over made-up, aligned addresses: nothing is launched.
 
-#include "write_only_outputs.hpp"
+#include "elementwise/write_only_outputs.hpp"
 
 #include "kiln/kiln.hpp"
 

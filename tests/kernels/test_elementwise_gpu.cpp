@@ -6,7 +6,7 @@
 
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/store.hpp"
-#include "kiln/detail/half.hpp"
+#include "half.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

@@ -11,7 +11,7 @@
 // comes from the driver's stream-ordered pool, not the heap.
 
 #include "gpu.hpp"
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The launch tuner's logic without a GPU: the choice among timed candidates (fake timings), shape
 // classes, the persistent key, the stored choice's payload and its acceptance, and the scope.
 
-#include "launch_tuner.hpp"
+#include "core/launch_tuner.hpp"
 
 #include "kiln/cache/tuning_store.hpp"
 #include "kiln/tuning.hpp"

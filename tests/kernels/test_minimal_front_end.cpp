@@ -5,9 +5,9 @@
 // driver type), or could tell the two apart (a test of a toolkit macro), it keeps the full front
 // end and still compiles.
 
-#include "device_headers.hpp"
+#include "core/device_headers.hpp"
 #include "kiln/kiln.hpp"
-#include "minimal_front_end.hpp"
+#include "core/minimal_front_end.hpp"
 
 #include <nvrtc.h>
 

@@ -8,7 +8,7 @@
 #include "process_cache_dir.hpp"
 #include "second_context.hpp"
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // The device check of a call's operands as a pure function: which operand is on another device,
 // and the message that names every operand with its device.
 
-#include "operand_devices.hpp"
+#include "core/operand_devices.hpp"
 
 #include <gtest/gtest.h>
 

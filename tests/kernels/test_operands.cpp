@@ -1,8 +1,8 @@
 // The per-operand state of a call (operand_slots.hpp) and the loop collapse every generated
 // kernel's layout starts from (operands.hpp), checked on the host without a device.
 
-#include "operand_slots.hpp"
-#include "operands.hpp"
+#include "core/operand_slots.hpp"
+#include "core/operands.hpp"
 
 #include <gtest/gtest.h>
 

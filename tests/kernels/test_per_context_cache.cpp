@@ -1,7 +1,7 @@
 // PerContextCache, the one per-context cache of Kiln (runtime/per_context_cache.hpp), without a
 // GPU: contexts are made-up handles, which the cache only compares and hashes.
 
-#include "per_context_cache.hpp"
+#include "driver/per_context_cache.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include "temp_dir.hpp"
 
 #include "kiln/cache/store.hpp"
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

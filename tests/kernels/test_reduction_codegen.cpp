@@ -4,8 +4,8 @@
 
 #include "kiln/kiln.hpp"
 #include "kiln/reduction_kernel.hpp"
-#include "reduction_kernel_access.hpp"
-#include "reduction_recipes.hpp"
+#include "reduction/reduction_kernel_access.hpp"
+#include "reduction/reduction_recipes.hpp"
 
 #include <gtest/gtest.h>
 

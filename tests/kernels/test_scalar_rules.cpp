@@ -3,7 +3,7 @@
 // any device work. Arrays are described with Array::wrap over made-up addresses: nothing runs.
 
 #include "kiln/kiln.hpp"
-#include "op_rules.hpp"
+#include "elementwise/op_rules.hpp"
 
 #include <gtest/gtest.h>
 

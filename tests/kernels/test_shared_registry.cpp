@@ -1,7 +1,7 @@
 // SharedRegistry (kernels/shared_registry.hpp), through which RawModules built from the same
 // program share one CUmodule per context.
 
-#include "shared_registry.hpp"
+#include "raw/shared_registry.hpp"
 
 #include <gtest/gtest.h>
 

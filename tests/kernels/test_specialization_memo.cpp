@@ -3,7 +3,7 @@
 // NVRTC build) can make it take another kernel. Nothing is launched: Array::wrap over made-up
 // addresses, compile_for() for sm_90.
 
-#include "specialization_memo.hpp"
+#include "core/specialization_memo.hpp"
 
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/kiln.hpp"

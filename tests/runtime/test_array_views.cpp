@@ -2,7 +2,7 @@
 // elements a view selects), shapes, byte strides, data() offsets, slicing with Python's rules,
 // transposes, reshapes, broadcasting, and the errors. No GPU needed.
 
-#include "internal_kernels.hpp"
+#include "array/internal_kernels.hpp"
 #include "kiln/array.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"

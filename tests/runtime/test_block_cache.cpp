@@ -2,7 +2,7 @@
 // fake driver (tests/support/fake_driver.cpp), which counts cuMemAllocAsync and cuMemFreeAsync and
 // never reuses an address: a block given twice can only have come from the cache.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

@@ -5,7 +5,7 @@
 // with KILN_CONTEXT_WARM_UP=0. The context also gets the modules the cache read ahead for the
 // program (runtime/module_preload.hpp), which a first call adopts instead of loading its cubin.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"

@@ -5,7 +5,7 @@
 // runs from the one loaded from its cubin (runtime/module_preload.hpp).
 
 #include "gpu.hpp"
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/log.hpp"
 #include "run_command.hpp"

@@ -3,7 +3,7 @@
 // marks. Runs over the fake driver with the setting in its environment (it is read when the
 // driver loads), so it needs no GPU.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

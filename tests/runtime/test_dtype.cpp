@@ -1,7 +1,7 @@
 // dtypes on the CPU: names, parsing, predicates, NumPy's promotion table, the 16-bit float
 // conversions and cast_scalar.
 
-#include "kiln/detail/half.hpp"
+#include "half.hpp"
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"
 

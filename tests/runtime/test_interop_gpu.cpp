@@ -6,7 +6,7 @@
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <dlpack/dlpack.h>

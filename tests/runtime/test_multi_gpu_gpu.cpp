@@ -5,11 +5,11 @@
 // below two ("needs 2 GPUs").
 
 #include "gpu.hpp"
-#include "peer_copy.hpp"
+#include "array/peer_copy.hpp"
 #include "process_cache_dir.hpp"
 #include "second_context.hpp"
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

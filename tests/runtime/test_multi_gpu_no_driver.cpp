@@ -1,7 +1,7 @@
 // Several GPUs without a driver: what Kiln can say about devices before any device work. The
 // suite points Kiln at a driver library that does not exist, so it runs the same on every machine.
 
-#include "peer_copy.hpp"
+#include "array/peer_copy.hpp"
 
 #include "kiln/array.hpp"
 #include "kiln/benchmark.hpp"

@@ -1,7 +1,7 @@
 // The NVRTC build identity: the ELF build-id reader over the real library, crafted files and
 // damaged ones; the key and the readable version built from it; nothing written to the cache.
 
-#include "nvrtc_version.hpp"
+#include "compile/nvrtc_identity.hpp"
 
 #include "compiler_fixture.hpp"
 #include "kiln/compiler.hpp"

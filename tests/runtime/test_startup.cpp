@@ -3,7 +3,7 @@
 // machine.
 
 #include "kiln/kiln.hpp"
-#include "prepare_steps.hpp"
+#include "driver/prepare_steps.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"
 

@@ -7,7 +7,7 @@
 #include "process_cache_dir.hpp"
 #include "start_line.hpp"
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // test_timer_gpu.cpp measures real ones.
 
 #include "kiln/benchmark.hpp"
-#include "kiln/detail/activity_hook.hpp"
+#include "driver/activity_hook.hpp"
 #include "kiln/error.hpp"
 #include "kiln/nvtx.hpp"
 #include "kiln/scoped_timer.hpp"

@@ -5,7 +5,7 @@
 #include "gpu.hpp"
 #include "temp_dir.hpp"
 
-#include "kiln/detail/activity_hook.hpp"
+#include "driver/activity_hook.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

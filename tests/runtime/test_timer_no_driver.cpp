@@ -3,7 +3,7 @@
 
 #include "kiln/activity.hpp"
 #include "kiln/benchmark.hpp"
-#include "kiln/detail/activity_hook.hpp"
+#include "driver/activity_hook.hpp"
 #include "kiln/error.hpp"
 #include "kiln/profiler.hpp"
 #include "kiln/scoped_timer.hpp"

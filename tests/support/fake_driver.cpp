@@ -17,7 +17,7 @@
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
 // nothing, so a test counting operator new sees only Kiln's allocations.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -8,7 +8,7 @@
 // The context is never destroyed: Kiln's per-context caches keep entries for the process, and a
 // later context created at the same address would find them.
 
-#include "kiln/detail/driver.hpp"
+#include "driver/driver.hpp"
 #include "kiln/device.hpp"
 
 #include <cuda.h>

@@ -1,0 +1,52 @@
+#include "cuda_include.hpp"
+
+#include "kiln/env.hpp"
+
+#include <nvrtc.h>
+
+#include <dlfcn.h>
+
+#include <filesystem>
+
+namespace kiln::detail {
+
+namespace {
+
+std::string find() {
+    if (auto dir = env::get("KILN_CUDA_INCLUDE")) return *dir;
+    // NVRTC lives in <toolkit>/lib64 (or lib); its headers in <toolkit>/include.
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+        std::error_code ec;
+        const auto library = std::filesystem::canonical(info.dli_fname, ec);
+        if (!ec) {
+            const auto include = library.parent_path().parent_path() / "include";
+            if (std::filesystem::exists(include / "cuda_fp16.h", ec)) return include.string();
+        }
+    }
+    return KILN_CUDA_INCLUDE_DIR;
+}
+
+} // namespace
+
+const std::string& cuda_include_dir() {
+    static const std::string dir = find();
+    return dir;
+}
+
+} // namespace kiln::detail
+
+namespace kiln::detail {
+
+const std::vector<std::string>& cuda_include_options() {
+    static const std::vector<std::string> options = [] {
+        std::vector<std::string> o{"-I" + cuda_include_dir()};
+        std::error_code ec;
+        const auto cccl = std::filesystem::path(cuda_include_dir()) / "cccl";
+        if (std::filesystem::is_directory(cccl, ec)) o.push_back("-I" + cccl.string());
+        return o;
+    }();
+    return options;
+}
+
+} // namespace kiln::detail
