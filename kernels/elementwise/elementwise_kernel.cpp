@@ -1,23 +1,24 @@
 #include "kiln/elementwise_kernel.hpp"
 
-#include "driver/driver_trace.hpp"
-#include "elementwise_codegen.hpp"
-#include "elementwise_plan.hpp"
+#include "core/front_end_steps.hpp"
 #include "core/index_math.hpp"
 #include "core/kernel_description.hpp"
-#include "kiln/device.hpp"
-#include "kiln/device_guard.hpp"
-#include "kiln/error.hpp"
-#include "kiln/module.hpp"
 #include "core/launch_tuner.hpp"
 #include "core/operand_devices.hpp"
 #include "core/operands.hpp"
 #include "core/param_writer.hpp"
-#include "driver/per_context_cache.hpp"
-#include "driver/prepare_steps.hpp"
 #include "core/repeat_call.hpp"
 #include "core/specialization.hpp"
 #include "core/specialization_memo.hpp"
+#include "driver/driver_trace.hpp"
+#include "driver/per_context_cache.hpp"
+#include "driver/prepare_steps.hpp"
+#include "elementwise_codegen.hpp"
+#include "elementwise_plan.hpp"
+#include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
+#include "kiln/error.hpp"
+#include "kiln/module.hpp"
 #include "write_only_outputs.hpp"
 
 #include <algorithm>
@@ -128,11 +129,9 @@ struct ElementwiseKernel::Impl {
         return generate_elementwise(def, p.plan, p.ops.bindings);
     }
     std::string describe(const Prepared& p) const;
-    detail::CompiledSpecialization compile(const Prepared& p, const std::string& arch,
-                                           bool memo = true) const {
-        return detail::compile_memoized(
-            def.params, memo ? signature(p, arch) : std::nullopt, nvrtc_options, arch,
-            [&] { return source(p); }, [&] { return describe(p); });
+    void plan_only(const Arg* args, std::size_t count, const CallOptions& options,
+                   Prepared& p) const {
+        prepare(args, count, options, /*allocate=*/false, p);
     }
     // Everything that decides source(p) for @p arch (specialization_memo.hpp).
     std::optional<cache::Key> signature(const Prepared& p, const std::string& arch) const {
@@ -325,8 +324,7 @@ const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
     return functions.get(detail::current_context(), p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
         const std::string arch = Device::current().arch();
-        return detail::load_memoized(def.params, compile(p, arch),
-                                     [&] { return compile(p, arch, /*memo=*/false); });
+        return detail::load_prepared(*this, p, arch);
     });
 }
 
@@ -504,24 +502,18 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
 
 std::string ElementwiseKernel::source_for(const Arg* args, std::size_t count,
                                           const CallOptions& options) const {
-    Prepared p;
-    m_impl->prepare(args, count, options, /*allocate=*/false, p);
-    return m_impl->source(p).source;
+    return detail::source_for<Prepared>(*m_impl, args, count, options);
 }
 
 std::shared_ptr<const Program> ElementwiseKernel::compile_for(const Arg* args, std::size_t count,
                                                               const CallOptions& options,
                                                               const std::string& arch) const {
-    Prepared p;
-    m_impl->prepare(args, count, options, /*allocate=*/false, p);
-    return m_impl->compile(p, arch).program;
+    return detail::compile_for<Prepared>(*m_impl, args, count, options, arch);
 }
 
 std::string ElementwiseKernel::describe_for(const Arg* args, std::size_t count,
                                             const CallOptions& options) const {
-    Prepared p;
-    m_impl->prepare(args, count, options, /*allocate=*/false, p);
-    return m_impl->describe(p);
+    return detail::describe_for<Prepared>(*m_impl, args, count, options);
 }
 
 const std::string& ElementwiseKernel::name() const noexcept {

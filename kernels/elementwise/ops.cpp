@@ -1,10 +1,11 @@
 #include "kiln/ops.hpp"
 
+#include "core/ready_call.hpp"
+#include "core/scalar_overflow.hpp"
+#include "driver/per_context_cache.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "op_rules.hpp"
-#include "driver/per_context_cache.hpp"
-#include "core/scalar_overflow.hpp"
 
 #include <cstddef>
 #include <string>
@@ -115,12 +116,8 @@ Array run(const ElementwiseKernel& kernel, std::initializer_list<Arg> inputs, DT
             }
         out = empty(shape, result, options.stream);
     }
-    std::array<Arg, 4> args{Arg(0), Arg(0), Arg(0), Arg(0)};
-    std::size_t n = 0;
-    for (const Arg& arg : inputs)
-        args[n++] = arg;
-    args[n++] = Arg(out);
-    kernel.call(args.data(), n, call);
+    const detail::ReadyCallArgs args = detail::ready_call_args(inputs, &out);
+    kernel.call(args.args.data(), args.count, call);
     return out;
 }
 

@@ -1,25 +1,26 @@
 #include "kiln/reduction_kernel.hpp"
 
-#include "driver/driver_trace.hpp"
+#include "core/front_end_steps.hpp"
 #include "core/index_math.hpp"
 #include "core/kernel_description.hpp"
-#include "kiln/device.hpp"
-#include "kiln/device_guard.hpp"
-#include "kiln/error.hpp"
-#include "kiln/module.hpp"
 #include "core/launch_tuner.hpp"
 #include "core/operand_devices.hpp"
 #include "core/operands.hpp"
 #include "core/param_writer.hpp"
-#include "driver/per_context_cache.hpp"
-#include "driver/prepare_steps.hpp"
-#include "reduction_codegen.hpp"
-#include "reduction_kernel_access.hpp"
-#include "reduction_plan.hpp"
 #include "core/reduction_workspace.hpp"
 #include "core/repeat_call.hpp"
 #include "core/specialization.hpp"
 #include "core/specialization_memo.hpp"
+#include "driver/driver_trace.hpp"
+#include "driver/per_context_cache.hpp"
+#include "driver/prepare_steps.hpp"
+#include "kiln/device.hpp"
+#include "kiln/device_guard.hpp"
+#include "kiln/error.hpp"
+#include "kiln/module.hpp"
+#include "reduction_codegen.hpp"
+#include "reduction_kernel_access.hpp"
+#include "reduction_plan.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -149,11 +150,9 @@ struct ReductionKernel::Impl {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
     std::string describe(const ReductionPrepared& p) const;
-    detail::CompiledSpecialization compile(const ReductionPrepared& p, const std::string& arch,
-                                           bool memo = true) const {
-        return detail::compile_memoized(
-            def.params, memo ? signature(p, arch) : std::nullopt, nvrtc_options, arch,
-            [&] { return source(p); }, [&] { return describe(p); });
+    void plan_only(const Arg* args, std::size_t count, const ReduceCall& how,
+                   ReductionPrepared& p) const {
+        shape_call(args, count, how, /*allocate=*/false, p);
     }
     // Everything that decides source(p) for @p arch (specialization_memo.hpp).
     std::optional<cache::Key> signature(const ReductionPrepared& p, const std::string& arch) const {
@@ -481,9 +480,7 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const Reduc
     return functions.get(context, p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
         const std::string arch = Device::current().arch();
-        Function f = detail::load_memoized(def.params, compile(p, arch),
-                                           [&] { return compile(p, arch, /*memo=*/false); });
-        Loaded loaded{std::move(f), 0};
+        Loaded loaded{detail::load_prepared(*this, p, arch), 0};
         if (!p.plan.unsplit) loaded.blocks_per_multiprocessor = loaded.occupancy(p.plan);
         return loaded;
     });
@@ -673,24 +670,18 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
 
 std::string ReductionKernel::source_for(const Arg* args, std::size_t count,
                                         const ReduceCall& how) const {
-    ReductionPrepared p;
-    m_impl->shape_call(args, count, how, /*allocate=*/false, p);
-    return m_impl->source(p).source;
+    return detail::source_for<ReductionPrepared>(*m_impl, args, count, how);
 }
 
 std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std::size_t count,
                                                             const ReduceCall& how,
                                                             const std::string& arch) const {
-    ReductionPrepared p;
-    m_impl->shape_call(args, count, how, /*allocate=*/false, p);
-    return m_impl->compile(p, arch).program;
+    return detail::compile_for<ReductionPrepared>(*m_impl, args, count, how, arch);
 }
 
 std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
                                           const ReduceCall& how) const {
-    ReductionPrepared p;
-    m_impl->shape_call(args, count, how, /*allocate=*/false, p);
-    return m_impl->describe(p);
+    return detail::describe_for<ReductionPrepared>(*m_impl, args, count, how);
 }
 
 std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,

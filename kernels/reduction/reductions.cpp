@@ -1,7 +1,8 @@
 #include "kiln/reductions.hpp"
 
-#include "kiln/error.hpp"
+#include "core/ready_call.hpp"
 #include "driver/per_context_cache.hpp"
+#include "kiln/error.hpp"
 #include "reduction_recipes.hpp"
 
 #include <cstddef>
@@ -248,12 +249,9 @@ const ReductionKernel& kernel_for(ReduceOp op, DType compute, DType accumulate, 
 
 Array run(const ReductionKernel& kernel, std::initializer_list<Arg> inputs, const Axes& axis,
           const ReduceOptions& options, bool keepdims) {
-    std::array<Arg, 4> args{Arg(0), Arg(0), Arg(0), Arg(0)};
-    std::size_t n = 0;
-    for (const Arg& arg : inputs)
-        args[n++] = arg;
-    if (options.out) args[n++] = Arg(*options.out);
-    return kernel.call(args.data(), n, ReduceCall{axis, keepdims, options.stream})[0];
+    const detail::ReadyCallArgs args =
+        detail::ready_call_args(inputs, options.out ? &*options.out : nullptr);
+    return kernel.call(args.args.data(), args.count, ReduceCall{axis, keepdims, options.stream})[0];
 }
 
 // A single-pass reduction, by its shared recipe.

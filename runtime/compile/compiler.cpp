@@ -1,11 +1,12 @@
 #include "kiln/compiler.hpp"
 
 #include "compile_trace.hpp"
+#include "cuda_include.hpp"
 #include "device_linker.hpp"
 #include "driver/driver_trace.hpp"
+#include "driver/prepare_steps.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
-#include "cuda_include.hpp"
 #include "kiln/device.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
@@ -13,7 +14,6 @@
 #include "kiln/nvtx.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
-#include "driver/prepare_steps.hpp"
 
 #include <nvrtc.h>
 

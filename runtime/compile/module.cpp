@@ -2,10 +2,10 @@
 #include "context_warm_up.hpp"
 #include "module_preload.hpp"
 
-#include "kiln/cache/cubin_symbols.hpp"
 #include "driver/activity_hook.hpp"
 #include "driver/driver.hpp"
 #include "driver/hooks.hpp"
+#include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/device.hpp"
 #include "kiln/log.hpp"
 

@@ -1,9 +1,9 @@
 #include "module_preload.hpp"
 
+#include "driver/driver.hpp"
 #include "kiln/cache/key.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
-#include "driver/driver.hpp"
 
 #include <atomic>
 #include <mutex>

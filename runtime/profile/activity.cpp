@@ -1,8 +1,8 @@
 #include "kiln/activity.hpp"
 
-#include "event_pool.hpp"
 #include "driver/activity_hook.hpp"
 #include "driver/driver.hpp"
+#include "event_pool.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"

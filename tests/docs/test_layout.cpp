@@ -31,7 +31,7 @@ std::string read(const fs::path& path) {
     return text.str();
 }
 
-std::string relative(const fs::path& path) {
+std::string in_tree(const fs::path& path) {
     return fs::relative(path, kSource).generic_string();
 }
 
@@ -127,8 +127,9 @@ bool is_source(const fs::path& path) {
 std::vector<Include> all_includes() {
     const auto publics = public_roots();
     std::vector<Include> found;
-    static const std::regex include_line(R"(^\s*#\s*include\s+"([^"]+)")");
-    for (const char* top : {"base", "cache", "runtime", "kernels", "tools", "tests", "bench", "fuzz"}) {
+    static const std::regex include_line(R"re(^\s*#\s*include\s+"([^"]+)")re");
+    for (const char* top :
+         {"base", "cache", "runtime", "kernels", "tools", "tests", "bench", "fuzz"}) {
         for (const auto& item : fs::recursive_directory_iterator(kSource / top)) {
             if (!item.is_regular_file() || !is_source(item.path())) continue;
             std::istringstream lines(read(item.path()));
@@ -148,8 +149,8 @@ std::vector<Include> all_includes() {
                         if (target.empty() && fs::exists(root / name)) target = root / name;
                 }
                 if (target.empty()) continue; // generated (kiln/version.hpp) or a system header
-                found.push_back({relative(item.path()), relative(fs::weakly_canonical(target)),
-                                 name, number});
+                found.push_back(
+                    {in_tree(item.path()), in_tree(fs::weakly_canonical(target)), name, number});
             }
         }
     }
@@ -169,8 +170,8 @@ TEST(Layout, TheArchitectureDocumentStatesTheRules) {
     for (const auto& [folder, allowed] : r.allowed) {
         EXPECT_TRUE(fs::is_directory(kSource / folder)) << folder;
         for (const auto& other : allowed)
-            EXPECT_TRUE(r.allowed.count(other)) << folder << " may include " << other
-                                                << ", which has no rule";
+            EXPECT_TRUE(r.allowed.count(other))
+                << folder << " may include " << other << ", which has no rule";
     }
     for (const auto& header : r.seam)
         EXPECT_TRUE(fs::exists(kSource / header)) << "the seam list names " << header;
@@ -196,8 +197,8 @@ TEST(Layout, OtherTargetsUseOnlyTheInternalHeadersTheSeamListNames) {
         const std::string to = folder_of(inc.to, r);
         if (to.empty() || is_public(inc.to)) continue;
         const std::string from = folder_of(inc.from, r);
-        const std::string from_library = from.empty() ? inc.from.substr(0, inc.from.find('/'))
-                                                      : r.library.at(from);
+        const std::string from_library =
+            from.empty() ? inc.from.substr(0, inc.from.find('/')) : r.library.at(from);
         if (from_library == r.library.at(to)) continue;
         EXPECT_TRUE(r.seam.count(inc.to))
             << inc.from << ":" << inc.line << " includes the internal header " << inc.to
@@ -207,10 +208,12 @@ TEST(Layout, OtherTargetsUseOnlyTheInternalHeadersTheSeamListNames) {
 }
 
 TEST(Layout, PublicHeadersIncludeOnlyPublicHeaders) {
-    for (const auto& inc : all_includes())
-        if (is_public(inc.from))
-            EXPECT_TRUE(is_public(inc.to)) << inc.from << ":" << inc.line << " includes "
-                                           << inc.to << ", which is not installed";
+    for (const auto& inc : all_includes()) {
+        if (is_public(inc.from)) {
+            EXPECT_TRUE(is_public(inc.to))
+                << inc.from << ":" << inc.line << " includes " << inc.to << ", not installed";
+        }
+    }
 }
 
 TEST(Layout, ForbiddenIncludesStayOut) {
@@ -278,7 +281,7 @@ TEST(Layout, FrontEndsShareTheirCommonStepsInsteadOfCopies) {
                     run += lines[j] + "\n";
                 }
                 if (substantial == 4)
-                    runs[run].emplace_back(relative(item.path()), static_cast<int>(i + 1));
+                    runs[run].emplace_back(in_tree(item.path()), static_cast<int>(i + 1));
             }
         }
     }
@@ -291,7 +294,8 @@ TEST(Layout, FrontEndsShareTheirCommonStepsInsteadOfCopies) {
             for (const auto& [file, line] : where)
                 places += " " + file + ":" + std::to_string(line);
             ADD_FAILURE() << "the same four lines in two front ends (move them to kernels/core/):"
-                          << places << "\n" << run;
+                          << places << "\n"
+                          << run;
         }
     }
 }

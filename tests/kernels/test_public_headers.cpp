@@ -62,9 +62,9 @@ TEST(PublicHeaders, IncludeNoInternalsOfTheRuntimeNorSynchronization) {
             ++headers;
             SCOPED_TRACE(item.path().string());
             const std::string text = read(item.path());
-            for (const char* internal : {"#include \"kiln/detail/", "#include \"driver/",
-                                         "#include \"core/", "#include <atomic>",
-                                         "#include <mutex>", "std::atomic", "std::mutex"})
+            for (const char* internal :
+                 {"#include \"kiln/detail/", "#include \"driver/", "#include \"core/",
+                  "#include <atomic>", "#include <mutex>", "std::atomic", "std::mutex"})
                 EXPECT_EQ(text.find(internal), std::string::npos) << internal;
         }
     }
