@@ -39,10 +39,10 @@
 // --nvrtc-cache on a GPU host that shows what NVRTC's cache did to the plain side's figures.
 
 #include "core/device_headers.hpp"
+#include "core/specialization.hpp"
 #include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
-#include "core/specialization.hpp"
 
 #include <nvrtc.h>
 
@@ -287,7 +287,7 @@ bool spawn_sample(const char* self, const std::string& order, const std::string&
     env.push_back(cache_env.c_str());
     env.push_back(cuda_cache_env.c_str());
     env.push_back(nvrtc_cache_env.c_str());
-    // The context warm-up's PTX is compiled by the driver, which keeps the result in the same
+    // The context priming's PTX is compiled by the driver, which keeps the result in the same
     // compute cache where this benchmark looks for what NVRTC's cache wrote; the context is made
     // before any timing here, so the warm-up could only shave microseconds off both sides' loads.
     env.push_back("KILN_CONTEXT_WARM_UP=0");

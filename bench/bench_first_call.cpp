@@ -18,7 +18,7 @@
 // made, the call made) to its end, and from the parent's clock just before the spawn (exec,
 // loading the shared libraries, static initialization) to the same end. Medians over the samples.
 //
-// --warm-up-both: every kind's samples alternate between Kiln's context warm-up on (the default)
+// --warm-up-both: every kind's samples alternate between Kiln's context priming on (the default)
 // and off (KILN_CONTEXT_WARM_UP=0), reported on two lines. Kiln warms up a context it makes (one
 // empty kernel loaded from PTX and launched), which takes the driver's first-load and
 // first-launch set-up out of the first call: the context's creation, reported beside each line
@@ -40,10 +40,10 @@
 // generated kernels). Every sample checks, untimed, that its kernel came from disk and fails
 // otherwise, so an empty or mismatched cache cannot pass a compile off as a hit.
 
+#include "core/specialization_memo.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
-#include "core/specialization_memo.hpp"
 
 #include "driver/driver.hpp"
 

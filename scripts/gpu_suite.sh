@@ -4,11 +4,12 @@
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
-# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches; "baseline", not among the
-# defaults, runs bench_reduction beside an earlier tree's, see step_baseline) -> startup (issue 16's
-# start-up figures: the first call from disk in fresh processes, with Kiln's context warm-up and
+# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches; "baseline" and
+# "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
+# calls, beside an earlier tree's: see step_baseline) -> startup (issue 16's
+# start-up figures: the first call from disk in fresh processes, with Kiln's context priming and
 # its read-ahead each on and off in alternation, and one traced sample per kind (driver calls, Kiln's time between
-# them, page faults), and the driver's first-use set-up in a fresh context (bench_context_warm_up);
+# them, page faults), and the driver's first-use set-up in a fresh context (bench_context_priming);
 # a raw kernel's cold compile beside plain NVRTC + module load; generated kernels' cold first call
 # beside a trivial kernel's compile and beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
@@ -107,6 +108,30 @@ step_baseline() {
         done
     done | tee "$out/bench_reduction_baseline.txt"
 }
+# KILN_BASELINE_TREE as above: the hot path (bench_launch's BM_Hot_* rows, each a ratio to a raw
+# cuLaunchKernel in the same iterations) and the first call from disk (bench_first_call, fresh
+# processes), this tree's and the baseline's alternating, so a restructuring is held to the same
+# figures in one run on one device.
+step_layout_baseline() {
+    local base=${KILN_BASELINE_TREE:?step layout_baseline needs KILN_BASELINE_TREE}
+    rm -rf "$base/.deps" && cp -r .deps "$base/"
+    (cd "$base" && cmake --preset bench && cmake --build build-gpu -j"$(nproc)" \
+        --target bench_launch bench_first_call) >"$out/layout_baseline_build.log" 2>&1 \
+        || { tail -20 "$out/layout_baseline_build.log"; status=1; return; }
+    for round in 1 2 3; do
+        for side in new baseline; do
+            local dir=./build-gpu/bench
+            [[ $side == baseline ]] && dir=$base/build-gpu/bench
+            echo "== $side, round $round"
+            "$dir/bench_launch" --benchmark_filter=BM_Hot_ --benchmark_repetitions=3 \
+                --benchmark_report_aggregates_only=true 2>&1 | grep -E "median" || status=1
+            local cache
+            cache=$(mktemp -d)
+            KILN_CACHE_DIR=$cache "$dir/bench_first_call" --populate >/dev/null 2>&1 &&
+                KILN_CACHE_DIR=$cache "$dir/bench_first_call" --samples 15 2>&1 || status=1
+        done
+    done | tee "$out/layout_baseline.txt"
+}
 step_fuse() {
     ./build-gpu/bench/bench_fuse --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
         --benchmark_min_time=0.2 --benchmark_out="$out/bench_fuse.json" --benchmark_out_format=json \
@@ -143,7 +168,7 @@ step_startup() {
     } 2>&1 | tee "$out/first_call_from_disk.txt" || status=1
     grep -E "^---|faults" "$out/first_call_trace.txt"
     # The driver's first-use set-up in a fresh context, and what takes it out of the first call.
-    ./build-gpu/bench/bench_context_warm_up --samples 15 2>&1 | tee "$out/context_warm_up.txt" \
+    ./build-gpu/bench/bench_context_priming --samples 15 2>&1 | tee "$out/context_priming.txt" \
         || status=1
     # Kiln's cold compile beside plain NVRTC with Kiln's exact options: NVRTC's own cache off on
     # both sides (Kiln's default), then on for both, then the old comment-only salting with it on.

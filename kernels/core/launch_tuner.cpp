@@ -1,6 +1,6 @@
 #include "launch_tuner.hpp"
 
-#include "kiln/cache/store.hpp"
+#include "compile/tuning_records.hpp"
 #include "driver/driver.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"
@@ -171,8 +171,7 @@ void store_choice(const cache::TuningStore& store, const cache::Key& key,
 }
 
 const cache::TuningStore& tuning_store() {
-    static const cache::TuningStore store(cache::Store::global().config());
-    return store;
+    return tuning_records();
 }
 
 std::vector<TimedCandidate> time_candidates(const std::vector<LaunchChoice>& candidates,

@@ -5,14 +5,14 @@
 // the per-context table that makes a tuned call cost one lookup. A front end adds only what is its
 // own: which launch configurations keep its results, and how to run one.
 
+#include "driver/per_context_cache.hpp"
+#include "driver/stream_capture.hpp"
 #include "kiln/array.hpp"
 #include "kiln/cache/key.hpp"
 #include "kiln/cache/tuning_store.hpp"
 #include "kiln/error.hpp"
 #include "kiln/stream.hpp"
 #include "operands.hpp"
-#include "driver/per_context_cache.hpp"
-#include "driver/stream_capture.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -133,7 +133,7 @@ void use_scratch_arrays(Operands& ops, StreamRef stream);
 /// class), lock-free to read after its first call.
 template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaunch, Key, Hash>;
 
-/// The tuning of one shape class for a front end whose call state is a @p Prepared `p` (with an
+/// The tuning of one shape class for a front end whose call state is a @p PlannedCall `p` (with an
 /// `ops` member): the choice stored under @p key when there is a valid one, else every candidate
 /// timed on scratch arrays and the fastest stored. @p candidates come first with the default.
 /// @p ready(choice, q) sets up the copy `q` of `p` for @p choice and returns a pointer to what
@@ -141,12 +141,12 @@ template <class Key, class Hash> using TunedLaunches = PerContextCache<TunedLaun
 /// be set up (a compile error, a block the kernel cannot have) is left out; when no candidate is
 /// left, or the scratch arrays cannot be made, the default is kept without storing anything.
 /// @throws TuningDeferred while @p stream is being captured.
-template <class Prepared, class Ready, class Launch>
-TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& candidates,
+template <class PlannedCall, class Ready, class Launch>
+TunedLaunch tune_launch(const PlannedCall& p, const std::vector<LaunchChoice>& candidates,
                         const cache::Key& key, StreamRef stream, Ready&& ready, Launch&& launch) {
     if (stream_capturing(stream)) throw TuningDeferred{};
     auto applied = [&](const LaunchChoice& choice) {
-        Prepared q = p;
+        PlannedCall q = p;
         return TunedLaunch{choice, ready(choice, q).second};
     };
     if (std::optional<LaunchChoice> stored = load_choice(tuning_store(), key, candidates)) {
@@ -155,15 +155,15 @@ TunedLaunch tune_launch(const Prepared& p, const std::vector<LaunchChoice>& cand
         } catch (const Error&) { // it cannot be set up here after all: tune again
         }
     }
-    using Target = decltype(ready(candidates.front(), std::declval<Prepared&>()).first);
-    std::vector<Prepared> prepared;
+    using Target = decltype(ready(candidates.front(), std::declval<PlannedCall&>()).first);
+    std::vector<PlannedCall> prepared;
     std::vector<Target> targets;
     std::vector<LaunchChoice> runnable;
     try {
-        Prepared scratch = p;
+        PlannedCall scratch = p;
         use_scratch_arrays(scratch.ops, stream);
         for (const LaunchChoice& choice : candidates) {
-            Prepared q = scratch;
+            PlannedCall q = scratch;
             try {
                 const Target target = ready(choice, q).first;
                 prepared.push_back(q);

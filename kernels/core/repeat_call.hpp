@@ -1,6 +1,6 @@
 #pragma once
-// A repeated call launched without being prepared again. A generated front end prepares each
-// call before it launches (binding, broadcasting, the argument checks, strides, the layout and
+// A repeated call launched without being planned again. A generated front end plans each call
+// before it launches (binding, broadcasting, the argument checks, strides, the layout and
 // the kernel's lookup: most of its host time), yet programs call the same kernel over and over
 // with arguments that look the same. Each thread keeps, for the last calls it made, what their
 // arguments looked like (a fingerprint) and the launch that came of them: the function, grid and
@@ -8,11 +8,11 @@
 // values, and the outputs to allocate. A call with a known fingerprint only checks its scalars'
 // values, allocates its outputs, patches the parameters and launches.
 //
-// The fingerprint holds everything preparing a call reads except addresses and scalar values:
+// The fingerprint holds everything planning a call reads except addresses and scalar values:
 // the kernel, the context, the options that shape the launch, and per argument its kind, dtype,
 // weakness or handle kind, shape, strides, device and address modulo 16 (vector widths). Two
-// calls with one fingerprint prepare to the same launch and pass the same checks, so a match
-// stands for the preparation.
+// calls with one fingerprint plan to the same launch and pass the same checks, so a match
+// stands for the planning.
 
 #include "kernel_params.hpp"
 #include "kiln/array.hpp"
@@ -32,8 +32,8 @@
 
 namespace kiln::detail {
 
-/// A new id for a kernel object (never 0, never reused), so that a thread's memo cannot confuse
-/// a kernel with one made later at the same address.
+/// A new id for a kernel object (never 0, never reused), so that a thread's repeat cache cannot
+/// confuse a kernel with one made later at the same address.
 std::uint64_t new_kernel_id() noexcept;
 
 /// What a call's arguments and options decide about its launch, in 64-bit words.
@@ -44,7 +44,7 @@ class CallFingerprint {
     /// Starts the fingerprint of a call of kernel @p kernel in @p context with @p count
     /// arguments; the front end adds its options with add(), then the arguments with args().
     void start(std::uint64_t kernel, CUcontext context, std::size_t count) noexcept;
-    /// Adds a word; false when the fingerprint is full (the call is then never memoized).
+    /// Adds a word; false when the fingerprint is full (the call is then never cached for repeats).
     bool add(std::uint64_t word) noexcept {
         if (m_count == kMaxWords) return false;
         m_words[m_count++] = word;
@@ -60,8 +60,8 @@ class CallFingerprint {
     std::size_t m_count = 0;
 };
 
-/// A launch as a call prepared it, ready to be repeated with other addresses and scalar values.
-/// Plain data: copied into and out of a thread's memo.
+/// A launch as a call planned it, ready to be repeated with other addresses and scalar values.
+/// Plain data: copied into and out of a thread's repeat cache.
 struct RepeatLaunch {
     static constexpr std::size_t kMaxParamBytes = 512;
 
@@ -98,29 +98,30 @@ bool repeat_launch(const RepeatLaunch& r, const KernelParams& params, const Arg*
 /// Whether this thread has remembered a launch.
 bool has_repeats() noexcept;
 
-/// This thread's memoized launch for @p fingerprint, or nullptr.
+/// This thread's cached launch for @p fingerprint, or nullptr.
 const RepeatLaunch* find_repeat(const CallFingerprint& fingerprint) noexcept;
 
-/// Keeps @p launch in this thread's memo, in place of its least recently kept entry.
+/// Keeps @p launch in this thread's repeat cache, in place of its least recently kept entry.
 void remember_repeat(const RepeatLaunch& launch);
 
-/// One call's use of the thread's memo, the same for every generated front end: look the call
-/// up and repeat it, or launch it prepared and remember it. @p Print makes the call's fingerprint
+/// One call's use of the thread's repeat cache, the same for every generated front end: look the
+/// call up and repeat it, or launch it planned and remember it. @p Print makes the call's
+/// fingerprint
 /// (`bool(CallFingerprint&)`: false when it does not fit). A thread that has remembered nothing
 /// does not look: the fingerprint reads the current context, which a first call reaches only
 /// after its argument checks.
-template <class Print> class CallMemo {
+template <class Print> class RepeatCall {
   public:
-    /// @p eligible: the call may be memoized (a tuned call is not: its launch follows the tuning
-    /// in force).
-    CallMemo(bool eligible, Print print)
+    /// @p eligible: the call may be cached for repeats (a tuned call is not: its launch follows the
+    /// tuning in force).
+    RepeatCall(bool eligible, Print print)
         : m_print(std::move(print))
         , m_eligible(eligible) {
         if (m_eligible && has_repeats()) make();
     }
 
-    /// Repeats the call from the memo, in the current context, when it is there
-    /// (repeat_launch()); false when it is not, or cannot be repeated, and must be prepared.
+    /// Repeats the call from the repeat cache, in the current context, when it is there
+    /// (repeat_launch()); false when it is not, or cannot be repeated, and must be planned.
     bool repeat(const KernelParams& params, const Arg* args, StreamRef stream, bool return_outputs,
                 Outputs& outputs) const {
         const RepeatLaunch* known = m_made ? find_repeat(m_fingerprint) : nullptr;
@@ -128,8 +129,8 @@ template <class Print> class CallMemo {
                                       return_outputs, outputs);
     }
 
-    /// Launches the prepared call with @p launch(RepeatLaunch* record): with a record to fill,
-    /// then remembered, when the call may be memoized; with nullptr otherwise.
+    /// Launches the planned call with @p launch(RepeatLaunch* record): with a record to fill,
+    /// then remembered, when the call may be cached for repeats; with nullptr otherwise.
     template <class Launch> void launch(Launch&& launch) {
         if (m_eligible && !m_tried) make();
         if (!m_made) {

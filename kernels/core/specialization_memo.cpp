@@ -1,12 +1,11 @@
 #include "specialization_memo.hpp"
 
+#include "compile/nvrtc_identity.hpp"
 #include "driver/driver_trace.hpp"
-#include "kiln/cache/store.hpp"
+#include "driver/prepare_steps.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/env.hpp"
 #include "kiln/module.hpp"
-#include "compile/nvrtc_identity.hpp"
-#include "driver/prepare_steps.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -32,8 +31,7 @@ IdentityState& identity_state() {
 }
 
 // The identity is part of kiln::prepare(), so a first call from disk does not compute it. A
-// signature computed, a memo encoded and decoded in memory and a lookup of a signature no memo
-// has run that code once, so that the first real call is not its first execution.
+// signature computed once runs that code, so that the first real call is not its first execution.
 const bool kIdentityPrepared =
     (add_prepare_step([] {
          const KernelParams params("ElementwiseKernel", "kiln_prepare", "T x", "T y");
@@ -42,26 +40,8 @@ const bool kIdentityPrepared =
              .text("operation", "y = x")
              .bytes("plan", &plan, sizeof plan)
              .finish();
-         const cache::Key none = cache::KeyBuilder().add("warm-up", "no memo").finish();
-         (void)cache::decode_memo(cache::encode_memo(none, {none, "kiln_prepare", "cubin"}), none);
-         if (cache::Store* store = Compiler::global().store()) (void)store->load_memo(none);
      }),
      true);
-
-// Whether the memo can stand in for the source: a disk cache that reads, and nothing asked of a
-// compile that needs the source (saving it beside the entry; a compile-time trace, which
-// Compiler::from_memo() refuses too).
-bool memo_usable(const Compiler& compiler) {
-    const cache::Store* store = compiler.store();
-    return store && !store->config().disabled && !store->config().save_source;
-}
-
-// Write (or replace) the memo of @p signature with @p program, which holds params.name.
-void remember(const cache::Key& signature, const KernelParams& params, const Program& program) {
-    cache::Store* store = Compiler::global().store();
-    if (store && !store->config().readonly)
-        store->store_memo(signature, {program.key(), params.name, program.cubin()});
-}
 
 } // namespace
 
@@ -132,29 +112,18 @@ CompiledSpecialization compile_memoized(const KernelParams& params,
                                         const std::string& arch,
                                         const std::function<GeneratedSource()>& generate,
                                         const std::function<std::string()>& describe) {
-    Compiler& compiler = Compiler::global();
-    const bool memo = signature && memo_usable(compiler);
-    if (memo) {
-        const auto start = std::chrono::steady_clock::now();
-        auto found = compiler.store()->load_memo(*signature);
-        trace_mark("memo read");
-        if (found && found->name == params.name) {
-            const double read_ms =
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count();
-            if (auto program = compiler.from_memo(std::move(*found), arch, read_ms)) {
-                CompiledSpecialization hit;
-                hit.program = std::move(program);
-                hit.options.arch = arch;
-                hit.options.options = nvrtc_options;
-                hit.memo = signature;
-                return hit;
-            }
-        }
+    CompiledSpecialization compiled;
+    const GeneratedProgram found =
+        Compiler::global().compile(GeneratedKernel{signature, params.name, arch}, [&] {
+            compiled = compile_specialization(params, generate(), nvrtc_options, arch, describe());
+            return compiled.program;
+        });
+    if (found.from_memo) {
+        compiled.program = found.program;
+        compiled.options.arch = arch;
+        compiled.options.options = nvrtc_options;
+        compiled.memo = signature;
     }
-    CompiledSpecialization compiled =
-        compile_specialization(params, generate(), nvrtc_options, arch, describe());
-    if (memo) remember(*signature, params, *compiled.program);
     return compiled;
 }
 
@@ -166,14 +135,18 @@ Function load_memoized(const KernelParams& params, const CompiledSpecialization&
     } catch (const Error&) {
         // The memo's cubin has no source to recompile it: the full path reads the entry (with
         // the source to recompile it when the driver rejects that too) or reports the error as a
-        // call without memos would; what it loads replaces the memo.
-        Compiler::global().forget(compiled.program->key());
-        const CompiledSpecialization again = full();
-        // The module's program: a recompile of a rejected entry replaces the one it was given.
-        const auto module = Module::load(again.program, again.options);
-        Function function = module->function(params.name);
-        remember(*compiled.memo, params, *module->program());
-        return function;
+        // call without memos would; the module's program (a recompile of a rejected entry
+        // replaces the one it was given) replaces the memo.
+        std::shared_ptr<const Module> module;
+        Compiler::global().compile(
+            GeneratedKernel{compiled.memo, params.name, compiled.options.arch},
+            [&] {
+                const CompiledSpecialization again = full();
+                module = Module::load(again.program, again.options);
+                return module->program();
+            },
+            compiled.program.get());
+        return module->function(params.name);
     }
 }
 

@@ -43,7 +43,7 @@ namespace {
 constexpr int kDefaultBlock = 256;
 
 // Everything one call decides before a kernel is chosen: no strings, no heap.
-struct Prepared {
+struct PlannedCall {
     Plan plan{};
     detail::Operands ops;
     Dims shape; // loop shape, collapsed
@@ -58,7 +58,7 @@ unsigned blocks_for(std::int64_t threads, int block) {
 }
 
 // The block and grid of the flat, strided and rows layouts for p.plan.block threads per block.
-void size_grid(Prepared& p) {
+void size_grid(PlannedCall& p) {
     const Plan& plan = p.plan;
     p.block = Dim3(plan.block);
     if (plan.layout == Layout::rows) {
@@ -110,7 +110,7 @@ struct ElementwiseKernel::Impl {
         : def(std::move(definition)) {}
 
     detail::ElementwiseDefinition def;
-    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat memos
+    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat caches
     std::vector<std::string> nvrtc_options;
     bool no_return = false, reduce_dims = true, tune = false;
 
@@ -121,20 +121,20 @@ struct ElementwiseKernel::Impl {
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     // Binding, the loop shape, output allocation (when @p allocate) and layout choice.
-    void prepare(const Arg* args, std::size_t count, const CallOptions& options, bool allocate,
-                 Prepared& p) const;
+    void plan_call(const Arg* args, std::size_t count, const CallOptions& options, bool allocate,
+                   PlannedCall& p) const;
     Dims loop_shape(const CallOptions& options, const detail::Operands& ops) const;
-    void choose_layout(const CallOptions& options, Prepared& p) const;
-    detail::GeneratedSource source(const Prepared& p) const {
+    void choose_layout(const CallOptions& options, PlannedCall& p) const;
+    detail::GeneratedSource source(const PlannedCall& p) const {
         return generate_elementwise(def, p.plan, p.ops.bindings);
     }
-    std::string describe(const Prepared& p) const;
+    std::string describe(const PlannedCall& p) const;
     void plan_only(const Arg* args, std::size_t count, const CallOptions& options,
-                   Prepared& p) const {
-        prepare(args, count, options, /*allocate=*/false, p);
+                   PlannedCall& p) const {
+        plan_call(args, count, options, /*allocate=*/false, p);
     }
     // Everything that decides source(p) for @p arch (specialization_memo.hpp).
-    std::optional<cache::Key> signature(const Prepared& p, const std::string& arch) const {
+    std::optional<cache::Key> signature(const PlannedCall& p, const std::string& arch) const {
         return detail::MemoSignature("elementwise", def.params, nvrtc_options, arch)
             .text("operation", def.operation)
             .text("preamble", def.preamble)
@@ -144,22 +144,22 @@ struct ElementwiseKernel::Impl {
             .bytes("plan", &p.plan, p.plan.used_bytes())
             .finish();
     }
-    const Function& function(const Prepared& p) const;
+    const Function& function(const PlannedCall& p) const;
     // Launches @p p; with @p record, also writes there what a repeat of the call needs.
-    void launch(const Prepared& p, const Function& f, StreamRef stream,
+    void launch(const PlannedCall& p, const Function& f, StreamRef stream,
                 detail::RepeatLaunch* record = nullptr) const;
-    // The fingerprint of a call that may be repeated from the memo (false: never memoized).
+    // The fingerprint of a call that may be repeated from the repeat cache (false: never cached).
     bool fingerprint(const Arg* args, std::size_t count, const CallOptions& options,
                      detail::CallFingerprint& print) const;
 
     // The tuned block and grid for @p p's plan and shape class (tuned on first use).
-    void apply_tuning(Prepared& p, StreamRef stream) const;
-    detail::TunedLaunch tune_launch(const Prepared& p, StreamRef stream) const;
+    void apply_tuning(PlannedCall& p, StreamRef stream) const;
+    detail::TunedLaunch tune_launch(const PlannedCall& p, StreamRef stream) const;
 };
 
-void ElementwiseKernel::Impl::prepare(const Arg* args, std::size_t count,
-                                      const CallOptions& options, bool allocate,
-                                      Prepared& p) const {
+void ElementwiseKernel::Impl::plan_call(const Arg* args, std::size_t count,
+                                        const CallOptions& options, bool allocate,
+                                        PlannedCall& p) const {
     if (options.block_size && (*options.block_size <= 0 || *options.block_size > 1024))
         params().bad_call("block size " + std::to_string(*options.block_size) +
                           " is out of range: use 1 to 1024 threads");
@@ -194,7 +194,7 @@ Dims ElementwiseKernel::Impl::loop_shape(const CallOptions& options,
     return *shape;
 }
 
-void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared& p) const {
+void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, PlannedCall& p) const {
     Plan& plan = p.plan;
     const detail::Operands& ops = p.ops;
     plan.count = static_cast<std::uint8_t>(ops.count);
@@ -305,7 +305,7 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, Prepared
     size_grid(p);
 }
 
-std::string ElementwiseKernel::Impl::describe(const Prepared& p) const {
+std::string ElementwiseKernel::Impl::describe(const PlannedCall& p) const {
     detail::Json spec = detail::describe_params(def.params);
     spec["operation"] = def.operation;
     detail::describe_text(spec, "preamble", def.preamble);
@@ -320,15 +320,15 @@ std::string ElementwiseKernel::Impl::describe(const Prepared& p) const {
     return detail::describe_call("elementwise", std::move(spec), p.ops, call);
 }
 
-const Function& ElementwiseKernel::Impl::function(const Prepared& p) const {
+const Function& ElementwiseKernel::Impl::function(const PlannedCall& p) const {
     return functions.get(detail::current_context(), p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
         const std::string arch = Device::current().arch();
-        return detail::load_prepared(*this, p, arch);
+        return detail::load_planned(*this, p, arch);
     });
 }
 
-void ElementwiseKernel::Impl::launch(const Prepared& p, const Function& f, StreamRef stream,
+void ElementwiseKernel::Impl::launch(const PlannedCall& p, const Function& f, StreamRef stream,
                                      detail::RepeatLaunch* record) const {
     detail::ParamWriter w;
     const Plan& plan = p.plan;
@@ -410,7 +410,7 @@ ElementwiseKernel::~ElementwiseKernel() = default;
 ElementwiseKernel::ElementwiseKernel(ElementwiseKernel&&) noexcept = default;
 ElementwiseKernel& ElementwiseKernel::operator=(ElementwiseKernel&&) noexcept = default;
 
-void ElementwiseKernel::Impl::apply_tuning(Prepared& p, StreamRef stream) const {
+void ElementwiseKernel::Impl::apply_tuning(PlannedCall& p, StreamRef stream) const {
     const TuneKey key{p.plan, detail::size_class(p.n),
                       p.plan.layout == Layout::rows ? p.shape[p.plan.ndim - 1] : 0};
     const detail::TunedLaunch* found;
@@ -430,7 +430,7 @@ void ElementwiseKernel::Impl::apply_tuning(Prepared& p, StreamRef stream) const 
 
 // Every element is computed the same way whatever the block and grid (the loops are grid-stride
 // loops), so each candidate gives the untuned results.
-detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
+detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const PlannedCall& p,
                                                          StreamRef stream) const {
     const detail::LaunchChoice fallback{p.plan.block, 0};
     // The tiled layout's 32 x 8 tiles are its code; code run per thread around the loop (loop_prep,
@@ -458,7 +458,7 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
         device.name(), device.compute_capability_major(), device.compute_capability_minor());
 
     // A candidate ready to launch: the plan with its block, its function, and its grid cap.
-    auto ready_for = [&](const detail::LaunchChoice& choice, Prepared& q) {
+    auto ready_for = [&](const detail::LaunchChoice& choice, PlannedCall& q) {
         q.plan.block = choice.block;
         size_grid(q);
         const Function& f = function(q);
@@ -467,8 +467,9 @@ detail::TunedLaunch ElementwiseKernel::Impl::tune_launch(const Prepared& p,
         if (cap && q.grid.x > cap) q.grid.x = cap;
         return std::make_pair(&f, cap);
     };
-    return detail::tune_launch(p, candidates, key, stream, ready_for,
-                               [&](const Prepared& q, const Function& f) { launch(q, f, stream); });
+    return detail::tune_launch(
+        p, candidates, key, stream, ready_for,
+        [&](const PlannedCall& q, const Function& f) { launch(q, f, stream); });
 }
 
 Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
@@ -476,20 +477,21 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
     const detail::CallScope on_device(options.device.value_or(-1));
     // Tuning, when asked for, may change the block and grid, never the results.
     const bool tuned = !options.block_size && detail::tuning_requested(m_impl->tune, options.tune);
-    detail::CallMemo memo(!tuned, [&](detail::CallFingerprint& print) {
+    detail::RepeatCall repeat_call(!tuned, [&](detail::CallFingerprint& print) {
         return m_impl->fingerprint(args, count, options, print);
     });
     {
         Outputs outputs;
-        if (memo.repeat(m_impl->def.params, args, options.stream, !m_impl->no_return, outputs))
+        if (repeat_call.repeat(m_impl->def.params, args, options.stream, !m_impl->no_return,
+                               outputs))
             return outputs;
     }
-    Prepared p;
-    m_impl->prepare(args, count, options, /*allocate=*/true, p);
-    detail::trace_mark("elementwise call prepared (bound, outputs, layout)");
+    PlannedCall p;
+    m_impl->plan_call(args, count, options, /*allocate=*/true, p);
+    detail::trace_mark("elementwise call planned (bound, outputs, layout)");
     if (p.n > 0) {
         if (tuned) m_impl->apply_tuning(p, options.stream);
-        memo.launch([&](detail::RepeatLaunch* record) {
+        repeat_call.launch([&](detail::RepeatLaunch* record) {
             m_impl->launch(p, m_impl->function(p), options.stream, record);
         });
     }
@@ -502,18 +504,18 @@ Outputs ElementwiseKernel::call(const Arg* args, std::size_t count,
 
 std::string ElementwiseKernel::source_for(const Arg* args, std::size_t count,
                                           const CallOptions& options) const {
-    return detail::source_for<Prepared>(*m_impl, args, count, options);
+    return detail::source_for<PlannedCall>(*m_impl, args, count, options);
 }
 
 std::shared_ptr<const Program> ElementwiseKernel::compile_for(const Arg* args, std::size_t count,
                                                               const CallOptions& options,
                                                               const std::string& arch) const {
-    return detail::compile_for<Prepared>(*m_impl, args, count, options, arch);
+    return detail::compile_for<PlannedCall>(*m_impl, args, count, options, arch);
 }
 
 std::string ElementwiseKernel::describe_for(const Arg* args, std::size_t count,
                                             const CallOptions& options) const {
-    return detail::describe_for<Prepared>(*m_impl, args, count, options);
+    return detail::describe_for<PlannedCall>(*m_impl, args, count, options);
 }
 
 const std::string& ElementwiseKernel::name() const noexcept {

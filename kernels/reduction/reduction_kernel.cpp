@@ -23,6 +23,7 @@
 #include "reduction_plan.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <optional>
@@ -42,6 +43,9 @@ using detail::ReductionPlan;
 
 namespace {
 
+// Tests plan source_for's calls as on a device of this many multiprocessors (0: none).
+std::atomic<int> g_planning_multiprocessors{0};
+
 // Layout choices that reach the source (a warp or a block per output, the block's width) count
 // outputs against this fixed number of multiprocessors (an H100 SXM's), never the device's: the
 // source may depend only on the call, which the cache key records, so a kernel compiled offline
@@ -54,7 +58,7 @@ bool blank(const std::string& s) {
 }
 
 // One call's decisions before a kernel is chosen: no strings, no heap.
-struct ReductionPrepared {
+struct PlannedReduction {
     ReductionPlan plan{};
     detail::Operands ops;
     detail::OperandStrides strides; // elements: inputs kept+reduced, outputs kept
@@ -116,7 +120,7 @@ struct ReductionKernel::Impl {
         : def(std::move(definition)) {}
 
     detail::ReductionDefinition def;
-    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat memos
+    const std::uint64_t id = detail::new_kernel_id(); // this kernel in threads' repeat caches
     // The reduce type parsed once, not per call (nullopt: not a dtype name).
     std::optional<DType> named_reduce_dtype = reduce_type_dtype(def.reduce_type);
     std::vector<std::string> nvrtc_options;
@@ -143,19 +147,20 @@ struct ReductionKernel::Impl {
 
     const detail::KernelParams& params() const noexcept { return def.params; }
     void shape_call(const Arg* args, std::size_t count, const ReduceCall& how, bool allocate,
-                    ReductionPrepared& p) const;
-    void choose_layout(ReductionPrepared& p, const std::array<bool, kMaxDims>& reduced,
+                    PlannedReduction& p) const;
+    void choose_layout(PlannedReduction& p, const std::array<bool, kMaxDims>& reduced,
                        const Dims& full_shape, bool keepdims) const;
-    detail::GeneratedSource source(const ReductionPrepared& p) const {
+    detail::GeneratedSource source(const PlannedReduction& p) const {
         return detail::generate_reduction(def, p.plan, p.ops.bindings);
     }
-    std::string describe(const ReductionPrepared& p) const;
+    std::string describe(const PlannedReduction& p) const;
     void plan_only(const Arg* args, std::size_t count, const ReduceCall& how,
-                   ReductionPrepared& p) const {
+                   PlannedReduction& p) const {
+        p.multiprocessors = g_planning_multiprocessors.load(std::memory_order_relaxed);
         shape_call(args, count, how, /*allocate=*/false, p);
     }
     // Everything that decides source(p) for @p arch (specialization_memo.hpp).
-    std::optional<cache::Key> signature(const ReductionPrepared& p, const std::string& arch) const {
+    std::optional<cache::Key> signature(const PlannedReduction& p, const std::string& arch) const {
         return detail::MemoSignature("reduction", def.params, nvrtc_options, arch)
             .text("map", def.map_expr)
             .text("reduce", def.reduce_expr)
@@ -166,19 +171,19 @@ struct ReductionKernel::Impl {
             .bytes("plan", &p.plan, p.plan.used_bytes())
             .finish();
     }
-    const Loaded& function(const ReductionPrepared& p, CUcontext context) const;
-    void size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const;
+    const Loaded& function(const PlannedReduction& p, CUcontext context) const;
+    void size_launch(PlannedReduction& p, int blocks_per_multiprocessor) const;
     // Launches @p p; with @p record, also writes there what a repeat of the call needs.
-    void launch(const ReductionPrepared& p, const Function& f, CUcontext context, StreamRef stream,
+    void launch(const PlannedReduction& p, const Function& f, CUcontext context, StreamRef stream,
                 detail::RepeatLaunch* record = nullptr) const;
-    // The fingerprint of a call that may be repeated from the memo (false: never memoized).
+    // The fingerprint of a call that may be repeated from the repeat cache (false: never cached).
     bool fingerprint(const Arg* args, std::size_t count, const ReduceCall& how, CUcontext context,
                      detail::CallFingerprint& print) const;
     // The tuned block and grid for @p p's plan and shape class (tuned on first use); @p loaded is
     // the untuned specialization, sized.
-    const Loaded& apply_tuning(ReductionPrepared& p, const Loaded& loaded, CUcontext context,
+    const Loaded& apply_tuning(PlannedReduction& p, const Loaded& loaded, CUcontext context,
                                StreamRef stream) const;
-    detail::TunedLaunch tune_launch(const ReductionPrepared& p, CUcontext context,
+    detail::TunedLaunch tune_launch(const PlannedReduction& p, CUcontext context,
                                     StreamRef stream) const;
 };
 
@@ -195,7 +200,7 @@ void keep_unrolled_loop_only_if_entered(ReductionPlan& plan, std::int64_t vector
 
 // Caps the grid-stride loop's grid (over outputs; over batches for the outer layout) at
 // @p max_grid blocks in all.
-void cap_grid(ReductionPrepared& p, std::uint32_t max_grid) {
+void cap_grid(PlannedReduction& p, std::uint32_t max_grid) {
     if (!max_grid) return;
     if (p.plan.layout == ReduceLayout::outer) {
         const std::uint64_t per_batch = std::uint64_t{p.grid.x} * p.grid.y;
@@ -219,7 +224,7 @@ const bool kReductionParserPrepared =
 } // namespace
 
 void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const ReduceCall& how,
-                                       bool allocate, ReductionPrepared& p) const {
+                                       bool allocate, PlannedReduction& p) const {
     p.how = &how;
     detail::bind_operands(params(), args, count, p.ops);
     const std::optional<Dims> input_shape = detail::broadcast_inputs(p.ops);
@@ -275,7 +280,7 @@ void ReductionKernel::Impl::shape_call(const Arg* args, std::size_t count, const
     }
 }
 
-void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
+void ReductionKernel::Impl::choose_layout(PlannedReduction& p,
                                           const std::array<bool, kMaxDims>& reduced,
                                           const Dims& shape, bool keepdims) const {
     ReductionPlan& plan = p.plan;
@@ -408,7 +413,7 @@ void ReductionKernel::Impl::choose_layout(ReductionPrepared& p,
                                            plan.warp_group ? plan.row_lanes : plan.block_x);
 }
 
-void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_multiprocessor) const {
+void ReductionKernel::Impl::size_launch(PlannedReduction& p, int blocks_per_multiprocessor) const {
     const ReductionPlan& plan = p.plan;
     // One full wave of blocks: splitting further would leave a tail of idle multiprocessors.
     const std::int64_t resident =
@@ -453,7 +458,7 @@ void ReductionKernel::Impl::size_launch(ReductionPrepared& p, int blocks_per_mul
     }
 }
 
-std::string ReductionKernel::Impl::describe(const ReductionPrepared& p) const {
+std::string ReductionKernel::Impl::describe(const PlannedReduction& p) const {
     detail::Json spec = detail::describe_params(def.params);
     spec["map_expr"] = def.map_expr;
     spec["reduce_expr"] = def.reduce_expr;
@@ -475,18 +480,18 @@ std::string ReductionKernel::Impl::describe(const ReductionPrepared& p) const {
     return detail::describe_call("reduction", std::move(spec), p.ops, call);
 }
 
-const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const ReductionPrepared& p,
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const PlannedReduction& p,
                                                                      CUcontext context) const {
     return functions.get(context, p.plan, [&] {
         // First call with this signature here: generate, compile (memory and disk caches), load.
         const std::string arch = Device::current().arch();
-        Loaded loaded{detail::load_prepared(*this, p, arch), 0};
+        Loaded loaded{detail::load_planned(*this, p, arch), 0};
         if (!p.plan.unsplit) loaded.blocks_per_multiprocessor = loaded.occupancy(p.plan);
         return loaded;
     });
 }
 
-void ReductionKernel::Impl::launch(const ReductionPrepared& p, const Function& f, CUcontext context,
+void ReductionKernel::Impl::launch(const PlannedReduction& p, const Function& f, CUcontext context,
                                    StreamRef stream, detail::RepeatLaunch* record) const {
     const ReductionPlan& plan = p.plan;
     const bool index64 = plan.index64;
@@ -540,7 +545,7 @@ bool ReductionKernel::Impl::fingerprint(const Arg* args, std::size_t count, cons
     return print.args(args, count);
 }
 
-const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(ReductionPrepared& p,
+const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(PlannedReduction& p,
                                                                          const Loaded& loaded,
                                                                          CUcontext context,
                                                                          StreamRef stream) const {
@@ -566,8 +571,8 @@ const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::apply_tuning(Reducti
 // output is reduced by its lanes, then a warp reduction, whatever the block holds, so the block
 // size is free; every layout's grid-stride loop gives each output (or batch) the same work
 // whatever the grid. The split across blocks and the block of the other layouts stay as they are.
-detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& p,
-                                                       CUcontext context, StreamRef stream) const {
+detail::TunedLaunch ReductionKernel::Impl::tune_launch(const PlannedReduction& p, CUcontext context,
+                                                       StreamRef stream) const {
     const bool free_block = p.plan.layout == ReduceLayout::group && p.plan.warp_group;
     const std::vector<int> blocks = free_block ? detail::block_candidates(p.plan.block_x, 64, 1024)
                                                : std::vector<int>{p.plan.block_x};
@@ -586,7 +591,7 @@ detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& 
 
     // A candidate ready to launch: the plan with its block, its specialization (sized as every
     // call sizes it: the same split), and its grid cap.
-    auto ready_for = [&](const detail::LaunchChoice& choice, ReductionPrepared& q) {
+    auto ready_for = [&](const detail::LaunchChoice& choice, PlannedReduction& q) {
         q.plan.block_x = choice.block;
         const Loaded& l = function(q, context);
         const int occupancy = l.occupancy(q.plan);
@@ -596,7 +601,7 @@ detail::TunedLaunch ReductionKernel::Impl::tune_launch(const ReductionPrepared& 
         return std::make_pair(&l, cap);
     };
     return detail::tune_launch(p, candidates, key, stream, ready_for,
-                               [&](const ReductionPrepared& q, const Loaded& l) {
+                               [&](const PlannedReduction& q, const Loaded& l) {
                                    launch(q, l.function, context, stream);
                                });
 }
@@ -642,14 +647,14 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
     const detail::CallScope on_device(how.device.value_or(-1));
     // Tuning, when asked for, may change the block and grid, never the results.
     const bool tuned = detail::tuning_requested(m_impl->tune, how.tune);
-    detail::CallMemo memo(!tuned, [&](detail::CallFingerprint& print) {
+    detail::RepeatCall repeat_call(!tuned, [&](detail::CallFingerprint& print) {
         return m_impl->fingerprint(args, count, how, detail::current_context(), print);
     });
     {
         Outputs outputs;
-        if (memo.repeat(m_impl->def.params, args, how.stream, true, outputs)) return outputs;
+        if (repeat_call.repeat(m_impl->def.params, args, how.stream, true, outputs)) return outputs;
     }
-    ReductionPrepared p;
+    PlannedReduction p;
     m_impl->shape_call(args, count, how, /*allocate=*/true, p); // every check, then the outputs
     const CUcontext context = detail::current_context();
     p.multiprocessors = multiprocessors(context);
@@ -658,7 +663,7 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
         const Impl::Loaded* loaded = &m_impl->function(p, context);
         m_impl->size_launch(p, loaded->blocks_per_multiprocessor);
         if (tuned) loaded = &m_impl->apply_tuning(p, *loaded, context, how.stream);
-        memo.launch([&](detail::RepeatLaunch* record) {
+        repeat_call.launch([&](detail::RepeatLaunch* record) {
             m_impl->launch(p, loaded->function, context, how.stream, record);
         });
     }
@@ -670,27 +675,22 @@ Outputs ReductionKernel::call(const Arg* args, std::size_t count, const ReduceCa
 
 std::string ReductionKernel::source_for(const Arg* args, std::size_t count,
                                         const ReduceCall& how) const {
-    return detail::source_for<ReductionPrepared>(*m_impl, args, count, how);
+    return detail::source_for<PlannedReduction>(*m_impl, args, count, how);
 }
 
 std::shared_ptr<const Program> ReductionKernel::compile_for(const Arg* args, std::size_t count,
                                                             const ReduceCall& how,
                                                             const std::string& arch) const {
-    return detail::compile_for<ReductionPrepared>(*m_impl, args, count, how, arch);
+    return detail::compile_for<PlannedReduction>(*m_impl, args, count, how, arch);
 }
 
 std::string ReductionKernel::describe_for(const Arg* args, std::size_t count,
                                           const ReduceCall& how) const {
-    return detail::describe_for<ReductionPrepared>(*m_impl, args, count, how);
+    return detail::describe_for<PlannedReduction>(*m_impl, args, count, how);
 }
 
-std::string detail::ReductionKernelAccess::source_on(const ReductionKernel& kernel, const Arg* args,
-                                                     std::size_t count, const ReduceCall& how,
-                                                     int multiprocessors) {
-    ReductionPrepared p;
-    p.multiprocessors = multiprocessors;
-    kernel.m_impl->shape_call(args, count, how, /*allocate=*/false, p);
-    return kernel.m_impl->source(p).source;
+void detail::set_planning_multiprocessors_for_testing(int multiprocessors) noexcept {
+    g_planning_multiprocessors.store(multiprocessors, std::memory_order_relaxed);
 }
 
 const std::string& ReductionKernel::name() const noexcept {

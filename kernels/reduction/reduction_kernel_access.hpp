@@ -1,18 +1,12 @@
 #pragma once
-// What Kiln's own tests may ask a ReductionKernel beyond its public API.
-
-#include "kiln/reduction_kernel.hpp"
-
-#include <cstddef>
-#include <string>
+// What Kiln's own tests may set beyond a ReductionKernel's public API, without the public header
+// naming a test-only friend.
 
 namespace kiln::detail {
 
-struct ReductionKernelAccess {
-    /// The source @p kernel generates for a call planned as on a device with @p multiprocessors
-    /// (a call plans with the current device's count; source_for and compile_for have no device).
-    static std::string source_on(const ReductionKernel& kernel, const Arg* args, std::size_t count,
-                                 const ReduceCall& how, int multiprocessors);
-};
+/// Plan the calls of ReductionKernel::source_for / compile_for / describe_for (which have no
+/// device) as on a device with @p multiprocessors; 0 (the default) plans with none, as those
+/// calls always did. A call plans with its device's count whatever this says.
+void set_planning_multiprocessors_for_testing(int multiprocessors) noexcept;
 
 } // namespace kiln::detail

@@ -6,6 +6,7 @@
 #include "driver/driver_trace.hpp"
 #include "driver/prepare_steps.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
+#include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/device.hpp"
 #include "kiln/env.hpp"
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -356,6 +358,11 @@ struct Compiler::Impl {
     Impl() { programs.reserve(64); }
 
     bool disk_usable() const { return store && !store->config().disabled; }
+    bool memo_usable() const;
+    // A program made of a memo's cubin (or this process's program of its entry key); nullptr
+    // when the cubin lacks the memo's kernel or that program's compile failed.
+    std::shared_ptr<const Program> from_memo(cache::Memo memo, const std::string& arch,
+                                             double read_ms);
 
     // What identifies the NVRTC build in keys; computed once per process, from its ELF build id.
     static const std::string& nvrtc() { return detail::nvrtc_full_version(); }
@@ -536,11 +543,16 @@ CompileStatistics Compiler::statistics() const noexcept {
     return s;
 }
 
-std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::string& arch,
-                                                   double read_ms) {
-    if (!m_impl->disk_usable() || m_impl->store->config().save_source ||
-        detail::compile_time_trace_enabled())
-        return nullptr;
+// The memo: the program of a generated kernel found without generating its source.
+
+bool Compiler::Impl::memo_usable() const {
+    // A memo stands in for the source: not when the source is wanted beside the entry, nor for
+    // a compile-time trace, which needs a real compile.
+    return disk_usable() && !store->config().save_source && !detail::compile_time_trace_enabled();
+}
+
+std::shared_ptr<const Program> Compiler::Impl::from_memo(cache::Memo memo, const std::string& arch,
+                                                         double read_ms) {
     const auto holds_kernel = [&](const std::string& cubin) {
         // A memo's cubin is as trusted as an entry's, but it must be the kernel asked for. A
         // cubin whose symbols cannot be read is left to the driver, which names what it lacks.
@@ -549,18 +561,18 @@ std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::
     };
     {
         // Compiled or read before in this process (another kernel object, another context).
-        std::shared_ptr<Impl::Slot> known;
+        std::shared_ptr<Slot> known;
         {
-            std::lock_guard<std::mutex> lock(m_impl->mutex);
-            auto found = m_impl->programs.find(memo.entry);
-            if (found != m_impl->programs.end()) known = found->second;
+            std::lock_guard<std::mutex> lock(mutex);
+            auto found = programs.find(memo.entry);
+            if (found != programs.end()) known = found->second;
         }
         if (known) {
             try {
-                auto program = m_impl->wait_for(known);
+                auto program = wait_for(known);
                 if (!holds_kernel(program->cubin())) return nullptr;
-                m_impl->memory_hits.fetch_add(1, std::memory_order_relaxed);
-                m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
+                memory_hits.fetch_add(1, std::memory_order_relaxed);
+                memo_hits.fetch_add(1, std::memory_order_relaxed);
                 return program;
             } catch (const std::exception&) {
                 return nullptr; // that compile failed: the caller takes the full path
@@ -576,20 +588,48 @@ std::shared_ptr<const Program> Compiler::from_memo(cache::Memo memo, const std::
     program->m_ms = read_ms;
     {
         // Later requests for the key in this process share it, as compile()'s would.
-        auto ready = std::make_shared<Impl::Slot>();
+        auto ready = std::make_shared<Slot>();
         ready->program = program;
         ready->ready = true;
-        std::lock_guard<std::mutex> lock(m_impl->mutex);
-        m_impl->programs.emplace(memo.entry, std::move(ready));
+        std::lock_guard<std::mutex> lock(mutex);
+        programs.emplace(memo.entry, std::move(ready));
     }
-    m_impl->disk_hits.fetch_add(1, std::memory_order_relaxed);
-    m_impl->memo_hits.fetch_add(1, std::memory_order_relaxed);
+    disk_hits.fetch_add(1, std::memory_order_relaxed);
+    memo_hits.fetch_add(1, std::memory_order_relaxed);
     return program;
 }
 
-void Compiler::forget(const cache::Key& key) {
+GeneratedProgram Compiler::compile(const GeneratedKernel& kernel,
+                                   const std::function<std::shared_ptr<const Program>()>& full,
+                                   const Program* rejected) {
+    Impl& impl = *m_impl;
+    if (rejected) {
+        // The memo's cubin has no source to recompile it: the full path reads the entry (with
+        // the source to recompile it when the driver rejects that too).
+        std::lock_guard<std::mutex> lock(impl.mutex);
+        impl.programs.erase(rejected->key());
+    } else if (kernel.signature && impl.memo_usable()) {
+        const auto start = std::chrono::steady_clock::now();
+        auto found = impl.store->load_memo(*kernel.signature);
+        detail::trace_mark("memo read");
+        if (found && found->name == kernel.kernel) {
+            if (auto program = impl.from_memo(std::move(*found), kernel.arch, ms_since(start)))
+                return {std::move(program), true};
+        }
+    }
+    GeneratedProgram made{full(), false};
+    const bool write = kernel.signature && impl.disk_usable() &&
+                       !impl.store->config().save_source && !impl.store->config().readonly;
+    if (write)
+        impl.store->store_memo(*kernel.signature,
+                               {made.program->key(), kernel.kernel, made.program->cubin()});
+    return made;
+}
+
+void Compiler::clear_memory() {
     std::lock_guard<std::mutex> lock(m_impl->mutex);
-    m_impl->programs.erase(key);
+    for (auto it = m_impl->programs.begin(); it != m_impl->programs.end();)
+        it = it->second->ready ? m_impl->programs.erase(it) : std::next(it);
 }
 
 cache::Key Compiler::key_for(std::string_view source, const CompileOptions& options) {

@@ -1,5 +1,5 @@
 #include "kiln/module.hpp"
-#include "context_warm_up.hpp"
+#include "context_priming.hpp"
 #include "module_preload.hpp"
 
 #include "driver/activity_hook.hpp"
@@ -22,9 +22,9 @@ namespace kiln {
 
 namespace {
 
-// The context warm-up (context_warm_up.hpp) runs when Kiln makes a context, in every program that
+// The context priming (context_priming.hpp) runs when Kiln makes a context, in every program that
 // loads modules: driver/ calls it through its hook.
-const bool kWarmUpRegistered = (detail::set_context_made_hook(&detail::warm_up_new_context), true);
+const bool kWarmUpRegistered = (detail::set_context_made_hook(&detail::prime_new_context), true);
 
 bool is_elf(const std::string& image) {
     return image.size() >= 4 && image.compare(0, 4,

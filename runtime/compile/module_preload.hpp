@@ -6,7 +6,7 @@
 // loading them: the driver's module load and function load leave the first call for the context's
 // creation (bench/RESULTS.md). A module no call adopts stays loaded for the process.
 //
-// Off with the read-ahead (KILN_READ_AHEAD=0) or the context warm-up (KILN_CONTEXT_WARM_UP=0).
+// Off with the read-ahead (KILN_READ_AHEAD=0) or the context priming (KILN_CONTEXT_WARM_UP=0).
 
 #include <cuda.h>
 

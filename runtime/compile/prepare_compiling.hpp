@@ -1,6 +1,7 @@
 #pragma once
 // compile/'s part of kiln::prepare() (kiln/startup.hpp): the cache's settings and checks, the
-// read-ahead of what this program used last time, NVRTC's identity and a key computed once.
+// read-ahead of what this program used last time, the memo's code run once, NVRTC's identity and
+// a key computed once.
 // compiler.cpp adds it as a prepare step, so every program that compiles or loads kernels has it.
 
 namespace kiln::detail {

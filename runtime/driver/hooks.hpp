@@ -2,7 +2,7 @@
 // The calls driver/ makes to the layers above it, as hooks those layers register, so that driver/
 // knows nothing above it (docs/architecture.md):
 //
-//   context made   compile/ (context_warm_up.cpp): the driver's one-time set-up in a context Kiln
+//   context made   compile/ (context_priming.cpp): the driver's one-time set-up in a context Kiln
 //                  has just made, registered where modules load, so any program that launches a
 //                  kernel has it
 //   stream made / stream ending
@@ -22,7 +22,7 @@ namespace kiln::detail {
 using ContextHook = void (*)(CUcontext) noexcept;
 using StreamHook = void (*)(CUstream) noexcept;
 
-/// compile/ registers the context warm-up.
+/// compile/ registers the context priming.
 void set_context_made_hook(ContextHook hook) noexcept;
 /// Kiln has made @p context (a primary context that was inactive): nothing is in it yet.
 void context_made(CUcontext context) noexcept;

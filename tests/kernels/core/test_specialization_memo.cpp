@@ -107,7 +107,7 @@ TEST(SpecializationMemo, ASecondKernelObjectFindsItsCubinWithoutGeneratingSource
     EXPECT_EQ(memo_hits(), hits + 1);
     EXPECT_EQ(compiles(), compiled);
     // As in a fresh process: nothing in memory, the memo holds the cubin.
-    kiln::Compiler::global().forget(first->key());
+    kiln::Compiler::global().clear_memory();
     hits = memo_hits();
     const std::uint64_t disk = kiln::Compiler::global().statistics().disk_hits;
     const auto second = squared_diff();
@@ -128,7 +128,7 @@ TEST(SpecializationMemo, AMemoHitReadsNoEntry) {
     const auto entry =
         std::filesystem::path(std::getenv("KILN_CACHE_DIR")) / hex.substr(0, 2) / (hex + ".kiln");
     ASSERT_TRUE(std::filesystem::remove(entry));
-    kiln::Compiler::global().forget(first->key());
+    kiln::Compiler::global().clear_memory();
     const std::uint64_t hits = memo_hits(), compiled = compiles();
     const auto second = squared_diff();
     EXPECT_EQ(memo_hits(), hits + 1);

@@ -303,10 +303,10 @@ TEST(ReductionCodegen, TheSourceDoesNotDependOnTheDevicesMultiprocessorCount) {
         const std::string offline = k.source_for(args, 1, ReduceCall{1});
         for (int multiprocessors : {8, 46, 80, 108, 114, 132, 148, 170}) {
             SCOPED_TRACE(multiprocessors);
-            EXPECT_EQ(kiln::detail::ReductionKernelAccess::source_on(k, args, 1, ReduceCall{1},
-                                                                     multiprocessors),
-                      offline);
+            kiln::detail::set_planning_multiprocessors_for_testing(multiprocessors);
+            EXPECT_EQ(k.source_for(args, 1, ReduceCall{1}), offline);
         }
+        kiln::detail::set_planning_multiprocessors_for_testing(0);
     }
 }
 

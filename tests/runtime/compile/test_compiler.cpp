@@ -279,3 +279,82 @@ TEST(NormalizeArch, RejectsAnythingElse) {
     for (const char* bad : {"", "sm_", "sm_9", "gfx90a", "sm_90;rm -rf", "sm_1000"})
         EXPECT_THROW(kiln::normalize_arch(bad), kiln::ArgumentError) << bad;
 }
+
+namespace {
+
+kiln::GeneratedKernel generated_add(const char* signature_text = "add v1") {
+    return {kiln::cache::KeyBuilder().add("test-signature", signature_text).finish(), "add",
+            "sm_90"};
+}
+
+} // namespace
+
+// A generated kernel's program: memo, then the caller's full compile (which the memo remembers).
+TEST_F(CompilerTest, AGeneratedKernelIsFoundThroughItsMemoWithoutTheFullCompile) {
+    int full_compiles = 0;
+    const auto full = [&] {
+        ++full_compiles;
+        return m_compiler->compile(kAddSource, for_arch());
+    };
+    const auto first = m_compiler->compile(generated_add(), full);
+    EXPECT_FALSE(first.from_memo);
+    EXPECT_EQ(full_compiles, 1);
+    restart(); // a fresh process: nothing in memory, the memo on disk
+    const auto again = m_compiler->compile(generated_add(), full);
+    EXPECT_TRUE(again.from_memo);
+    EXPECT_EQ(full_compiles, 1) << "nothing generated or compiled";
+    EXPECT_EQ(again.program->key(), first.program->key());
+    EXPECT_EQ(again.program->cubin(), first.program->cubin());
+    EXPECT_TRUE(again.program->source().empty());
+    EXPECT_EQ(m_compiler->statistics().memo_hits, 1u);
+    // Another signature, or the same one naming another kernel, takes the full compile.
+    EXPECT_FALSE(m_compiler->compile(generated_add("add v2"), full).from_memo);
+    kiln::GeneratedKernel other = generated_add();
+    other.kernel = "not_add";
+    EXPECT_FALSE(m_compiler->compile(other, full).from_memo);
+    EXPECT_EQ(full_compiles, 3);
+}
+
+TEST_F(CompilerTest, AGeneratedKernelWithoutASignatureAlwaysTakesTheFullCompile) {
+    int full_compiles = 0;
+    const auto full = [&] {
+        ++full_compiles;
+        return m_compiler->compile(kAddSource, for_arch());
+    };
+    kiln::GeneratedKernel unsigned_kernel = generated_add();
+    unsigned_kernel.signature.reset();
+    for (int i = 0; i < 2; ++i) {
+        restart();
+        EXPECT_FALSE(m_compiler->compile(unsigned_kernel, full).from_memo);
+    }
+    EXPECT_EQ(full_compiles, 2);
+}
+
+// The driver rejected what the memo gave: the full compile runs and its program replaces the memo.
+TEST_F(CompilerTest, ARejectedMemoProgramIsReplacedByTheFullCompile) {
+    const auto add = [&] { return m_compiler->compile(kAddSource, for_arch()); };
+    m_compiler->compile(generated_add(), add);
+    restart();
+    const auto from_memo = m_compiler->compile(generated_add(), add);
+    ASSERT_TRUE(from_memo.from_memo);
+    bool called = false;
+    const auto replaced = m_compiler->compile(
+        generated_add(),
+        [&] {
+            called = true;
+            return add();
+        },
+        from_memo.program.get());
+    EXPECT_TRUE(called);
+    EXPECT_FALSE(replaced.from_memo);
+    EXPECT_FALSE(replaced.program->source().empty()) << "read with its source this time";
+}
+
+TEST_F(CompilerTest, ClearingMemoryMakesTheNextCompileReadTheDisk) {
+    const auto first = m_compiler->compile(kAddSource, for_arch());
+    m_compiler->clear_memory();
+    const auto second = m_compiler->compile(kAddSource, for_arch());
+    EXPECT_NE(first.get(), second.get());
+    EXPECT_EQ(second->origin(), kiln::ProgramOrigin::disk_cache);
+    EXPECT_EQ(second->cubin(), first->cubin());
+}

@@ -41,10 +41,6 @@
 
 namespace kiln {
 
-namespace detail {
-struct ReductionKernelAccess;
-}
-
 /// Per-call settings of a reduction.
 struct ReduceCall {
     Axes axis;             ///< which axes to reduce; all by default
@@ -187,7 +183,6 @@ class ReductionKernel {
     const std::vector<ParamSpec>& out_params() const noexcept;
 
   private:
-    friend struct detail::ReductionKernelAccess; // Kiln's own tests
     struct Impl;
     std::unique_ptr<Impl> m_impl;
 };

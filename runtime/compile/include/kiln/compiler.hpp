@@ -8,11 +8,11 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
-#include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/recipe.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <optional>
@@ -145,7 +145,8 @@ class Program {
     const std::string& arch() const noexcept { return m_arch; }
     /// The CUDA source it was compiled from.
     /// @return the CUDA source it was compiled from; empty for a generated kernel found on disk
-    /// through its memo (Compiler::from_memo()), whose source was not generated.
+    /// through its memo (Compiler::compile(const GeneratedKernel&, ...)), whose source was not
+    /// generated.
     const std::string& source() const noexcept { return m_source; }
     /// Whether it was compiled here or read from the disk cache.
     /// @return whether it was compiled here or read from the disk cache.
@@ -207,6 +208,29 @@ struct CompileStatistics {
     std::uint64_t memo_hits = 0;
 };
 
+/// A kernel whose source a front end generates, as Compiler::compile() looks it up: by a
+/// signature that stands for its source, so a fresh process can find its cubin without
+/// generating the source. The on-disk memo of the signature (kiln/cache/memo_store.hpp) holds the
+/// entry key, kernel name and cubin that the source led to last time.
+struct GeneratedKernel {
+    /// A hash of everything that decides the source (the front end, its definition, the plan,
+    /// the architecture, Kiln's and NVRTC's builds); none: no memo, the source is generated.
+    std::optional<cache::Key> signature;
+    /// The kernel the program must hold: a memo whose cubin lacks it is not used.
+    std::string kernel;
+    /// The architecture the signature was made for.
+    std::string arch;
+};
+
+/// What Compiler::compile() gave for a GeneratedKernel.
+struct GeneratedProgram {
+    /// The program.
+    std::shared_ptr<const Program> program;
+    /// Whether it came through the memo (its source was not generated; Program::source() is
+    /// empty, and a driver that rejects its cubin needs the caller's full compile).
+    bool from_memo = false;
+};
+
 /// Compiles CUDA source with NVRTC. Each distinct (source, options, headers, name expressions,
 /// architecture, NVRTC version) compiles once per Compiler, also when threads ask at once; results
 /// go to and come from the disk cache. Thread-safe.
@@ -234,6 +258,22 @@ class Compiler {
     /// @throws CompileError (NVRTC rejected the source or an option), NoDeviceError (no arch given
     /// and no device), ArgumentError (bad options).
     std::shared_ptr<const Program> compile(std::string_view source, const CompileOptions& options);
+
+    /// The program of a generated kernel, in order: through its memo (nothing generated, one file
+    /// read), then the caller's @p full compile (which generates the source and calls compile(),
+    /// the memory and disk caches first), whose program the memo then remembers. The memo is
+    /// used only with a disk cache that reads, and not when the source is wanted (source saving,
+    /// compile-time traces).
+    /// @param kernel the signature, kernel name and architecture.
+    /// @param full generates the source and compiles it; called only when the memo does not
+    /// answer.
+    /// @param rejected a program the memo gave that the driver rejected: it is dropped from
+    /// memory, the memo is not read, and what @p full makes replaces the memo.
+    /// @return the program, and whether the memo gave it.
+    /// @throws what @p full throws.
+    GeneratedProgram compile(const GeneratedKernel& kernel,
+                             const std::function<std::shared_ptr<const Program>()>& full,
+                             const Program* rejected = nullptr);
 
     /// The key compile() would use, without compiling. Same exceptions as compile().
     /// @param source the CUDA source.
@@ -263,24 +303,10 @@ class Compiler {
     std::shared_ptr<const Program> reproduce(const cache::Recipe& recipe, std::string_view arch,
                                              const std::vector<cache::LinkInput>& link_inputs = {});
 
-    /// The program of a generated kernel found through its memo (cache::Store::load_memo()):
-    /// this compiler's program of the memo's entry key when it holds one, else one made of the
-    /// memo's cubin and kept in memory under that key, as compile() keeps what it reads. Such a
-    /// program has no source (Program::source() is empty) and no driver-rejection retry. Counts
-    /// as a memory or disk hit, and as a memo hit.
-    /// @param memo the memo, verified by the store; its cubin is taken.
-    /// @param arch the architecture the key was made for (recorded in the program).
-    /// @param read_ms how long reading the memo took (Program::milliseconds()).
-    /// @return the program, or nullptr: no usable disk cache, a compile-time trace or source
-    /// saving asked for (they need a real compile or the source), or a cubin without the memo's
-    /// kernel.
-    std::shared_ptr<const Program> from_memo(cache::Memo memo, const std::string& arch,
-                                             double read_ms);
-
-    /// Drop the program of @p key from this compiler's memory: the next compile() of it reads or
-    /// compiles it again (a program from_memo() made that the driver rejects).
-    /// @param key the program's key.
-    void forget(const cache::Key& key);
+    /// Drop every program this compiler holds in memory (those in use elsewhere stay alive with
+    /// their users): the next compile() of each reads it from disk or compiles it again, as in a
+    /// fresh process. Compiles in progress finish and are not dropped.
+    void clear_memory();
 
     /// The disk cache in use.
     /// @return the disk cache in use, or nullptr for memory only.

@@ -1,24 +1,24 @@
 // What the driver's first module load, function lookup and launch cost in a fresh context, and
 // which earlier work takes that first-use set-up out of them: the evidence behind Kiln's context
-// warm-up (runtime/context_warm_up.hpp). Needs a GPU.
+// priming (runtime/context_priming.hpp). Needs a GPU.
 //
-//   bench_context_warm_up [--samples 15]
+//   bench_context_priming [--samples 15]
 //
 // Each sample is a fresh process (this program again, posix_spawn'd) that makes device 0's primary
-// context with plain driver calls (Kiln's warm-up is not involved), allocates 4 MiB, does the
-// warm-up of its mode, then times one kernel's cubin loaded (cuModuleLoadDataEx), its function
+// context with plain driver calls (Kiln's priming is not involved), allocates 4 MiB, does the
+// priming of its mode, then times one kernel's cubin loaded (cuModuleLoadDataEx), its function
 // found and the kernel launched over 2^20 floats: the first call's driver work. Modes, one sample
 // of each in turn:
 //   none          nothing before (the first use pays the set-up)
-//   kiln          Kiln's warm-up: an empty kernel from PTX, launched on the legacy default
+//   kiln          Kiln's priming: an empty kernel from PTX, launched on the legacy default
 //                 stream (where the timed launch goes), waited for and unloaded, on this thread
 //   own-stream    the same on a stream of its own (created, then destroyed)
 //   cubin         Kiln's with an unrelated cubin (compiled by NVRTC, as a real kernel is)
-//   other-thread  Kiln's warm-up on a second thread (joined before the timed work)
+//   other-thread  Kiln's priming on a second thread (joined before the timed work)
 //   memset        a cuMemsetD32Async and a synchronize instead (no module, no kernel)
-// Medians in µs: load, get, launch, their sum, and the warm-up's own time.
+// Medians in µs: load, get, launch, their sum, and the priming's own time.
 
-#include "compile/context_warm_up.hpp"
+#include "compile/context_priming.hpp"
 #include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 #include "run_sample.hpp"
@@ -76,7 +76,7 @@ bool warm_up(const void* image, const char* name, bool own_stream = false) {
                       (!own_stream || ok(d.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING))) &&
                       ok(d.cuLaunchKernel(
                           function, 1, 1, 1, 32, 1, 1, 0, stream,
-                          image == kiln::detail::kContextWarmUpPtx ? nullptr : params, nullptr)) &&
+                          image == kiln::detail::kContextPrimingPtx ? nullptr : params, nullptr)) &&
                       ok(d.cuStreamSynchronize(stream));
     if (stream) d.cuStreamDestroy(stream);
     if (module) d.cuModuleUnload(module);
@@ -96,14 +96,15 @@ int sample(const std::string& mode, const std::string& timed_cubin,
     const double w0 = now_us();
     bool warmed = true;
     if (mode == "kiln")
-        warmed = warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel);
+        warmed = warm_up(kiln::detail::kContextPrimingPtx, kiln::detail::kContextPrimingKernel);
     if (mode == "own-stream")
-        warmed = warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel, true);
+        warmed =
+            warm_up(kiln::detail::kContextPrimingPtx, kiln::detail::kContextPrimingKernel, true);
     if (mode == "cubin") warmed = warm_up(unrelated_cubin.data(), "unrelated");
     if (mode == "other-thread")
         std::thread([&] {
             warmed = ok(d.cuCtxSetCurrent(context)) &&
-                     warm_up(kiln::detail::kContextWarmUpPtx, kiln::detail::kContextWarmUpKernel);
+                     warm_up(kiln::detail::kContextPrimingPtx, kiln::detail::kContextPrimingKernel);
         }).join();
     if (mode == "memset")
         warmed = ok(d.cuMemsetD32Async(x, 0, 1024, nullptr)) && ok(d.cuCtxSynchronize());
@@ -165,13 +166,13 @@ int main(int argc, char** argv) {
         if (std::string(argv[i]) == "--samples" && i + 1 < argc) {
             samples = std::max(1, std::atoi(argv[++i]));
         } else {
-            std::fprintf(stderr, "usage: bench_context_warm_up [--samples N]\n");
+            std::fprintf(stderr, "usage: bench_context_priming [--samples N]\n");
             return 2;
         }
     }
     std::string reason;
     if (!kiln::Device::available(&reason)) {
-        std::printf("bench_context_warm_up: skipped, no GPU (%s)\n", reason.c_str());
+        std::printf("bench_context_priming: skipped, no GPU (%s)\n", reason.c_str());
         return 0;
     }
     const kiln::Device device(0);
@@ -179,9 +180,9 @@ int main(int argc, char** argv) {
     kiln::CompileOptions options = kiln::CompileOptions::for_arch(arch);
     options.use_disk_cache = false;
     const std::string timed =
-        kiln::bench::write_temporary(kiln::compile(kTimedSource, options)->cubin(), "kiln-warm-up");
+        kiln::bench::write_temporary(kiln::compile(kTimedSource, options)->cubin(), "kiln-priming");
     const std::string unrelated = kiln::bench::write_temporary(
-        kiln::compile(kUnrelatedSource, options)->cubin(), "kiln-warm-up");
+        kiln::compile(kUnrelatedSource, options)->cubin(), "kiln-priming");
     if (timed.empty() || unrelated.empty()) return 1;
     std::vector<std::vector<double>> rows[std::size(kModes)];
     int status = 0;
@@ -201,7 +202,7 @@ int main(int argc, char** argv) {
                 "processes per mode (medians, us)\n",
                 device.name().c_str(), arch.c_str(), samples);
     std::printf("  %-13s %7s %7s %7s %7s %9s\n", "before it", "load", "get", "launch", "sum",
-                "warm-up");
+                "priming");
     for (std::size_t m = 0; m < std::size(kModes); ++m) {
         double med[5];
         for (int c = 0; c < 5; ++c) {

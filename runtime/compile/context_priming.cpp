@@ -1,4 +1,4 @@
-#include "context_warm_up.hpp"
+#include "context_priming.hpp"
 #include "module_preload.hpp"
 
 #include "driver/driver.hpp"
@@ -17,9 +17,9 @@ struct ModuleUnloader {
     void operator()(CUmodule module) const noexcept { driver().cuModuleUnload(module); }
 };
 
-// Read once, where the first context is made: a value that cannot be parsed keeps the warm-up
+// Read once, where the first context is made: a value that cannot be parsed keeps the priming
 // (every `kiln` command reports it).
-bool warm_up_enabled() noexcept {
+bool priming_enabled() noexcept {
     static const bool on = [] {
         try {
             return env::get_flag("KILN_CONTEXT_WARM_UP", true);
@@ -30,16 +30,16 @@ bool warm_up_enabled() noexcept {
     return on;
 }
 
-const char* warm_up_in(CUcontext context, std::size_t& preloaded) noexcept {
+const char* prime_in(CUcontext context, std::size_t& preloaded) noexcept {
     const Driver& d = driver();
     const InContext in_context(context);
     if (!in_context.active()) return "making the context current";
     CUmodule module = nullptr;
-    if (d.cuModuleLoadDataEx(&module, kContextWarmUpPtx, 0, nullptr, nullptr) != CUDA_SUCCESS)
+    if (d.cuModuleLoadDataEx(&module, kContextPrimingPtx, 0, nullptr, nullptr) != CUDA_SUCCESS)
         return "cuModuleLoadDataEx";
     const std::unique_ptr<CUmod_st, ModuleUnloader> module_owner(module);
     CUfunction function = nullptr;
-    if (d.cuModuleGetFunction(&function, module, kContextWarmUpKernel) != CUDA_SUCCESS)
+    if (d.cuModuleGetFunction(&function, module, kContextPrimingKernel) != CUDA_SUCCESS)
         return "cuModuleGetFunction";
     // The legacy default stream, where Kiln's calls go unless given another (a stream of its own
     // would cost about 0.12 ms more to create). The context is new, so this waits for nothing
@@ -55,22 +55,22 @@ const char* warm_up_in(CUcontext context, std::size_t& preloaded) noexcept {
 
 } // namespace
 
-void warm_up_new_context(CUcontext context) noexcept {
-    if (!warm_up_enabled() || !driver_available()) return;
+void prime_new_context(CUcontext context) noexcept {
+    if (!priming_enabled() || !driver_available()) return;
     try {
         const auto start = std::chrono::steady_clock::now();
         std::size_t preloaded = 0;
-        if (const char* failed = warm_up_in(context, preloaded))
-            logger().debug("context warm-up skipped: {} failed", failed);
+        if (const char* failed = prime_in(context, preloaded))
+            logger().debug("context priming skipped: {} failed", failed);
         else
             logger().debug(
-                "context warmed up: an empty kernel loaded and run, {} module(s) read ahead "
+                "context primed: an empty kernel loaded and run, {} module(s) read ahead "
                 "loaded, in {:.0f} us",
                 preloaded,
                 std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
                     .count());
     } catch (...) {
-        // The logger could not write: the warm-up is only ever an optimization.
+        // The logger could not write: the priming is only ever an optimization.
     }
 }
 

@@ -1,7 +1,7 @@
-// A context Kiln makes is warmed up (runtime/context_warm_up.hpp): one kernel that does nothing is
+// A context Kiln makes is warmed up (runtime/context_priming.hpp): one kernel that does nothing is
 // loaded from PTX, launched once on the default stream and unloaded, and the thread's current
 // context is left as it was. Runs over the fake driver (a fresh process per test, whose primary
-// context is inactive until retained), so it needs no GPU; the test context_warm_up_off runs it
+// context is inactive until retained), so it needs no GPU; the test context_priming_off runs it
 // with KILN_CONTEXT_WARM_UP=0. The context also gets the modules the cache read ahead for the
 // program (runtime/module_preload.hpp), which a first call adopts instead of loading its cubin.
 
@@ -62,17 +62,17 @@ CUcontext current() {
     return context;
 }
 
-TEST(ContextWarmUp, AContextKilnMakesRunsOneEmptyKernelThereAndUnloadsIt) {
-    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextWarmUpOff";
+TEST(ContextPriming, AContextKilnMakesRunsOneEmptyKernelThereAndUnloadsIt) {
+    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextPrimingOff";
     ASSERT_EQ(launches(), 0u);
     ASSERT_EQ(current(), nullptr);
     kiln::Device(0).make_current();
     EXPECT_EQ(launches(), 1u);
     unsigned dims[6] = {};
-    EXPECT_EQ(last_launch(dims), 0u) << "the warm-up kernel takes no parameters";
+    EXPECT_EQ(last_launch(dims), 0u) << "the priming kernel takes no parameters";
     const unsigned one_warp[6] = {1, 1, 1, 32, 1, 1};
     EXPECT_TRUE(std::equal(dims, dims + 6, one_warp));
-    EXPECT_EQ(live_modules(), 0) << "the warm-up's module is unloaded";
+    EXPECT_EQ(live_modules(), 0) << "the priming's module is unloaded";
     EXPECT_EQ(current(), kiln::detail::primary_context(0));
 
     // Once per context: using it again warms nothing.
@@ -81,18 +81,18 @@ TEST(ContextWarmUp, AContextKilnMakesRunsOneEmptyKernelThereAndUnloadsIt) {
     EXPECT_EQ(launches(), 1u);
 }
 
-TEST(ContextWarmUp, TheThreadsCurrentContextIsLeftAsItWas) {
-    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextWarmUpOff";
+TEST(ContextPriming, TheThreadsCurrentContextIsLeftAsItWas) {
+    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextPrimingOff";
     ASSERT_EQ(current(), nullptr);
-    // Retained without being made current: the warm-up makes it current for its work only.
+    // Retained without being made current: the priming makes it current for its work only.
     const CUcontext made = kiln::detail::primary_context(0);
     EXPECT_NE(made, nullptr);
     EXPECT_EQ(launches(), 1u);
     EXPECT_EQ(current(), nullptr);
 }
 
-TEST(ContextWarmUp, AContextThatWasAlreadyActiveIsLeftAlone) {
-    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextWarmUpOff";
+TEST(ContextPriming, AContextThatWasAlreadyActiveIsLeftAlone) {
+    if (turned_off()) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0: see ContextPrimingOff";
     // Another library (the CUDA runtime, a framework) made it and may have work in it.
     using Activate = void (*)();
     const auto activate =
@@ -105,8 +105,8 @@ TEST(ContextWarmUp, AContextThatWasAlreadyActiveIsLeftAlone) {
     EXPECT_EQ(current(), kiln::detail::primary_context(0));
 }
 
-TEST(ContextWarmUpOff, NothingIsLoadedOrLaunched) {
-    if (!turned_off()) GTEST_SKIP() << "runs with KILN_CONTEXT_WARM_UP=0 (context_warm_up_off)";
+TEST(ContextPrimingOff, NothingIsLoadedOrLaunched) {
+    if (!turned_off()) GTEST_SKIP() << "runs with KILN_CONTEXT_WARM_UP=0 (context_priming_off)";
     kiln::Device(0).make_current();
     EXPECT_EQ(launches(), 0u);
     EXPECT_EQ(live_modules(), 0);
@@ -144,7 +144,7 @@ TEST(ModulePreload, ThePreviousRunsModulesAreLoadedWithTheContext) {
     // Loaded with the context; the call takes that module and loads none of its own.
     EXPECT_EQ(child(""), "context=1 call=1");
     EXPECT_EQ(child(""), "context=1 call=1");
-    // Neither without the read-ahead nor without the warm-up.
+    // Neither without the read-ahead nor without the priming.
     EXPECT_EQ(child("KILN_READ_AHEAD=0"), "context=0 call=1");
     EXPECT_EQ(child("KILN_CONTEXT_WARM_UP=0"), "context=0 call=1");
 }

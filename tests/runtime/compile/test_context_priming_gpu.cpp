@@ -1,11 +1,11 @@
-// On a real driver: the warm-up of a context Kiln makes (runtime/context_warm_up.hpp) runs, the
+// On a real driver: the priming of a context Kiln makes (runtime/context_priming.hpp) runs, the
 // thread's current context is left as it was, and kernels run right in that context afterwards.
 // Each test is a fresh process (one per test), whose device 0 primary context is not active yet.
 // The context also gets the modules the cache read ahead for the program, and a kernel's first call
 // runs from the one loaded from its cubin (runtime/module_preload.hpp).
 
-#include "gpu.hpp"
 #include "driver/driver.hpp"
+#include "gpu.hpp"
 #include "kiln/kiln.hpp"
 #include "kiln/log.hpp"
 #include "run_command.hpp"
@@ -33,7 +33,7 @@ extern "C" __global__ void twice(const float* x, float* y, int n) {
 }
 )";
 
-TEST(ContextWarmUpGpu, TheDriverRunsItInAContextKilnMakesAndKernelsRunThereAfter) {
+TEST(ContextPrimingGpu, TheDriverRunsItInAContextKilnMakesAndKernelsRunThereAfter) {
     KILN_REQUIRE_GPU();
     const char* setting = std::getenv("KILN_CONTEXT_WARM_UP");
     if (setting && std::strcmp(setting, "0") == 0) GTEST_SKIP() << "KILN_CONTEXT_WARM_UP=0";
@@ -58,8 +58,7 @@ TEST(ContextWarmUpGpu, TheDriverRunsItInAContextKilnMakesAndKernelsRunThereAfter
     kiln::logger().set_level(level);
     kiln::logger().sinks().pop_back();
 
-    EXPECT_NE(log.str().find("context warmed up: an empty kernel loaded and run"),
-              std::string::npos)
+    EXPECT_NE(log.str().find("context primed: an empty kernel loaded and run"), std::string::npos)
         << log.str();
     EXPECT_EQ(after, before) << "the thread's current context changed";
     EXPECT_NE(made, nullptr);
