@@ -1,5 +1,6 @@
 #include "nvrtc_identity.hpp"
 
+#include "elf_reader.hpp"
 #include "kiln/log.hpp"
 
 #include <nvrtc.h>
@@ -15,11 +16,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string_view>
 
 namespace kiln::detail {
 
@@ -28,125 +29,6 @@ namespace {
 // NVRTC's PTX banner, also stored verbatim in the library: "Cuda compilation tools, release 13.0,
 // V13.0.88". The printf template beside it ("release %d.%d,") is skipped by requiring a digit.
 constexpr char kBanner[] = "Cuda compilation tools, release ";
-
-// Bounds on what the build-id reader reads, so a damaged or hostile file cannot make it read much.
-constexpr std::uint64_t kMaxHeaderBytes = 64 << 10; // all program (or section) headers together
-constexpr std::uint64_t kMaxNoteBytes = 64 << 10;   // one note segment or section
-constexpr std::uint32_t kMaxBuildIdBytes = 64;      // GNU ld writes 16 (md5) or 20 (sha1)
-
-// An open file read with pread, never past its size.
-class File {
-  public:
-    explicit File(const std::filesystem::path& path)
-        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)) {
-        struct stat st {};
-        if (m_fd >= 0 && ::fstat(m_fd, &st) == 0 && S_ISREG(st.st_mode))
-            m_size = static_cast<std::uint64_t>(st.st_size);
-    }
-    ~File() {
-        if (m_fd >= 0) ::close(m_fd);
-    }
-    File(const File&) = delete;
-    File& operator=(const File&) = delete;
-
-    // Exactly @p count bytes at @p offset into @p out; false if the file is shorter.
-    bool read(std::uint64_t offset, std::uint64_t count, std::string& out) const {
-        if (offset > m_size || count > m_size - offset) return false;
-        out.resize(static_cast<std::size_t>(count));
-        std::size_t done = 0;
-        while (done < out.size()) {
-            const ssize_t n =
-                ::pread(m_fd, &out[done], out.size() - done, static_cast<off_t>(offset + done));
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) return false;
-            done += static_cast<std::size_t>(n);
-        }
-        return true;
-    }
-
-  private:
-    int m_fd;
-    std::uint64_t m_size = 0;
-};
-
-// Fields of an ELF file of either class and byte order.
-class Fields {
-  public:
-    explicit Fields(bool little)
-        : m_little(little) {}
-    std::uint64_t get(const std::string& bytes, std::size_t at, std::size_t width) const {
-        std::uint64_t value = 0;
-        for (std::size_t i = 0; i < width; ++i) {
-            const auto byte =
-                static_cast<unsigned char>(bytes[at + (m_little ? width - 1 - i : i)]);
-            value = (value << 8) | byte;
-        }
-        return value;
-    }
-
-  private:
-    bool m_little;
-};
-
-std::uint64_t round_up(std::uint64_t value, std::uint64_t align) {
-    return (value + align - 1) / align * align;
-}
-
-// The build id among the notes of one segment or section, as hex; empty if none.
-std::string build_id_in_notes(const std::string& notes, std::uint64_t align, const Fields& f) {
-    // Notes are 4-byte aligned, or 8-byte in a segment aligned so (GNU property notes).
-    const std::uint64_t step = align == 8 ? 8 : 4;
-    std::uint64_t at = 0;
-    while (notes.size() - at >= 12) {
-        const std::uint64_t name_size = f.get(notes, at, 4);
-        const std::uint64_t desc_size = f.get(notes, at + 4, 4);
-        const std::uint64_t type = f.get(notes, at + 8, 4);
-        const std::uint64_t name_at = at + 12;
-        const std::uint64_t desc_at = name_at + round_up(name_size, step);
-        if (desc_at > notes.size() || desc_size > notes.size() - desc_at) break;
-        if (type == NT_GNU_BUILD_ID && name_size == 4 && notes.compare(name_at, 4, "GNU", 4) == 0 &&
-            desc_size > 0 && desc_size <= kMaxBuildIdBytes) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            std::string hex;
-            for (std::uint64_t i = 0; i < desc_size; ++i) {
-                const auto byte = static_cast<unsigned char>(notes[desc_at + i]);
-                hex.push_back(kHex[byte >> 4]);
-                hex.push_back(kHex[byte & 15]);
-            }
-            return hex;
-        }
-        at = desc_at + round_up(desc_size, step);
-        if (at > notes.size()) break;
-    }
-    return {};
-}
-
-// Where the headers of one kind (program or section) are and how they are laid out.
-struct HeaderTable {
-    std::uint64_t offset, entry_size, count;
-    std::uint32_t note_type;                           // PT_NOTE or SHT_NOTE
-    std::size_t type_at, offset_at, size_at, align_at; // field positions within an entry
-    std::size_t min_entry_size;
-};
-
-std::string build_id_in_table(const File& file, const HeaderTable& t, const Fields& f,
-                              std::size_t word) {
-    if (t.count == 0 || t.entry_size < t.min_entry_size || t.count * t.entry_size > kMaxHeaderBytes)
-        return {};
-    std::string headers;
-    if (!file.read(t.offset, t.count * t.entry_size, headers)) return {};
-    for (std::uint64_t i = 0; i < t.count; ++i) {
-        const std::size_t entry = static_cast<std::size_t>(i * t.entry_size);
-        if (f.get(headers, entry + t.type_at, 4) != t.note_type) continue;
-        const std::uint64_t size = f.get(headers, entry + t.size_at, word);
-        if (size > kMaxNoteBytes) continue;
-        std::string notes;
-        if (!file.read(f.get(headers, entry + t.offset_at, word), size, notes)) continue;
-        std::string id = build_id_in_notes(notes, f.get(headers, entry + t.align_at, word), f);
-        if (!id.empty()) return id;
-    }
-    return {};
-}
 
 std::string scan_file(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -206,13 +88,15 @@ std::string loaded_build_id(const void* address) {
             if (!mapped(s.address, s.address + 1, false)) return 0; // not this object
             for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
                 const ElfW(Phdr)& p = info->dlpi_phdr[i];
-                if (p.p_type != PT_NOTE || p.p_filesz > kMaxNoteBytes) continue;
+                // No larger a note segment than the reader takes from the file.
+                if (p.p_type != PT_NOTE || p.p_filesz > kElfFileReadLimit) continue;
                 const ElfW(Addr) begin = info->dlpi_addr + p.p_vaddr;
                 if (!mapped(begin, begin + p.p_filesz, true)) continue;
+                // The mapped segment is the byte source: its notes are read in place.
                 // NOLINTNEXTLINE(performance-no-int-to-ptr): the loader gives addresses as integers
-                const std::string notes(reinterpret_cast<const char*>(begin), p.p_filesz);
-                s.id = build_id_in_notes(notes, p.p_align,
-                                         Fields(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__));
+                const std::string_view notes(reinterpret_cast<const char*>(begin), p.p_filesz);
+                s.id =
+                    build_id_in_notes(notes, p.p_align, __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__);
                 if (!s.id.empty()) break;
             }
             return 1; // the object was found: stop
@@ -266,61 +150,8 @@ const Versions& versions() {
 } // namespace
 
 std::string elf_build_id(const std::filesystem::path& path) {
-    const File file(path);
-    std::string header;
-    if (!file.read(0, EI_NIDENT, header) || header.compare(0, SELFMAG, ELFMAG) != 0) return {};
-    const bool is64 = header[EI_CLASS] == ELFCLASS64;
-    if (!is64 && header[EI_CLASS] != ELFCLASS32) return {};
-    if (header[EI_DATA] != ELFDATA2LSB && header[EI_DATA] != ELFDATA2MSB) return {};
-    const Fields f(header[EI_DATA] == ELFDATA2LSB);
-    if (!file.read(0, is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr), header)) return {};
-
-    const std::size_t word = is64 ? 8 : 4;
-    HeaderTable program{};
-    program.note_type = PT_NOTE;
-    program.type_at = offsetof(Elf64_Phdr, p_type);
-    if (is64) {
-        program.offset = f.get(header, offsetof(Elf64_Ehdr, e_phoff), 8);
-        program.entry_size = f.get(header, offsetof(Elf64_Ehdr, e_phentsize), 2);
-        program.count = f.get(header, offsetof(Elf64_Ehdr, e_phnum), 2);
-        program.offset_at = offsetof(Elf64_Phdr, p_offset);
-        program.size_at = offsetof(Elf64_Phdr, p_filesz);
-        program.align_at = offsetof(Elf64_Phdr, p_align);
-        program.min_entry_size = sizeof(Elf64_Phdr);
-    } else {
-        program.offset = f.get(header, offsetof(Elf32_Ehdr, e_phoff), 4);
-        program.entry_size = f.get(header, offsetof(Elf32_Ehdr, e_phentsize), 2);
-        program.count = f.get(header, offsetof(Elf32_Ehdr, e_phnum), 2);
-        program.offset_at = offsetof(Elf32_Phdr, p_offset);
-        program.size_at = offsetof(Elf32_Phdr, p_filesz);
-        program.align_at = offsetof(Elf32_Phdr, p_align);
-        program.min_entry_size = sizeof(Elf32_Phdr);
-    }
-    std::string id = build_id_in_table(file, program, f, word);
-    if (!id.empty()) return id;
-
-    // No note segment (an object file, or one linked without it): the note sections.
-    HeaderTable sections{};
-    sections.note_type = SHT_NOTE;
-    sections.type_at = offsetof(Elf64_Shdr, sh_type);
-    if (is64) {
-        sections.offset = f.get(header, offsetof(Elf64_Ehdr, e_shoff), 8);
-        sections.entry_size = f.get(header, offsetof(Elf64_Ehdr, e_shentsize), 2);
-        sections.count = f.get(header, offsetof(Elf64_Ehdr, e_shnum), 2);
-        sections.offset_at = offsetof(Elf64_Shdr, sh_offset);
-        sections.size_at = offsetof(Elf64_Shdr, sh_size);
-        sections.align_at = offsetof(Elf64_Shdr, sh_addralign);
-        sections.min_entry_size = sizeof(Elf64_Shdr);
-    } else {
-        sections.offset = f.get(header, offsetof(Elf32_Ehdr, e_shoff), 4);
-        sections.entry_size = f.get(header, offsetof(Elf32_Ehdr, e_shentsize), 2);
-        sections.count = f.get(header, offsetof(Elf32_Ehdr, e_shnum), 2);
-        sections.offset_at = offsetof(Elf32_Shdr, sh_offset);
-        sections.size_at = offsetof(Elf32_Shdr, sh_size);
-        sections.align_at = offsetof(Elf32_Shdr, sh_addralign);
-        sections.min_entry_size = sizeof(Elf32_Shdr);
-    }
-    return build_id_in_table(file, sections, f, word);
+    const std::optional<ElfReader> reader = ElfReader::open(ElfSource::file(path));
+    return reader ? reader->build_id() : std::string();
 }
 
 std::string find_version_banner(const char* data, std::size_t size) {

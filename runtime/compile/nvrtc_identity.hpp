@@ -22,12 +22,13 @@ const std::string& nvrtc_display_version();
 
 /// The GNU build id of the ELF file @p path as lowercase hex; empty when the file cannot be read,
 /// is not ELF, is damaged or has no NT_GNU_BUILD_ID note. Reads only the ELF header, the program
-/// headers and the notes they point to (else the section headers and note sections), with pread.
+/// headers and the notes they point to (else the section headers and note sections), with pread
+/// (base's ElfReader over a file source).
 std::string elf_build_id(const std::filesystem::path& path);
 
 /// The GNU build id of the loaded object (executable or shared library) whose segments hold
 /// @p address, read from its note segments in memory, as lowercase hex; empty when no loaded object
-/// holds the address or it has no build id note. Opens no file.
+/// holds the address or it has no build id note. Opens no file: the notes are read in place.
 std::string loaded_build_id(const void* address);
 
 /// What identifies this program for the cache's read-ahead list (Store::read_ahead): the main

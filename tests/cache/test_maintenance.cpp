@@ -4,6 +4,7 @@
 #include "kiln/error.hpp"
 
 #include "cache_test_util.hpp"
+#include "elf_files.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -95,4 +96,42 @@ TEST(Maintenance, Version1EntriesAreListedVerifiedAndPruned) {
     EXPECT_EQ(peeked->format_version, 1u);
     EXPECT_EQ(store.prune(0).entries, 2u);
     EXPECT_TRUE(store.list().empty());
+}
+
+TEST(Maintenance, ListNamesTheKernelsOfEachVersion1Entry) {
+    // Version-1 entries record no kernel names: the listing reads them from the cubin.
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    auto entry = make_entry(key_of("cubin"));
+    entry.format_version = 1;
+    entry.payload = kiln::test::sample_cubin();
+    entry.lowered_names = {{"fill<3>", "_Z4fillILi3EEvPi"}}; // k has no name expression
+    ASSERT_TRUE(store.store(entry));
+    auto other = make_entry(key_of("not an ELF file"));
+    other.format_version = 1;
+    ASSERT_TRUE(store.store(other));
+    for (const auto& info : store.list()) {
+        if (info.key == entry.key) {
+            EXPECT_EQ(info.kernel_count, 2u);
+            EXPECT_EQ(info.kernel_names, (std::vector<std::string>{"_Z4fillILi3EEvPi", "k"}));
+        } else {
+            // No symbol table to read: the lowered names stand in.
+            EXPECT_EQ(info.kernel_names, (std::vector<std::string>{"_Z3addIfEvPT_", "_Z5scalePf"}));
+        }
+    }
+}
+
+TEST(Maintenance, ListShowsTheNamesAVersion2EntryRecorded) {
+    // Recorded at compile time, so the listing need not parse the payload (here no ELF file).
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    auto entry = make_entry(key_of("recorded"));
+    entry.kernel_names = {"_Z4fillILi3EEvPi", "k"};
+    ASSERT_TRUE(store.store(entry));
+    const auto infos = store.list();
+    ASSERT_EQ(infos.size(), 1u);
+    EXPECT_EQ(infos[0].kernel_names, entry.kernel_names);
+    EXPECT_EQ(infos[0].kernel_count, 2u);
+    EXPECT_EQ(infos[0].format_version, 2u);
+    EXPECT_FALSE(infos[0].has_recipe);
 }

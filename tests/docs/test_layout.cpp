@@ -107,9 +107,9 @@ std::vector<fs::path> public_roots() {
 // Where the build finds quoted includes that are not beside the file: the libraries' internal
 // roots and the tests' support folder.
 const std::vector<fs::path>& private_roots() {
-    static const std::vector<fs::path> roots = {kSource / "runtime", kSource / "kernels",
-                                                kSource / "cache", kSource / "tests" / "support",
-                                                kSource / "tools"};
+    static const std::vector<fs::path> roots = {
+        kSource / "runtime", kSource / "kernels",           kSource / "cache",
+        kSource / "base",    kSource / "tests" / "support", kSource / "tools"};
     return roots;
 }
 

@@ -4,6 +4,7 @@
 #include "compile/nvrtc_identity.hpp"
 
 #include "compiler_fixture.hpp"
+#include "elf_files.hpp"
 #include "kiln/compiler.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"
@@ -22,6 +23,7 @@
 #include <vector>
 
 using kiln::detail::elf_build_id;
+using kiln::test::ElfBuilder;
 using kiln::test::TempDir;
 using kiln::test::write_file;
 
@@ -33,103 +35,6 @@ std::string nvrtc_library() {
     if (!dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) || !info.dli_fname) return {};
     return std::filesystem::canonical(info.dli_fname).string();
 }
-
-// Builds small ELF files of either class and byte order.
-class ElfBuilder {
-  public:
-    ElfBuilder(bool is64, bool little)
-        : m_is64(is64)
-        , m_little(little) {}
-
-    // One note: owner name, type, descriptor; each padded to 4 bytes.
-    std::string note(const std::string& name, std::uint32_t type, const std::string& desc) const {
-        std::string out;
-        put(out, name.size() + 1, 4);
-        put(out, desc.size(), 4);
-        put(out, type, 4);
-        out += name;
-        out.push_back('\0');
-        out.resize((out.size() + 3) / 4 * 4, '\0');
-        out += desc;
-        out.resize((out.size() + 3) / 4 * 4, '\0');
-        return out;
-    }
-
-    // An ELF file whose note blocks are PT_NOTE segments (or, with @p as_sections, SHT_NOTE
-    // sections after a null section), the notes last in the file.
-    std::string file(const std::vector<std::string>& blocks, bool as_sections = false) const {
-        const std::uint64_t header_size = m_is64 ? 64 : 52;
-        const std::uint64_t entry_size = as_sections ? (m_is64 ? 64 : 40) : (m_is64 ? 56 : 32);
-        const std::uint64_t entries = blocks.size() + (as_sections ? 1 : 0);
-        const std::uint64_t table = header_size;
-        std::uint64_t data = table + entries * entry_size;
-
-        std::string out = {'\x7f',
-                           'E',
-                           'L',
-                           'F',
-                           static_cast<char>(m_is64 ? 2 : 1),
-                           static_cast<char>(m_little ? 1 : 2),
-                           1};
-        out.resize(16, '\0');
-        put(out, 3, 2);  // ET_DYN
-        put(out, 62, 2); // EM_X86_64
-        put(out, 1, 4);  // EV_CURRENT
-        put(out, 0, word());
-        put(out, as_sections ? 0 : table, word());
-        put(out, as_sections ? table : 0, word());
-        put(out, 0, 4);
-        put(out, header_size, 2);
-        put(out, as_sections ? 0 : entry_size, 2);
-        put(out, as_sections ? 0 : entries, 2);
-        put(out, as_sections ? entry_size : 0, 2);
-        put(out, as_sections ? entries : 0, 2);
-        put(out, 0, 2);
-
-        if (as_sections) out.append(entry_size, '\0'); // SHN_UNDEF
-        for (const std::string& block : blocks) {
-            if (as_sections) {
-                put(out, 0, 4);
-                put(out, 7, 4); // SHT_NOTE
-                put(out, 2, word());
-                put(out, 0, word());
-                put(out, data, word());
-                put(out, block.size(), word());
-                put(out, 0, 4);
-                put(out, 0, 4);
-                put(out, 4, word());
-                put(out, 0, word());
-            } else if (m_is64) {
-                put(out, 4, 4); // PT_NOTE
-                put(out, 4, 4); // PF_R
-                for (std::uint64_t value : {data, data, data, std::uint64_t(block.size()),
-                                            std::uint64_t(block.size()), std::uint64_t(4)})
-                    put(out, value, 8);
-            } else {
-                put(out, 4, 4);
-                for (std::uint64_t value :
-                     {data, data, data, std::uint64_t(block.size()), std::uint64_t(block.size()),
-                      std::uint64_t(4), std::uint64_t(4)})
-                    put(out, value, 4);
-            }
-            data += block.size();
-        }
-        for (const std::string& block : blocks)
-            out += block;
-        return out;
-    }
-
-  private:
-    std::size_t word() const { return m_is64 ? 8 : 4; }
-    void put(std::string& out, std::uint64_t value, std::size_t width) const {
-        for (std::size_t i = 0; i < width; ++i) {
-            const std::size_t shift = 8 * (m_little ? i : width - 1 - i);
-            out.push_back(static_cast<char>((value >> shift) & 0xff));
-        }
-    }
-
-    bool m_is64, m_little;
-};
 
 // Holds a zero byte, so a reader that stops at one would be caught.
 const std::string

@@ -2,7 +2,9 @@
 /// @file
 /// The kernels of a cubin, read from its ELF symbol table: the compiler records them in each entry
 /// it stores, and `kiln cache ls` reads them from version-1 entries. A cubin in the cache may be
-/// damaged or planted, so every offset and size is checked against the bytes given.
+/// damaged or planted, so every offset and size is checked against the bytes given. Built in
+/// kiln::base, over the ELF reader that also reads NVRTC's build id; the `kiln/cache/` name and
+/// namespace are the ones its callers have always used.
 
 #include <optional>
 #include <string>
