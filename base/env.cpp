@@ -14,15 +14,19 @@ std::optional<std::string> get(const char* name) {
     return std::string(value);
 }
 
-bool get_flag(const char* name, bool fallback) {
-    auto value = get(name);
-    if (!value) return fallback;
-    std::string v = *value;
+bool parse_flag(const std::string& text, std::string_view what) {
+    std::string v = text;
     std::transform(v.begin(), v.end(), v.begin(), [](unsigned char c) { return std::tolower(c); });
     if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
     if (v == "0" || v == "false" || v == "no" || v == "off") return false;
-    throw ConfigError(std::string(name) + "='" + *value +
+    throw ConfigError(std::string(what) + "='" + text +
                       "' is not a flag: use 1 or 0 (true/false, yes/no, on/off)");
+}
+
+bool get_flag(const char* name, bool fallback) {
+    auto value = get(name);
+    if (!value) return fallback;
+    return parse_flag(*value, name);
 }
 
 std::uint64_t parse_size(const std::string& text, const std::string& what) {

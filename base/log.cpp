@@ -1,7 +1,6 @@
 #include "kiln/log.hpp"
 
-#include "kiln/env.hpp"
-#include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 
@@ -15,13 +14,8 @@ spdlog::logger& logger() {
         if (existing) return existing; // a host program registered its own "kiln" logger
         // Parsed before the logger is registered: a bad level then fails every call, not only
         // the first (a second call would find the registered logger and succeed quietly).
-        auto level_name = env::get("KILN_LOG_LEVEL").value_or("warn");
-        auto level = spdlog::level::from_str(level_name);
-        // from_str maps unknown names to "off"; only accept "off" when it was asked for.
-        if (level == spdlog::level::off && level_name != "off")
-            throw ConfigError("KILN_LOG_LEVEL='" + level_name +
-                              "' is not a level: use trace, debug, info, warn, error, critical "
-                              "or off");
+        // The table's choices are the names from_str knows (it maps any other name to off).
+        const auto level = spdlog::level::from_str(settings::text(Variable::log_level));
         auto created = spdlog::stderr_color_mt("kiln");
         created->set_pattern("[kiln] [%l] %v");
         created->set_level(level);

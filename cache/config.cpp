@@ -2,6 +2,7 @@
 
 #include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
+#include "kiln/settings.hpp"
 
 #include "settings_file.hpp"
 
@@ -45,16 +46,16 @@ Config Config::from_environment() {
 
 Config config_without_settings() {
     Config config;
-    config.save_source = env::get_flag("KILN_CACHE_SAVE_SOURCE", false);
-    config.max_size = env::get_size("KILN_CACHE_MAX_SIZE", config.max_size);
-    config.disabled = env::get_flag("KILN_CACHE_DISABLE", false);
-    config.readonly = env::get_flag("KILN_CACHE_READONLY", false);
-    config.shared = env::get_flag("KILN_CACHE_SHARED", false);
-    config.read_ahead = env::get_flag("KILN_READ_AHEAD", true);
+    config.save_source = settings::flag(Variable::cache_save_source);
+    config.max_size = settings::size(Variable::cache_max_size);
+    config.disabled = settings::flag(Variable::cache_disable);
+    config.readonly = settings::flag(Variable::cache_readonly);
+    config.shared = settings::flag(Variable::cache_shared);
+    config.read_ahead = settings::flag(Variable::read_ahead);
     // Read (and checked) even when the cache is disabled; a disabled cache does not use it.
     config.remote = RemoteConfig::from_environment();
-    if (auto dir = env::get("KILN_CACHE_DIR")) {
-        config.dir = absolute_path(*dir);
+    if (auto dir = settings::text(Variable::cache_dir); !dir.empty()) {
+        config.dir = absolute_path(dir);
     } else if (auto xdg = env::get("XDG_CACHE_HOME"); xdg && xdg->front() == '/') {
         // The XDG spec says to ignore a relative XDG_CACHE_HOME.
         config.dir = absolute_path(std::filesystem::path(*xdg) / "kiln");

@@ -2,8 +2,8 @@
 
 #include "kiln/cache/remote.hpp"
 
-#include "kiln/env.hpp"
 #include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include "fs.hpp"
 
@@ -60,32 +60,6 @@ std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t m
     }
     if (value > max) return std::nullopt;
     return value;
-}
-
-/// "250ms", "2s", "5m", "1h", "7d"; a bare number is in @p bare_unit_ms milliseconds.
-std::chrono::milliseconds get_duration(const char* name, std::chrono::milliseconds fallback,
-                                       std::int64_t bare_unit_ms, bool allow_zero) {
-    auto value = env::get(name);
-    if (!value) return fallback;
-    std::size_t digits = 0;
-    while (digits < value->size() && std::isdigit(static_cast<unsigned char>((*value)[digits])))
-        ++digits;
-    const std::string unit = value->substr(digits);
-    const std::int64_t per_unit = unit.empty()   ? bare_unit_ms
-                                  : unit == "ms" ? 1
-                                  : unit == "s"  ? 1000
-                                  : unit == "m"  ? 60000
-                                  : unit == "h"  ? 3600000
-                                  : unit == "d"  ? 86400000
-                                                 : 0;
-    auto number = parse_number(std::string_view(*value).substr(0, digits), 999999999);
-    if (!number || per_unit == 0 || (!allow_zero && *number == 0))
-        throw ConfigError(
-            std::string(name) + "='" + *value + "' is not a duration: use a " +
-            (allow_zero ? "" : "positive ") + "number with ms, s, m, h or d (" +
-            (bare_unit_ms == 1 ? "a bare number is milliseconds" : "a bare number is seconds") +
-            "), e.g. 250ms or 2s");
-    return std::chrono::milliseconds(static_cast<std::int64_t>(*number) * per_unit);
 }
 
 std::string read_password_file(const std::string& path) {
@@ -197,35 +171,19 @@ RemoteConfig RemoteConfig::parse_url(std::string_view url, const std::string& wh
 }
 
 std::optional<RemoteConfig> RemoteConfig::from_environment() {
-    auto url = env::get("KILN_REMOTE_CACHE");
+    auto url = settings::raw(Variable::remote_cache);
     // Companions are checked even without a URL, so a typo never waits for the day it matters.
-    RemoteMode mode = RemoteMode::read_write;
-    if (auto text = env::get("KILN_REMOTE_CACHE_MODE")) {
-        if (*text == "read-write")
-            mode = RemoteMode::read_write;
-        else if (*text == "read-only")
-            mode = RemoteMode::read_only;
-        else if (*text == "remote-only")
-            mode = RemoteMode::remote_only;
-        else
-            throw ConfigError("KILN_REMOTE_CACHE_MODE='" + *text +
-                              "' is not a mode: use read-write, read-only or remote-only");
-    }
-    const auto ttl =
-        get_duration("KILN_REMOTE_CACHE_TTL", std::chrono::milliseconds(0), 1000, true);
-    if (ttl.count() % 1000 != 0)
-        throw ConfigError("KILN_REMOTE_CACHE_TTL='" + *env::get("KILN_REMOTE_CACHE_TTL") +
-                          "' is not a whole number of seconds (Redis expires in seconds)");
-    RemoteConfig defaults;
-    const auto connect_timeout =
-        get_duration("KILN_REMOTE_CACHE_CONNECT_TIMEOUT", defaults.connect_timeout, 1, false);
-    const auto op_timeout =
-        get_duration("KILN_REMOTE_CACHE_TIMEOUT", defaults.op_timeout, 1, false);
-    const auto retry =
-        get_duration("KILN_REMOTE_CACHE_RETRY", defaults.retry_interval, 1000, false);
+    const std::string mode_text = settings::text(Variable::remote_cache_mode);
+    const RemoteMode mode = mode_text == "read-only"     ? RemoteMode::read_only
+                            : mode_text == "remote-only" ? RemoteMode::remote_only
+                                                         : RemoteMode::read_write;
+    const auto ttl = settings::duration(Variable::remote_cache_ttl);
+    const auto connect_timeout = settings::duration(Variable::remote_cache_connect_timeout);
+    const auto op_timeout = settings::duration(Variable::remote_cache_timeout);
+    const auto retry = settings::duration(Variable::remote_cache_retry);
     std::optional<std::string> password;
-    if (auto file = env::get("KILN_REMOTE_CACHE_PASSWORD_FILE"))
-        password = read_password_file(*file);
+    if (auto file = settings::text(Variable::remote_cache_password_file); !file.empty())
+        password = read_password_file(file);
     if (!url) return std::nullopt;
 
     RemoteConfig config = parse_url(*url, "KILN_REMOTE_CACHE");

@@ -3,6 +3,7 @@
 #include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include "atomic_file.hpp"
 #include "cache_dir.hpp"
@@ -161,7 +162,7 @@ void apply_settings(Config& config) {
         return;
     }
     for (const auto& [name, value] : file.values)
-        if (name == "max-size" && !env::get("KILN_CACHE_MAX_SIZE"))
+        if (name == "max-size" && !settings::raw(Variable::cache_max_size))
             config.max_size = env::parse_size(value, name);
 }
 

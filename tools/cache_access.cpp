@@ -2,8 +2,8 @@
 
 #include "cache_access.hpp"
 
-#include "kiln/env.hpp"
 #include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -49,11 +49,11 @@ nlohmann::json problems_json(const std::vector<cache::DirProblem>& problems) {
 void require_writable(const cache::Config& config, const std::string& command) {
     if (config.readonly)
         throw Error("`" + command + "` would change the kernel cache, which is read-only here (" +
-                    "KILN_CACHE_READONLY=" + env::get("KILN_CACHE_READONLY").value_or("1") +
+                    "KILN_CACHE_READONLY=" + settings::raw(Variable::cache_readonly).value_or("1") +
                     "); unset KILN_CACHE_READONLY to run it");
     if (config.disabled)
         throw Error("`" + command + "` would change the kernel cache, which is turned off here (" +
-                    "KILN_CACHE_DISABLE=" + env::get("KILN_CACHE_DISABLE").value_or("1") +
+                    "KILN_CACHE_DISABLE=" + settings::raw(Variable::cache_disable).value_or("1") +
                     "); unset KILN_CACHE_DISABLE to run it");
 }
 

@@ -10,6 +10,7 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -191,7 +192,8 @@ void run_prune(const PruneArgs& args) {
     set_json_errors(args.json);
     const auto config = cache_config();
     require_writable(config, "kiln cache prune");
-    // The limit in force: KILN_CACHE_MAX_SIZE, else the cache's max-size setting, else 2G.
+    // The limit in force: KILN_CACHE_MAX_SIZE, else the cache's max-size setting, else the
+    // variable's default.
     std::uint64_t max_size = config.max_size;
     // A limit of 0 means no limit; an explicit --max-size 0 means empty the cache.
     if (max_size == 0) max_size = std::numeric_limits<std::uint64_t>::max();
@@ -254,7 +256,9 @@ void add_cache_commands(CLI::App& app) {
         "Evict least recently used entries down to a size, and/or those unused for an age");
     prune->add_option("--max-size", prune_args->max_size,
                       "size to keep at most, e.g. 500M (default: KILN_CACHE_MAX_SIZE, else the "
-                      "max-size setting, else 2G)");
+                      "max-size setting, else " +
+                          std::string(settings::definition(Variable::cache_max_size).default_text) +
+                          ")");
     prune->add_option("--max-age", prune_args->max_age,
                       "remove entries unused for longer, e.g. 7d, 12h, 30m");
     prune->add_flag("--json", prune_args->json, "print a JSON object");

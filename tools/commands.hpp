@@ -31,6 +31,10 @@ void wait_for_remote_publishes();
 /// `kiln export FILE`, `kiln import FILE`
 void add_transfer_commands(CLI::App& app);
 
+/// `kiln help [environment [--markdown]]`: the general help, or every KILN_* variable from the
+/// settings table (kiln/settings.hpp)
+void add_help_command(CLI::App& app);
+
 /// Check every Kiln environment variable, so that a value that does not parse is an error on
 /// every run. @throws kiln::ConfigError naming the variable.
 void check_environment();

@@ -6,8 +6,8 @@
 #include "output.hpp"
 
 #include "kiln/cache/settings.hpp"
-#include "kiln/env.hpp"
 #include "kiln/error.hpp"
+#include "kiln/settings.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -29,10 +29,17 @@ struct Effective {
     std::string value, from;
 };
 
+// The variable that overrides @p setting, as set; nullopt when unset.
+std::optional<std::string> variable_value(const cache::Setting& setting) {
+    const settings::Definition* variable = settings::find(setting.variable);
+    return variable ? settings::raw(variable->variable) : std::nullopt;
+}
+
 Effective effective(const cache::Setting& setting, const std::filesystem::path& file) {
-    if (auto variable = env::get(setting.variable.c_str())) return {*variable, setting.variable};
+    if (auto variable = variable_value(setting)) return {*variable, setting.variable};
     if (setting.value) return {*setting.value, file.string()};
-    if (setting.name == "max-size") return {"2G", "default"};
+    if (const settings::Definition* variable = settings::find(setting.variable))
+        return {variable->default_text, "default"};
     return {"", "default"};
 }
 
@@ -62,7 +69,7 @@ void run_config(const ConfigArgs& args) {
             std::printf("%s = %s in %s\n", args.key.c_str(), args.value.c_str(), file.c_str());
         }
         for (const auto& setting : cache::read_settings(config))
-            if (setting.name == args.key && env::get(setting.variable.c_str()))
+            if (setting.name == args.key && variable_value(setting))
                 std::cerr << "kiln: note: " << setting.variable << " is set, and overrides this "
                           << "setting where it is\n";
         return;

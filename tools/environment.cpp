@@ -5,21 +5,17 @@
 #include "commands.hpp"
 
 #include "kiln/cache/settings.hpp"
-#include "kiln/env.hpp"
 #include "kiln/log.hpp"
+#include "kiln/settings.hpp"
 
 namespace kiln::tools {
 
 void check_environment() {
-    kiln::logger();                       // KILN_LOG_LEVEL
-    cache::config_without_settings();     // KILN_CACHE_*; the settings file is each command's
-    env::get_flag("KILN_LINEINFO", true); // the runtime's flags
-    env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false);
-    env::get_flag("KILN_COMPILE_TIME_TRACE", false);
-    env::get_flag("KILN_NVRTC_CACHE", false);
-    env::get_flag("KILN_BLOCK_CACHE", true);
-    env::get_flag("KILN_DRIVER_TRACE", false);
-    env::get_flag("KILN_CONTEXT_WARM_UP", true);
+    kiln::logger();                   // KILN_LOG_LEVEL
+    cache::config_without_settings(); // KILN_CACHE_*, and the remote tier's URL and password file;
+                                      // the settings file is each command's
+    for (const settings::Definition& d : settings::all()) // every other variable, by its type
+        settings::check(d.variable);
 }
 
 } // namespace kiln::tools

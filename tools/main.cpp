@@ -75,9 +75,12 @@ int main(int argc, char** argv) {
     kiln::tools::add_warm_command(app);
     kiln::tools::add_cache_commands(app);
     kiln::tools::add_transfer_commands(app);
+    kiln::tools::add_help_command(app);
     // After the command line parsed (so --help works whatever the environment), before any
-    // command runs.
-    app.parse_complete_callback([] { kiln::tools::check_environment(); });
+    // command runs; `kiln help` lists the variables, so it too works whatever their values.
+    app.parse_complete_callback([&app] {
+        if (!app.got_subcommand("help")) kiln::tools::check_environment();
+    });
 
     int status = run(app, argc, argv);
     // Output that never arrived (a full disk, a closed pipe) is a failure like any other; a

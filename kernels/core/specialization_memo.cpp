@@ -4,8 +4,8 @@
 #include "driver/driver_trace.hpp"
 #include "driver/prepare_steps.hpp"
 #include "kiln/compiler.hpp"
-#include "kiln/env.hpp"
 #include "kiln/module.hpp"
+#include "kiln/settings.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -75,7 +75,7 @@ MemoSignature::MemoSignature(const char* front_end, const KernelParams& params,
     m_key.add("front-end", front_end);
     m_key.add("arch", arch);
     // The one default of the compile that the environment sets (the key holds it as an option).
-    m_key.add("lineinfo", std::uint64_t{env::get_flag("KILN_LINEINFO", true)});
+    m_key.add("lineinfo", std::uint64_t{settings::flag(Variable::lineinfo)});
     m_key.add("name", params.name);
     m_key.add("in", params.in_spec);
     m_key.add("out", params.out_spec);

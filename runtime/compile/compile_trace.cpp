@@ -1,8 +1,8 @@
 #include "compile_trace.hpp"
 
 #include "kiln/cache/store.hpp"
-#include "kiln/env.hpp"
 #include "kiln/log.hpp"
+#include "kiln/settings.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -48,7 +48,7 @@ std::string temporary_directory() {
 } // namespace
 
 bool compile_time_trace_enabled() {
-    return env::get_flag("KILN_COMPILE_TIME_TRACE", false);
+    return settings::flag(Variable::compile_time_trace);
 }
 
 TimeTrace::TimeTrace(const cache::Key& key) noexcept

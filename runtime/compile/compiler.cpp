@@ -9,10 +9,10 @@
 #include "kiln/cache/memo_store.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/device.hpp"
-#include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
 #include "kiln/nvtx.hpp"
+#include "kiln/settings.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
 
@@ -91,7 +91,7 @@ Request resolve_request(std::string_view source, const CompileOptions& in,
     Request r;
     r.source = std::string(source);
     r.arch = normalize_arch(in.arch.empty() ? Device::current().arch() : in.arch);
-    const bool lineinfo = in.lineinfo.value_or(env::get_flag("KILN_LINEINFO", true));
+    const bool lineinfo = in.lineinfo.value_or(settings::flag(Variable::lineinfo));
     const bool user_std = std::any_of(in.options.begin(), in.options.end(), [](const auto& o) {
         return starts_with(o, "-std") || starts_with(o, "--std");
     });
@@ -195,7 +195,7 @@ bool turn_nvrtc_cache_off() {
         int major = 0, minor = 0;
         const bool has = nvrtcVersion(&major, &minor) == NVRTC_SUCCESS &&
                          (major > 12 || (major == 12 && minor >= 9));
-        return has && !env::get_flag("KILN_NVRTC_CACHE", false);
+        return has && !settings::flag(Variable::nvrtc_cache);
     }();
     return off;
 }
@@ -278,7 +278,7 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
                       nvrtcGetErrorString(result) + ")";
         else
             summary = "NVRTC could not compile the program: " + first;
-        if (env::get_flag("KILN_DUMP_SOURCE_ON_ERROR", false))
+        if (settings::flag(Variable::dump_source_on_error))
             logger().error("{}\n{}\n{}", summary, out.log, number_lines(r.source));
         throw CompileError(summary, out.log, r.options, r.source);
     }

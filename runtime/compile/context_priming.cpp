@@ -3,8 +3,8 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device_guard.hpp"
-#include "kiln/env.hpp"
 #include "kiln/log.hpp"
+#include "kiln/settings.hpp"
 
 #include <chrono>
 #include <memory>
@@ -22,7 +22,7 @@ struct ModuleUnloader {
 bool priming_enabled() noexcept {
     static const bool on = [] {
         try {
-            return env::get_flag("KILN_CONTEXT_WARM_UP", true);
+            return settings::flag(Variable::context_warm_up);
         } catch (...) {
             return true;
         }

@@ -1,6 +1,6 @@
 #include "cuda_include.hpp"
 
-#include "kiln/env.hpp"
+#include "kiln/settings.hpp"
 
 #include <nvrtc.h>
 
@@ -13,7 +13,7 @@ namespace kiln::detail {
 namespace {
 
 std::string find() {
-    if (auto dir = env::get("KILN_CUDA_INCLUDE")) return *dir;
+    if (auto dir = settings::text(Variable::cuda_include); !dir.empty()) return dir;
     // NVRTC lives in <toolkit>/lib64 (or lib); its headers in <toolkit>/include.
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {

@@ -1,9 +1,9 @@
 #include "device_linker.hpp"
 
 #include "kiln/compiler.hpp"
-#include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
+#include "kiln/settings.hpp"
 #include "nvrtc_identity.hpp"
 
 #include <nvJitLink.h>
@@ -122,8 +122,8 @@ std::string info_log(nvJitLinkHandle handle) {
 
 DeviceRuntime find_device_runtime() {
     std::vector<std::filesystem::path> candidates;
-    if (auto path = env::get("KILN_CUDA_DEVICE_RUNTIME")) {
-        candidates.emplace_back(*path);
+    if (auto path = settings::text(Variable::cuda_device_runtime); !path.empty()) {
+        candidates.emplace_back(path);
     } else {
         // NVRTC lives in <toolkit>/lib64, beside libcudadevrt.a.
         const std::string nvrtc = library_path_of(reinterpret_cast<void*>(&nvrtcVersion));

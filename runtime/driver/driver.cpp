@@ -2,8 +2,8 @@
 #include "driver_trace.hpp"
 #include "prepare_steps.hpp"
 
-#include "kiln/env.hpp"
 #include "kiln/log.hpp"
+#include "kiln/settings.hpp"
 
 #include <dlfcn.h>
 
@@ -31,7 +31,7 @@ constexpr int kDriverAbiVersion = 12090;
 
 LoadResult load_driver() {
     LoadResult result;
-    const std::string library = env::get("KILN_DRIVER_LIBRARY").value_or("libcuda.so.1");
+    const std::string library = settings::text(Variable::driver_library);
     // Kept open for the life of the process: unloading a driver is never safe.
     void* handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
@@ -79,7 +79,7 @@ LoadResult load_driver() {
         result.failure = "the CUDA driver reports no device (check CUDA_VISIBLE_DEVICES)";
         return result;
     }
-    if (env::get_flag("KILN_DRIVER_TRACE", false)) trace_driver_calls(d);
+    if (settings::flag(Variable::driver_trace)) trace_driver_calls(d);
     logger().debug("loaded CUDA driver {} from {}", d.version, library);
     return result;
 }

@@ -4,7 +4,7 @@
 #include "driver/hooks.hpp"
 #include "driver/prepare_steps.hpp"
 #include "kiln/device_guard.hpp"
-#include "kiln/env.hpp"
+#include "kiln/settings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -117,7 +117,7 @@ thread_local ThreadBlocks t_blocks;
 bool enabled() noexcept {
     static const bool on = [] {
         try {
-            return env::get_flag("KILN_BLOCK_CACHE", true);
+            return settings::flag(Variable::block_cache);
         } catch (...) {
             return true; // an unparsable value is reported where settings are checked
         }

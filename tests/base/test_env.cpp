@@ -61,3 +61,14 @@ TEST(EnvFlag, AnUnparsableValueIsAnErrorNamingTheVariable) {
         EXPECT_NE(std::string(e.what()).find("KILN_TEST_FLAG='maybe'"), std::string::npos);
     }
 }
+
+TEST(EnvFlag, ParseFlagReadsTheSameWordsAndNamesWhatItParsed) {
+    EXPECT_TRUE(kiln::env::parse_flag("On", "X"));
+    EXPECT_FALSE(kiln::env::parse_flag("FALSE", "X"));
+    try {
+        kiln::env::parse_flag("2", "KILN_TEST_FLAG");
+        FAIL() << "accepted '2'";
+    } catch (const kiln::ConfigError& e) {
+        EXPECT_NE(std::string(e.what()).find("KILN_TEST_FLAG='2'"), std::string::npos);
+    }
+}

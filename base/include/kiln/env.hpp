@@ -1,11 +1,13 @@
 #pragma once
 /// @file
-/// Reading Kiln's environment variables (the README lists them). A value that cannot be parsed is a
+/// Reading environment variables and parsing flags and sizes. Kiln's own `KILN_*` variables are
+/// read through kiln/settings.hpp, which uses these; a value that cannot be parsed is a
 /// kiln::ConfigError naming the variable, never a silent default.
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace kiln::env {
 
@@ -20,6 +22,13 @@ std::optional<std::string> get(const char* name);
 /// @return the flag's value.
 /// @throws ConfigError for any other value.
 bool get_flag(const char* name, bool fallback);
+
+/// Parse a flag as get_flag() does.
+/// @param text the value, e.g. `"yes"`.
+/// @param what what the flag is, for the error message (a variable's name).
+/// @return the flag's value.
+/// @throws ConfigError naming @p what.
+bool parse_flag(const std::string& text, std::string_view what);
 
 /// A size such as `2G`, `500M`, `64k` or `1048576` (binary units); @p fallback when unset.
 /// @param name the variable's name.
