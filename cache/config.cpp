@@ -1,9 +1,9 @@
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/config.hpp"
 
 #include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
 
-#include "settings_file.hpp"
+#include "local/settings_file.hpp"
 
 #include <pwd.h>
 #include <unistd.h>

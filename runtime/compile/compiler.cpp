@@ -1,11 +1,12 @@
 #include "kiln/compiler.hpp"
 
 #include "compile_trace.hpp"
+#include "cuda_include.hpp"
 #include "device_linker.hpp"
 #include "driver/driver_trace.hpp"
+#include "driver/prepare_steps.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/cache/store.hpp"
-#include "cuda_include.hpp"
 #include "kiln/device.hpp"
 #include "kiln/env.hpp"
 #include "kiln/error.hpp"
@@ -13,7 +14,6 @@
 #include "kiln/nvtx.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
-#include "driver/prepare_steps.hpp"
 
 #include <nvrtc.h>
 
@@ -387,7 +387,8 @@ struct Compiler::Impl {
                 program->m_lowered_names = std::move(entry->lowered_names);
                 program->m_origin = ProgramOrigin::disk_cache;
                 disk_hits.fetch_add(1, std::memory_order_relaxed);
-                if (save_source) program->m_source_path = store->save_source(r.key, r.source);
+                if (save_source)
+                    program->m_source_path = store->local().save_source(r.key, r.source);
                 program->m_ms = ms_since(start);
                 return program;
             }
@@ -395,10 +396,10 @@ struct Compiler::Impl {
         // The program name is the path where the source is (or would be) saved, so the cubin's
         // line table names a real file for Nsight Compute. It is not part of the key.
         std::string name = "kiln_" + r.key.hex() + ".cu";
-        if (disk_usable()) name = store->source_path(r.key).string();
+        if (disk_usable()) name = store->local().source_path(r.key).string();
         if (save_source) {
             const auto save_start = std::chrono::steady_clock::now();
-            program->m_source_path = store->save_source(r.key, r.source);
+            program->m_source_path = store->local().save_source(r.key, r.source);
             program->m_phases.store_ms = ms_since(save_start);
         }
 

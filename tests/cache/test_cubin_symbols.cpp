@@ -172,7 +172,7 @@ TEST(CubinSymbols, ListNamesTheKernelsOfEachVersion1Entry) {
     auto other = kiln::test::make_entry(kiln::test::key_of("not an ELF file"));
     other.format_version = 1;
     ASSERT_TRUE(store.store(other));
-    for (const auto& info : store.list()) {
+    for (const auto& info : store.local().list()) {
         if (info.key == entry.key) {
             EXPECT_EQ(info.kernel_count, 2u);
             EXPECT_EQ(info.kernel_names, (std::vector<std::string>{"_Z4fillILi3EEvPi", "k"}));
@@ -190,7 +190,7 @@ TEST(CubinSymbols, ListShowsTheNamesAVersion2EntryRecorded) {
     auto entry = kiln::test::make_entry(kiln::test::key_of("recorded"));
     entry.kernel_names = {"_Z4fillILi3EEvPi", "k"};
     ASSERT_TRUE(store.store(entry));
-    const auto infos = store.list();
+    const auto infos = store.local().list();
     ASSERT_EQ(infos.size(), 1u);
     EXPECT_EQ(infos[0].kernel_names, entry.kernel_names);
     EXPECT_EQ(infos[0].kernel_count, 2u);
