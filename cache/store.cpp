@@ -90,6 +90,10 @@ LocalStore& Store::local() noexcept {
     return m_impl->local;
 }
 
+const LocalStore& Store::local() const noexcept {
+    return m_impl->local;
+}
+
 std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     const Config& config = m_impl->local.config();
     if (config.disabled) return std::nullopt;

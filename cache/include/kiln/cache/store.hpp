@@ -137,6 +137,9 @@ class Store {
     /// statistics, and the files beside its entries.
     /// @return the directory's store, alive as long as this one.
     LocalStore& local() noexcept;
+    /// The cache directory, for its paths and configuration.
+    /// @return the directory's store, alive as long as this one.
+    const LocalStore& local() const noexcept;
 
   private:
     struct Impl;
