@@ -53,7 +53,7 @@ struct Cache {
         store = std::make_unique<kiln::cache::Store>(config);
         for (int i = 0; i < kEntries; ++i) {
             keys.push_back(key_of("entry", i));
-            if (!store->peek(keys.back())) store->store(make_entry(keys.back()));
+            if (!store->local().peek(keys.back())) store->store(make_entry(keys.back()));
         }
     }
     ~Cache() {
@@ -118,7 +118,7 @@ BENCHMARK(BM_Cache_Store)->Unit(benchmark::kMicrosecond);
 void BM_Cache_Stats(benchmark::State& state) {
     auto& c = cache();
     for (auto _ : state) {
-        const auto stats = c.store->stats();
+        const auto stats = c.store->local().stats();
         if (stats.entries != kEntries) state.SkipWithError("wrong entry count");
     }
     state.counters["entries"] = kEntries;
@@ -128,7 +128,7 @@ BENCHMARK(BM_Cache_Stats)->Unit(benchmark::kMillisecond);
 void BM_Cache_List(benchmark::State& state) {
     auto& c = cache();
     for (auto _ : state)
-        benchmark::DoNotOptimize(c.store->list());
+        benchmark::DoNotOptimize(c.store->local().list());
     state.counters["entries"] = kEntries;
 }
 BENCHMARK(BM_Cache_List)->Unit(benchmark::kMillisecond);
@@ -140,9 +140,9 @@ void BM_Cache_EvictionPass(benchmark::State& state) {
     for (auto _ : state) {
         state.PauseTiming();
         c.refill();
-        const std::uint64_t target = c.store->stats().bytes / 10 * 9;
+        const std::uint64_t target = c.store->local().stats().bytes / 10 * 9;
         state.ResumeTiming();
-        evicted += c.store->prune(target).entries;
+        evicted += c.store->local().prune(target).entries;
     }
     state.counters["entries"] = kEntries;
     state.counters["evicted_per_pass"] =

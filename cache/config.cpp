@@ -1,10 +1,10 @@
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/config.hpp"
 
 #include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
 #include "kiln/settings.hpp"
 
-#include "settings_file.hpp"
+#include "local/settings_file.hpp"
 
 #include <pwd.h>
 #include <unistd.h>

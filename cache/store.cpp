@@ -1,29 +1,81 @@
+// The lookup façade: the directory first (local/local_tier.hpp), then the remote tier
+// (remote/tier.hpp) when one is configured; a store goes to both, encoded once. The remote
+// tier's counters are kept in the directory (remote/remote_stats_file.hpp) by this file, the one
+// place that knows both tiers, so that neither includes the other.
+
 #include "kiln/cache/store.hpp"
 
-#include "fs.hpp"
-#include "layout.hpp"
-#include "read_scratch.hpp"
-#include "remote_stats_file.hpp"
-#include "shard.hpp"
-#include "store_impl.hpp"
+#include "warn.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
+#include "local/directory.hpp"
+#include "local/layout.hpp"
+#include "local/local_tier.hpp"
+#include "local/read_scratch.hpp"
+#include "remote/backend.hpp"
+#include "remote/remote_stats_file.hpp"
+#include "remote/tier.hpp"
 
-#include <cerrno>
-#include <ctime>
+#include <exception>
+#include <mutex>
 
 namespace kiln::cache {
 
-namespace {
+struct Store::Impl {
+    explicit Impl(Config config);
+    ~Impl();
 
-detail::Counters one(std::uint64_t detail::Counters::*member) {
-    detail::Counters delta;
-    delta.*member = 1;
-    return delta;
+    detail::LocalTier& tier() { return *local.m_tier; }
+    detail::Directory& directory() { return *local.m_directory; }
+    /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
+    /// directory is not used, read-only or unwritable).
+    void save_remote_stats();
+    /// This process's remote counters not yet in the file.
+    RemoteStats remote_unsaved();
+
+    LocalStore local;
+    /// The remote tier, when configured and the cache is not disabled. Declared after `local`:
+    /// its thread writes remote hits back into the directory, so it ends first.
+    std::unique_ptr<remote::Tier> remote;
+
+  private:
+    std::mutex m_remote_stats_mutex;
+    RemoteStats m_remote_unsaved; ///< taken from the tier, not yet in the file
+};
+
+Store::Impl::Impl(Config config)
+    : local(config) {
+    if (config.remote && !config.disabled)
+        remote =
+            std::make_unique<remote::Tier>(*config.remote, remote::make_backend(*config.remote));
 }
 
-} // namespace
+Store::Impl::~Impl() {
+    tier().save_read_ahead();
+    if (remote) {
+        remote->shutdown(); // one bounded wait for queued publishes
+        save_remote_stats();
+    }
+}
+
+RemoteStats Store::Impl::remote_unsaved() {
+    std::lock_guard<std::mutex> lock(m_remote_stats_mutex);
+    RemoteStats unsaved = m_remote_unsaved;
+    if (remote) unsaved += remote->unsaved();
+    return unsaved;
+}
+
+void Store::Impl::save_remote_stats() {
+    if (!remote) return;
+    std::lock_guard<std::mutex> lock(m_remote_stats_mutex);
+    m_remote_unsaved += remote->take_unsaved();
+    if (!directory().in_use() || local.config().readonly) return; // counted in this process only
+    if (detail::is_zero(m_remote_unsaved)) return;
+    auto root_fd = directory().root(true);
+    const detail::Modes& modes = directory().modes();
+    if (root_fd &&
+        detail::add_remote_stats(root_fd->get(), m_remote_unsaved, modes.file, modes.shared))
+        m_remote_unsaved = {};
+}
 
 Store::Store(Config config)
     : m_impl(std::make_unique<Impl>(std::move(config))) {}
@@ -31,26 +83,35 @@ Store::Store(Config config)
 Store::~Store() = default;
 
 const Config& Store::config() const noexcept {
-    return m_impl->config;
+    return m_impl->local.config();
+}
+
+LocalStore& Store::local() noexcept {
+    return m_impl->local;
+}
+
+const LocalStore& Store::local() const noexcept {
+    return m_impl->local;
 }
 
 std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
-    if (m_impl->config.disabled) return std::nullopt;
-    if (m_impl->local())
-        if (auto entry = m_impl->load_local(key, parts, Impl::Lookup::counted)) return entry;
-    if (!m_impl->remote) return std::nullopt;
+    const Config& config = m_impl->local.config();
+    if (config.disabled) return std::nullopt;
+    remote::Tier* remote = m_impl->remote.get();
+    detail::LocalTier& tier = m_impl->tier();
+    const bool local = m_impl->directory().in_use();
+    if (local)
+        if (auto entry = tier.load(key, parts, detail::LocalTier::Lookup::counted, remote))
+            return entry;
+    if (!remote) return std::nullopt;
     try {
         std::string bytes;
-        auto entry = m_impl->remote->load(key, &bytes);
+        auto entry = remote->load(key, &bytes);
         // A remote hit is kept locally, so the next process on this machine finds it on disk;
         // written by the tier's thread, so the caller does not wait for the disk.
-        if (entry && m_impl->local() && !m_impl->config.readonly) {
-            Impl* impl = m_impl.get();
-            m_impl->remote->defer([impl, key, bytes = std::move(bytes)] {
-                if (int error = impl->put(key, bytes))
-                    impl->warn_write(detail::entry_path(impl->config.dir, key).string(), error);
-            });
-        }
+        if (entry && local && !config.readonly)
+            remote->defer(
+                [&tier, key, bytes = std::move(bytes)] { tier.publish(key, bytes, false); });
         return entry;
     } catch (const std::exception& e) {
         detail::warn(std::string("remote kernel cache lookup failed: ") + e.what());
@@ -58,91 +119,16 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     }
 }
 
-std::optional<Entry> Store::Impl::load_local(const Key& key, EntryParts parts, Lookup lookup) {
-    const bool counted = lookup == Lookup::counted;
-    if (counted && parts == EntryParts::for_loading)
-        if (auto entry = ahead.take_entry(key)) {
-            count_read_ahead_hit({detail::AheadKind::entry, key});
-            return entry;
-        }
-    try {
-        // Creating the shard lets the miss be counted: whatever comes first makes the directory.
-        // With a remote tier the caller next asks Redis and should not wait for directories
-        // made first: the miss is kept in memory and counted with the write-back's store.
-        auto ref = open_shard(detail::shard_of(key), counted && !remote);
-        if (!ref) {
-            if (counted) count_later(ref, one(&detail::Counters::misses));
-            return std::nullopt;
-        }
-        const std::string name = key.hex() + std::string(detail::kEntrySuffix);
-        // O_NOFOLLOW: an entry is a regular file; a link planted in its place is damage.
-        detail::UniqueFd fd = detail::open_at(ref.get(), name, detail::kReadFlags);
-        if (!fd) {
-            const int error = errno;
-            if (!counted) return std::nullopt; // a read ahead leaves what it finds to the lookup
-            if (error == ELOOP) {
-                damaged(ref, key, "a symbolic link, not an entry", true);
-                return std::nullopt;
-            }
-            if (error != ENOENT) warn_read((shard_dir(ref.shard) / name).string(), error);
-            count_later(ref, one(&detail::Counters::misses));
-            return std::nullopt;
-        }
-        // Into the process's read buffer when it is free and the file fits (read_scratch.hpp:
-        // only the payload then lands in fresh memory), else into a buffer of the file's own.
-        struct stat st {};
-        DecodeResult decoded;
-        const int error = detail::read_for_lookup(
-            fd.get(), detail::kMaxEntryFileSize, &st,
-            [&](std::string_view bytes) { decoded = decode_entry(bytes, key, parts); },
-            [&](std::string&& bytes) {
-                decoded = decode_entry_in_place(std::move(bytes), key, parts);
-            });
-        if (!counted && (error != 0 || !decoded.entry)) return std::nullopt;
-        if (error != 0) {
-            if (error == EFBIG || error == EINVAL || error == EISDIR) {
-                damaged(ref, key, "not a regular file of a sane size", true);
-            } else {
-                warn_read((shard_dir(ref.shard) / name).string(), error);
-                count_later(ref, one(&detail::Counters::misses));
-            }
-            return std::nullopt;
-        }
-        if (!decoded.entry) {
-            damaged(ref, key, to_string(decoded.error), true);
-            return std::nullopt;
-        }
-        // The hit makes the entry the most recently used: eviction goes by modification time.
-        // Once a minute is enough for that, and spares a hot entry an inode write (a journal
-        // transaction) on every process's first call. A read ahead counts as a use.
-        if (!config.readonly && !detail::touched_lately(st)) ::futimens(fd.get(), nullptr);
-        if (counted) {
-            count_later(ref, one(&detail::Counters::hits));
-            ahead.note_used({detail::AheadKind::entry, key});
-        }
-        return std::move(decoded.entry);
-    } catch (const std::exception& e) {
-        if (counted) detail::warn(std::string("kernel cache lookup failed: ") + e.what());
-        return std::nullopt;
-    }
-}
-
 bool Store::store(const Entry& entry) {
-    if (m_impl->config.disabled) return false;
-    const bool local = m_impl->local() && !m_impl->config.readonly;
+    const Config& config = m_impl->local.config();
+    if (config.disabled) return false;
+    const bool local = m_impl->directory().in_use() && !config.readonly;
     const bool remote = m_impl->remote && m_impl->remote->config().mode != RemoteMode::read_only;
     if (!local && !remote) return false;
     try {
         std::string bytes = encode_entry(entry);
         bool stored = true;
-        if (local) {
-            m_impl->ahead.note_used({detail::AheadKind::entry, entry.key});
-            if (int error = m_impl->put(entry.key, bytes)) {
-                m_impl->warn_write(detail::entry_path(m_impl->config.dir, entry.key).string(),
-                                   error);
-                stored = false;
-            }
-        }
+        if (local) stored = m_impl->tier().publish(entry.key, bytes, true);
         if (remote) m_impl->remote->publish(entry.key, std::move(bytes));
         return stored;
     } catch (const std::exception& e) {
@@ -151,10 +137,24 @@ bool Store::store(const Entry& entry) {
     }
 }
 
+std::optional<Memo> Store::load_memo(const Key& signature) {
+    return m_impl->tier().load_memo(signature);
+}
+
+bool Store::store_memo(const Key& signature, const Memo& memo) {
+    return m_impl->tier().store_memo(signature, memo);
+}
+
+void Store::invalidate(const Key& key) {
+    if (m_impl->local.config().disabled) return;
+    if (m_impl->remote) m_impl->remote->mark_damaged(key);
+    if (m_impl->directory().in_use()) m_impl->tier().invalidate(key);
+}
+
 bool Store::flush_remote(std::chrono::milliseconds timeout) {
     if (!m_impl->remote) return true;
     try {
-        const bool done = m_impl->remote->flush(detail::Clock::now() + timeout);
+        const bool done = m_impl->remote->flush(remote::Clock::now() + timeout);
         m_impl->save_remote_stats();
         return done;
     } catch (const std::exception& e) {
@@ -166,97 +166,45 @@ bool Store::flush_remote(std::chrono::milliseconds timeout) {
 RemoteStats Store::remote_stats() {
     RemoteStats stats = m_impl->remote_unsaved();
     try {
-        if (auto root = m_impl->root(false)) stats += detail::read_remote_stats(root->get());
+        if (auto root = m_impl->directory().root(false))
+            stats += detail::read_remote_stats(root->get());
     } catch (const std::exception&) {
         // Counters are for display: what could not be read is left out.
     }
     return stats;
 }
 
-void Store::invalidate(const Key& key) {
-    if (m_impl->config.disabled) return;
-    if (m_impl->remote) m_impl->remote->mark_damaged(key);
-    if (!m_impl->local()) return;
+void Store::warm_up() noexcept {
+    detail::ReadScratch::fault_in();
     try {
-        auto ref = m_impl->open_shard(detail::shard_of(key), false);
-        m_impl->damaged(ref, key, "the CUDA driver rejected its payload", false);
-    } catch (const std::exception& e) {
-        detail::warn(std::string("kernel cache invalidation failed: ") + e.what());
+        Entry entry;
+        entry.key = KeyBuilder().add("warm-up", "entry").finish();
+        entry.payload = std::string(256, 'w');
+        entry.kernel_names = {"warm_up"};
+        entry.lowered_names = {{"warm_up<float>", "_Z7warm_upIfEvv"}};
+        entry.nvrtc_version = entry.arch = entry.log = "warm-up";
+        Recipe recipe;
+        recipe.source = "warm-up";
+        recipe.options = {"-lineinfo"};
+        recipe.headers = {{"kiln/prelude.cuh", "warm-up"}};
+        entry.recipe = std::move(recipe);
+        (void)decode_entry_in_place(encode_entry(entry), entry.key);
+        const Config& config = m_impl->local.config();
+        if (!config.disabled && !config.dir.empty())
+            (void)m_impl->local.peek(KeyBuilder().add("warm-up", "no entry has this key").finish());
+    } catch (...) {
+        // nothing warmed: the first lookup does it
     }
 }
 
-std::filesystem::path Store::source_path(const Key& key) const {
-    return detail::source_file(m_impl->config.dir, key);
+void Store::read_ahead(std::string_view program) noexcept {
+    m_impl->tier().read_ahead(program);
 }
 
-std::filesystem::path Store::trace_path(const Key& key) const {
-    return detail::trace_file(m_impl->config.dir, key);
-}
-
-std::optional<std::filesystem::path> Store::save_source(const Key& key, std::string_view source) {
-    if (!m_impl->local()) return std::nullopt;
-    try {
-        auto path = source_path(key);
-        // The key covers the source, so a source already there is the right one.
-        auto ref = m_impl->open_shard(detail::shard_of(key), !m_impl->config.readonly);
-        struct stat st;
-        if (ref && ::fstatat(ref.get(), path.filename().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            S_ISREG(st.st_mode))
-            return path;
-        if (m_impl->config.readonly) return std::nullopt;
-        if (int error = m_impl->put_source(key, source)) {
-            m_impl->warn_write(path.string(), error);
-            return std::nullopt;
-        }
-        return path;
-    } catch (const std::exception& e) {
-        detail::warn(std::string("kernel cache could not save a source: ") + e.what());
-        return std::nullopt;
-    }
-}
-
-std::optional<std::filesystem::path> Store::save_time_trace(const Key& key, std::string_view json) {
-    if (!m_impl->local() || m_impl->config.readonly) return std::nullopt;
-    try {
-        auto path = trace_path(key);
-        if (int error = m_impl->put_file(key, detail::kTraceSuffix, json, false)) {
-            m_impl->warn_write(path.string(), error);
-            return std::nullopt;
-        }
-        return path;
-    } catch (const std::exception& e) {
-        detail::warn(std::string("kernel cache could not save a time trace: ") + e.what());
-        return std::nullopt;
-    }
-}
-
-Stats Store::stats() {
-    detail::Counters counters = m_impl->pending_total();
-    Stats stats;
-    for (int shard = 0; shard < detail::kShardCount; ++shard) {
-        auto ref = m_impl->open_shard(shard, false);
-        if (!ref) continue;
-        counters += detail::read_counters(ref.get(), std::string(detail::kStatsName));
-        detail::ShardContents contents;
-        if (detail::scan_shard(ref.get(), 0, contents) != 0) continue;
-        stats.entries += contents.entries();
-        stats.memos += contents.memos();
-        stats.bytes += contents.bytes();
-    }
-    stats.hits = counters.hits;
-    stats.misses = counters.misses;
-    stats.damaged = counters.damaged;
-    stats.evicted = counters.evicted;
-    stats.stores = counters.stores;
-    return stats;
-}
-
-void Store::write_statistics() noexcept {
-    try {
-        m_impl->flush_pending();
-    } catch (const std::exception& e) {
-        detail::warn(std::string("kernel cache statistics were not written: ") + e.what());
-    }
+void Store::visit_read_ahead_cubins(
+    const std::function<void(std::string_view, const std::vector<std::string_view>&)>& visit)
+    const noexcept {
+    m_impl->tier().visit_read_ahead_cubins(visit);
 }
 
 Store& Store::global() {

@@ -19,7 +19,7 @@ cache::Config cache_config() {
     return config;
 }
 
-std::vector<cache::DirProblem> check_cache_dir(cache::Store& store, bool print) {
+std::vector<cache::DirProblem> check_cache_dir(cache::LocalStore& store, bool print) {
     std::vector<cache::DirProblem> problems = store.check_dir();
     for (const auto& problem : problems) {
         if (!problem.fatal) continue;

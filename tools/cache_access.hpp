@@ -2,7 +2,8 @@
 // How the `kiln cache`, `kiln import` and `kiln export` commands get at the cache: the checks
 // every one of them makes before it reads or changes anything.
 
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/config.hpp"
+#include "kiln/cache/local_store.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,7 +19,7 @@ cache::Config cache_config();
 /// The problems check_dir() finds with @p store's directory. A fatal one (missing, unreadable,
 /// not to be trusted) is thrown as a kiln::Error saying what to do; the others are printed on
 /// stderr, one line each, when @p print, and returned (for JSON output).
-std::vector<cache::DirProblem> check_cache_dir(cache::Store& store, bool print = true);
+std::vector<cache::DirProblem> check_cache_dir(cache::LocalStore& store, bool print = true);
 
 /// {"path": ..., "what": ...} for each problem.
 nlohmann::json problems_json(const std::vector<cache::DirProblem>& problems);

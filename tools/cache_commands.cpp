@@ -50,7 +50,7 @@ struct StatsArgs {
 void run_zero_stats(const StatsArgs& args) {
     const auto config = cache_config();
     require_writable(config, "kiln cache stats --zero");
-    cache::Store store(config);
+    cache::LocalStore store(config);
     check_cache_dir(store);
     if (!store.zero_stats())
         throw Error("some statistics in " + config.dir.string() +
@@ -66,8 +66,8 @@ void run_stats(const StatsArgs& args) {
     set_json_errors(args.json);
     if (args.zero) return run_zero_stats(args);
     cache::Store store(cache_config());
-    const auto problems = check_cache_dir(store);
-    const auto stats = store.stats();
+    const auto problems = check_cache_dir(store.local());
+    const auto stats = store.local().stats();
     const auto remote = store.remote_stats();
     const auto& config = store.config();
     const std::uint64_t lookups = stats.hits + stats.misses;
@@ -127,7 +127,7 @@ void run_verify(const VerifyArgs& args) {
     set_json_errors(args.json);
     const auto config = cache_config();
     if (args.fix) require_writable(config, "kiln cache verify --fix");
-    cache::Store store(config);
+    cache::LocalStore store(config);
     // Shard problems are among verify's own findings: only a fatal one is checked here.
     check_cache_dir(store, false);
     const auto result = store.verify(args.fix);
@@ -200,7 +200,7 @@ void run_prune(const PruneArgs& args) {
     if (!args.max_size.empty()) max_size = env::parse_size(args.max_size, "--max-size");
     std::optional<std::chrono::seconds> max_age;
     if (!args.max_age.empty()) max_age = parse_age(args.max_age);
-    cache::Store store(config);
+    cache::LocalStore store(config);
     check_cache_dir(store);
     print_removed(store.prune(max_size, max_age), args.json);
 }
@@ -209,7 +209,7 @@ void run_clear(bool json) {
     set_json_errors(json);
     const auto config = cache_config();
     require_writable(config, "kiln cache clear");
-    cache::Store store(config);
+    cache::LocalStore store(config);
     check_cache_dir(store);
     print_removed(store.clear(), json);
 }

@@ -40,7 +40,7 @@ std::vector<std::string> program_names(const std::string& source, CompileOptions
         const cache::Key key = Compiler::global().key_for(source, options);
         std::vector<std::string> names{"kiln_" + key.hex() + ".cu"};
         if (auto* store = Compiler::global().store())
-            names.insert(names.begin(), store->source_path(key).string());
+            names.insert(names.begin(), store->local().source_path(key).string());
         return names;
     } catch (const Error&) {
         return {};

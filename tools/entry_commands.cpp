@@ -6,7 +6,7 @@
 #include "format_size.hpp"
 #include "output.hpp"
 
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/local_store.hpp"
 #include "kiln/error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -61,7 +61,7 @@ std::string kernels_summary(const cache::EntryInfo& info) {
 
 void run_ls(bool json) {
     set_json_errors(json);
-    cache::Store store(cache_config());
+    cache::LocalStore store(cache_config());
     const auto problems = check_cache_dir(store);
     auto infos = store.list();
     // Most recently used first, as eviction sees them from the other end.
@@ -101,7 +101,7 @@ void run_ls(bool json) {
 }
 
 // The key @p text names: all 32 hex digits, or a prefix of exactly one entry's key.
-cache::Key resolve_key(cache::Store& store, std::string text) {
+cache::Key resolve_key(cache::LocalStore& store, std::string text) {
     std::transform(text.begin(), text.end(), text.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (auto key = cache::Key::from_hex(text)) return *key;
@@ -173,7 +173,7 @@ nlohmann::json link_inputs_json(const std::vector<cache::LinkInput>& inputs) {
     return list;
 }
 
-void print_entry_json(cache::Store& store, const cache::Entry& entry,
+void print_entry_json(cache::LocalStore& store, const cache::Entry& entry,
                       const std::optional<std::string>& source) {
     nlohmann::json lowered = nlohmann::json::object();
     for (const auto& [expression, name] : entry.lowered_names)
@@ -225,7 +225,7 @@ void print_recipe(const cache::Key& key, const cache::Entry& entry) {
 
 void run_show(const ShowArgs& args) {
     set_json_errors(args.json);
-    cache::Store store(cache_config());
+    cache::LocalStore store(cache_config());
     const cache::Key key = resolve_key(store, args.key);
     std::string why;
     auto entry = store.peek(key, &why);

@@ -1,6 +1,6 @@
 // `kiln export FILE` / `kiln import FILE [--verify]`: carry a kernel cache between machines or CI
 // runs as one file (the archive format, and what an archive is trusted for, are in
-// cache/archive.cpp).
+// cache/local/archive.cpp).
 //
 // --verify compiles each entry's recipe again, under the program name it records (a -lineinfo
 // cubin embeds it), for the entry's architecture, and refuses the archive (publishing nothing)
@@ -15,7 +15,7 @@
 #include "recipe_policy.hpp"
 
 #include "kiln/cache/cubin_symbols.hpp"
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/local_store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -66,7 +66,7 @@ std::string check_against_recipe(const cache::Entry& entry) {
 
 void run_export(const TransferArgs& args) {
     set_json_errors(args.json);
-    cache::Store store(cache_config());
+    cache::LocalStore store(cache_config());
     check_cache_dir(store);
     const auto result = store.export_to(args.file);
     if (args.json) {
@@ -90,7 +90,7 @@ void run_import(const TransferArgs& args) {
     set_json_errors(args.json);
     const auto config = cache_config();
     require_writable(config, "kiln import");
-    cache::Store store(config);
+    cache::LocalStore store(config);
     const auto result = store.import_from(
         args.file, args.verify ? cache::EntryCheck(check_against_recipe) : cache::EntryCheck());
     if (args.json) {

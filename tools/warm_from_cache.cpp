@@ -18,7 +18,7 @@
 #include "output.hpp"
 #include "recipe_policy.hpp"
 
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/local_store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -97,7 +97,7 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     cache::Config from_config;
     from_config.dir = args.dir;
     from_config.readonly = true; // only read: nothing there is created, counted or touched
-    cache::Store from(from_config);
+    cache::LocalStore from(from_config);
     check_cache_dir(from, !args.json);
 
     // Every recipe in DIR; peek() verifies each entry whole.

@@ -96,7 +96,7 @@ std::filesystem::path TimeTrace::publish(cache::Store* store, const std::string&
         }
         if (!json) return {};
         if (store) {
-            if (auto published = store->save_time_trace(m_key, *json)) {
+            if (auto published = store->local().save_time_trace(m_key, *json)) {
                 logger().info("NVRTC time trace of {}: {}", program, published->string());
                 return *published;
             }

@@ -394,7 +394,8 @@ struct Compiler::Impl {
                 program->m_lowered_names = std::move(entry->lowered_names);
                 program->m_origin = ProgramOrigin::disk_cache;
                 disk_hits.fetch_add(1, std::memory_order_relaxed);
-                if (save_source) program->m_source_path = store->save_source(r.key, r.source);
+                if (save_source)
+                    program->m_source_path = store->local().save_source(r.key, r.source);
                 program->m_ms = ms_since(start);
                 return program;
             }
@@ -402,10 +403,10 @@ struct Compiler::Impl {
         // The program name is the path where the source is (or would be) saved, so the cubin's
         // line table names a real file for Nsight Compute. It is not part of the key.
         std::string name = "kiln_" + r.key.hex() + ".cu";
-        if (disk_usable()) name = store->source_path(r.key).string();
+        if (disk_usable()) name = store->local().source_path(r.key).string();
         if (save_source) {
             const auto save_start = std::chrono::steady_clock::now();
-            program->m_source_path = store->save_source(r.key, r.source);
+            program->m_source_path = store->local().save_source(r.key, r.source);
             program->m_phases.store_ms = ms_since(save_start);
         }
 

@@ -50,8 +50,8 @@ TEST(Store, AnAbsentKeyIsACountedMiss) {
     TempDir dir;
     Store store(config_for(dir.path()));
     EXPECT_FALSE(store.load(key_of("absent")));
-    EXPECT_EQ(store.stats().misses, 1u);
-    EXPECT_EQ(store.stats().hits, 0u);
+    EXPECT_EQ(store.local().stats().misses, 1u);
+    EXPECT_EQ(store.local().stats().hits, 0u);
 }
 
 TEST(Store, EntriesAreShardedByTheFirstTwoHexDigits) {
@@ -85,11 +85,11 @@ TEST(Store, SharedModeKeepsGroupPermissionsWhateverTheUmask) {
     Store store(config);
     const auto entry = make_entry(key_of("shared"));
     ASSERT_TRUE(store.store(entry));
-    ASSERT_TRUE(store.save_source(entry.key, "source"));
+    ASSERT_TRUE(store.local().save_source(entry.key, "source"));
     EXPECT_EQ(mode_of(dir / "team"), 02770u);
     EXPECT_EQ(mode_of(entry_file(dir / "team", entry.key).parent_path()), 02770u);
     EXPECT_EQ(mode_of(entry_file(dir / "team", entry.key)), 0660u);
-    EXPECT_EQ(mode_of(store.source_path(entry.key)), 0660u);
+    EXPECT_EQ(mode_of(store.local().source_path(entry.key)), 0660u);
 }
 
 TEST(Store, AHitRefreshesTheModificationTime) {
@@ -111,7 +111,7 @@ TEST(Store, StoringAgainReplacesTheEntry) {
     entry.log = "second";
     ASSERT_TRUE(store.store(entry));
     EXPECT_EQ(store.load(entry.key)->log, "second");
-    EXPECT_EQ(store.stats().entries, 1u);
+    EXPECT_EQ(store.local().stats().entries, 1u);
 }
 
 TEST(Store, DisabledNeitherReadsNorWrites) {
@@ -124,7 +124,7 @@ TEST(Store, DisabledNeitherReadsNorWrites) {
     Store store(config);
     EXPECT_FALSE(store.load(entry.key));
     EXPECT_FALSE(store.store(make_entry(key_of("other"))));
-    EXPECT_FALSE(store.save_source(entry.key, "x"));
+    EXPECT_FALSE(store.local().save_source(entry.key, "x"));
     EXPECT_FALSE(std::filesystem::exists(entry_file(dir.path(), key_of("other"))));
 }
 
@@ -145,12 +145,12 @@ TEST(Store, ReadonlyServesHitsAndWritesNothing) {
     Store store(config);
     EXPECT_TRUE(store.load(entry.key));
     EXPECT_FALSE(store.store(make_entry(key_of("new"))));
-    EXPECT_FALSE(store.save_source(entry.key, "x"));
+    EXPECT_FALSE(store.local().save_source(entry.key, "x"));
     EXPECT_FALSE(std::filesystem::exists(entry_file(dir.path(), key_of("new"))));
     EXPECT_EQ(kiln::test::mtime_of(entry_file(dir.path(), entry.key)), long_ago);
     EXPECT_EQ(kiln::test::read_file(entry_file(dir.path(), entry.key).parent_path() / "stats"),
               stats_before);
-    EXPECT_EQ(store.stats().hits, 1u) << "counted in this process only";
+    EXPECT_EQ(store.local().stats().hits, 1u) << "counted in this process only";
 }
 
 TEST(Store, SavesTheSourceBesideTheEntryOnce) {
@@ -159,13 +159,13 @@ TEST(Store, SavesTheSourceBesideTheEntryOnce) {
     config.save_source = true;
     Store store(config);
     const auto key = key_of("source");
-    auto path = store.save_source(key, "__global__ void k() {}");
+    auto path = store.local().save_source(key, "__global__ void k() {}");
     ASSERT_TRUE(path);
     EXPECT_EQ(*path, entry_file(dir.path(), key).parent_path() / (key.hex() + ".cu"));
     EXPECT_EQ(kiln::test::read_file(*path), "__global__ void k() {}");
-    EXPECT_EQ(store.save_source(key, "ignored: the key covers the source"), path);
+    EXPECT_EQ(store.local().save_source(key, "ignored: the key covers the source"), path);
     EXPECT_EQ(kiln::test::read_file(*path), "__global__ void k() {}");
-    EXPECT_EQ(store.read_source(key), "__global__ void k() {}");
+    EXPECT_EQ(store.local().read_source(key), "__global__ void k() {}");
 }
 
 TEST(Store, InvalidateRemovesTheEntryAndCountsItDamaged) {
@@ -175,7 +175,7 @@ TEST(Store, InvalidateRemovesTheEntryAndCountsItDamaged) {
     ASSERT_TRUE(store.store(entry));
     store.invalidate(entry.key);
     EXPECT_FALSE(std::filesystem::exists(entry_file(dir.path(), entry.key)));
-    EXPECT_EQ(store.stats().damaged, 1u);
+    EXPECT_EQ(store.local().stats().damaged, 1u);
     EXPECT_FALSE(store.load(entry.key));
 }
 
@@ -206,9 +206,9 @@ TEST(Store, TemporariesAreNeverReadAsEntries) {
     const auto temp = final_path.parent_path() / (".tmp." + entry.key.hex() + ".kiln.1.0");
     kiln::test::write_file(temp, kiln::cache::encode_entry(entry));
     EXPECT_FALSE(store.load(entry.key));
-    EXPECT_TRUE(store.list().empty());
-    EXPECT_EQ(store.verify(false).checked, 0u);
-    EXPECT_EQ(store.stats().entries, 0u);
+    EXPECT_TRUE(store.local().list().empty());
+    EXPECT_EQ(store.local().verify(false).checked, 0u);
+    EXPECT_EQ(store.local().stats().entries, 0u);
 }
 
 TEST(Store, StaleTemporariesAreCleanedUpYoungOnesKept) {
@@ -219,7 +219,7 @@ TEST(Store, StaleTemporariesAreCleanedUpYoungOnesKept) {
     kiln::test::write_file(shard / ".tmp.stale", "x");
     kiln::test::write_file(shard / ".tmp.young", "x");
     kiln::test::set_mtime(shard / ".tmp.stale", std::time(nullptr) - std::time_t{2} * 3600);
-    EXPECT_EQ(store.prune(1u << 30).temporaries, 1u);
+    EXPECT_EQ(store.local().prune(1u << 30).temporaries, 1u);
     EXPECT_FALSE(std::filesystem::exists(shard / ".tmp.stale"));
     EXPECT_TRUE(std::filesystem::exists(shard / ".tmp.young"));
 }
@@ -235,8 +235,8 @@ TEST(Store, OnlyCanonicalEntryNamesAreEntries) {
         c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     std::filesystem::copy_file(path, path.parent_path() / (upper + ".kiln"));
     std::filesystem::copy_file(path, path.parent_path() / "..kiln");
-    EXPECT_EQ(store.list().size(), 1u);
-    EXPECT_EQ(store.verify(false).checked, 1u);
+    EXPECT_EQ(store.local().list().size(), 1u);
+    EXPECT_EQ(store.local().verify(false).checked, 1u);
 }
 
 TEST(Store, APlantedFifoNeitherBlocksNorCounts) {
@@ -248,8 +248,8 @@ TEST(Store, APlantedFifoNeitherBlocksNorCounts) {
     ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
     ASSERT_EQ(::mkfifo((path.parent_path() / "stats").c_str(), 0600), 0);
 
-    EXPECT_EQ(store.verify(false).damaged, 1u);
+    EXPECT_EQ(store.local().verify(false).damaged, 1u);
     EXPECT_FALSE(store.load(entry.key));
     EXPECT_FALSE(std::filesystem::exists(path)) << "removed as damage";
-    EXPECT_NO_THROW(store.stats());
+    EXPECT_NO_THROW(store.local().stats());
 }

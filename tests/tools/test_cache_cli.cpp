@@ -75,7 +75,7 @@ TEST_F(CacheCli, StatsJsonHasTheCounters) {
     const auto a = add("a"), b = add("b");
     ASSERT_TRUE(m_store.load(a.key));
     ASSERT_FALSE(m_store.load(kiln::cache::KeyBuilder().add("cli", "absent").finish()));
-    m_store.write_statistics(); // lookups are counted in memory until then
+    m_store.local().write_statistics(); // lookups are counted in memory until then
     auto result = run_command(kiln("cache stats --json"));
     ASSERT_EQ(result.status, 0) << result.err;
     const auto j = nlohmann::json::parse(result.out);
@@ -155,7 +155,7 @@ TEST_F(CacheCli, ShowPrintsMetadataLogAndSource) {
     auto no_source = run_command(kiln("cache show " + entry.key.hex() + " --source"));
     EXPECT_EQ(no_source.status, 1);
     EXPECT_EQ(lines(no_source.err), 1u) << no_source.err;
-    ASSERT_TRUE(m_store.save_source(entry.key, "__global__ void k() {}\n"));
+    ASSERT_TRUE(m_store.local().save_source(entry.key, "__global__ void k() {}\n"));
     auto source = run_command(kiln("cache show " + entry.key.hex() + " --source"));
     ASSERT_EQ(source.status, 0) << source.err;
     EXPECT_EQ(source.out, "__global__ void k() {}\n");
@@ -200,7 +200,7 @@ TEST_F(CacheCli, ClearRemovesEveryEntry) {
     auto result = run_command(kiln("cache clear"));
     ASSERT_EQ(result.status, 0) << result.err;
     EXPECT_EQ(result.out.rfind("removed 3 entries", 0), 0u) << result.out;
-    EXPECT_EQ(m_store.stats().entries, 0u);
+    EXPECT_EQ(m_store.local().stats().entries, 0u);
 }
 
 TEST_F(CacheCli, ExportThenImportIntoAnotherCache) {
@@ -341,7 +341,7 @@ TEST_F(CacheCli, EveryCommandSpeaksJson) {
     const auto a = add("a");
     add("b");
     ASSERT_TRUE(m_store.load(a.key));
-    m_store.write_statistics();
+    m_store.local().write_statistics();
     auto parse = [&](const std::string& command, const std::filesystem::path& cache = {}) {
         auto result = run_command(kiln(command + " --json", cache));
         EXPECT_EQ(result.status, 0) << command << ": " << result.err;
@@ -376,14 +376,14 @@ TEST_F(CacheCli, StatsCountMemosAndVerifyChecksThem) {
     EXPECT_EQ(j.at("entries"), 1);
     EXPECT_EQ(j.at("memos"), 1);
     EXPECT_GE(j.at("bytes").get<std::uint64_t>(),
-              std::filesystem::file_size(m_store.memo_path(signature)));
+              std::filesystem::file_size(m_store.local().memo_path(signature)));
     EXPECT_NE(run_command(kiln("cache stats")).out.find("memos            1"), std::string::npos);
     auto verified = run_command(kiln("cache verify --json"));
     EXPECT_EQ(nlohmann::json::parse(verified.out).at("checked"), 2) << verified.out;
-    std::string bytes = kiln::test::read_file(m_store.memo_path(signature));
+    std::string bytes = kiln::test::read_file(m_store.local().memo_path(signature));
     bytes[40] ^= 1;
-    kiln::test::write_file(m_store.memo_path(signature), bytes);
-    ::chmod(m_store.memo_path(signature).c_str(), 0600);
+    kiln::test::write_file(m_store.local().memo_path(signature), bytes);
+    ::chmod(m_store.local().memo_path(signature).c_str(), 0600);
     auto damaged = run_command(kiln("cache verify"));
     EXPECT_NE(damaged.status, 0);
     EXPECT_NE(damaged.out.find(".memo"), std::string::npos) << damaged.out;
@@ -398,7 +398,7 @@ TEST_F(CacheCli, ClearSaysHowManyMemosItRemoved) {
     const auto j = nlohmann::json::parse(cleared.out);
     EXPECT_EQ(j.at("entries"), 1);
     EXPECT_EQ(j.at("memos"), 1);
-    EXPECT_FALSE(std::filesystem::exists(m_store.memo_path(signature)));
+    EXPECT_FALSE(std::filesystem::exists(m_store.local().memo_path(signature)));
 }
 
 TEST_F(CacheCli, StatsZeroResetsTheCountersAndKeepsTheEntries) {
@@ -433,7 +433,7 @@ TEST_F(CacheCli, TheMaxSizeSettingIsKeptInTheCacheAndUsedByPrune) {
     auto pruned = run_command(kiln("cache prune --json"));
     ASSERT_EQ(pruned.status, 0) << pruned.err;
     EXPECT_EQ(nlohmann::json::parse(pruned.out).at("entries"), 1);
-    EXPECT_EQ(m_store.stats().entries, 2u);
+    EXPECT_EQ(m_store.local().stats().entries, 2u);
 
     auto unknown = run_command(kiln("cache config colour blue"));
     EXPECT_EQ(unknown.status, 1);
@@ -549,5 +549,5 @@ TEST_F(CacheCli, Version1EntriesAreListedShownVerifiedAndPruned) {
     EXPECT_NE(verified.out.find("2 ok, 0 damaged"), std::string::npos) << verified.out;
     auto pruned = run_command(kiln("cache prune --max-size 0"));
     ASSERT_EQ(pruned.status, 0) << pruned.err;
-    EXPECT_TRUE(m_store.list().empty());
+    EXPECT_TRUE(m_store.local().list().empty());
 }

@@ -42,7 +42,7 @@ class ImportVerifyCli : public ::testing::Test {
         return {a->key(), b->key()};
     }
     std::size_t entries_in(const char* name) const {
-        return kiln::cache::Store(config(name)).list().size();
+        return kiln::cache::Store(config(name)).local().list().size();
     }
 };
 
@@ -62,8 +62,8 @@ TEST_F(ImportVerifyCli, RefusesAnArchiveWhoseCubinWasSwappedForAnotherValidOne) 
     // The first kernel's entry, its cubin replaced by the second kernel's: a valid entry, with
     // every checksum right, under the first kernel's key.
     kiln::cache::Store made(config("made"));
-    auto forged = *made.peek(keys[0]);
-    forged.payload = made.peek(keys[1])->payload;
+    auto forged = *made.local().peek(keys[0]);
+    forged.payload = made.local().peek(keys[1])->payload;
     kiln::cache::Store(config("forged")).store(forged);
     ASSERT_EQ(run_command(kiln_in("forged", "export '" + dir("f.kilnarc") + "'")).status, 0);
 
@@ -85,7 +85,7 @@ TEST_F(ImportVerifyCli, RefusesARecipeThatMakesAnotherKey) {
     // A forger who also rewrites the recipe to match the swapped cubin cannot keep the key.
     const auto keys = compile_two();
     kiln::cache::Store made(config("made"));
-    auto forged = *made.peek(keys[1]);
+    auto forged = *made.local().peek(keys[1]);
     forged.key = keys[0];
     kiln::cache::Store(config("forged")).store(forged);
     ASSERT_EQ(run_command(kiln_in("forged", "export '" + dir("f.kilnarc") + "'")).status, 0);

@@ -39,7 +39,7 @@ class RecipeReplay : public ::testing::Test {
         EXPECT_NE(store, nullptr);
         if (!store) return {};
         std::string why;
-        auto entry = store->peek(program.key(), &why);
+        auto entry = store->local().peek(program.key(), &why);
         EXPECT_TRUE(entry) << why;
         if (!entry || !entry->recipe) {
             ADD_FAILURE() << "the entry holds no recipe";

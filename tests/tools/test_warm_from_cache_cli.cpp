@@ -42,7 +42,7 @@ std::set<std::string> keys_in(const std::string& dir) {
     kiln::cache::Config config;
     config.dir = dir;
     std::set<std::string> keys;
-    for (const auto& info : kiln::cache::Store(config).list())
+    for (const auto& info : kiln::cache::Store(config).local().list())
         keys.insert(info.key.hex());
     return keys;
 }

@@ -5,8 +5,8 @@
 #include "gpu.hpp"
 #include "temp_dir.hpp"
 
-#include "kiln/cache/store.hpp"
 #include "driver/driver.hpp"
+#include "kiln/cache/store.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>
@@ -457,13 +457,13 @@ TEST(RawKernel, ACachedCubinTheDriverRejectsIsRecompiledNotALaunchError) {
     entry.arch = options.arch;
     entry.nvrtc_version = kiln::nvrtc_version();
     ASSERT_TRUE(store.store(entry));
-    const auto damaged_before = store.stats().damaged;
+    const auto damaged_before = store.local().stats().damaged;
 
     kiln::RawKernel kernel(source, "planted");
     auto out = poisoned(sizeof(int));
     kernel({1}, {1}, out);
     EXPECT_EQ(download<int>(out)[0], 4242);
-    EXPECT_EQ(store.stats().damaged, damaged_before + 1);
+    EXPECT_EQ(store.local().stats().damaged, damaged_before + 1);
     EXPECT_NE(store.load(entry.key)->payload, entry.payload) << "the entry was rewritten";
     EXPECT_EQ(kernel.compile()->key(), entry.key) << "the planted key is the one looked up";
 }

@@ -47,7 +47,7 @@ class TimeTraceTest : public CompilerTest {
     }
 
     static fs::path beside_entry(const kiln::cache::Store& store, const kiln::cache::Key& key) {
-        return store.source_path(key).replace_extension(".json");
+        return store.local().source_path(key).replace_extension(".json");
     }
 
     static nlohmann::json read_json(const fs::path& path) {
@@ -91,7 +91,7 @@ TEST_F(TimeTraceTest, WritesNvrtcsTraceBesideTheCacheEntry) {
     const auto json = read_json(trace);
     ASSERT_TRUE(json.contains("traceEvents"));
     EXPECT_GT(json["traceEvents"].size(), 0u);
-    EXPECT_FALSE(fs::exists(m_store->source_path(program->key()).replace_extension()))
+    EXPECT_FALSE(fs::exists(m_store->local().source_path(program->key()).replace_extension()))
         << "only the .json is left";
     EXPECT_TRUE(in_tmp().empty()) << "the private directory is removed: " << in_tmp().front();
 }
@@ -99,7 +99,7 @@ TEST_F(TimeTraceTest, WritesNvrtcsTraceBesideTheCacheEntry) {
 TEST_F(TimeTraceTest, TracedCompilesNeitherStoreNorLoadEntries) {
     unsetenv("KILN_COMPILE_TIME_TRACE");
     auto cached = m_compiler->compile(kOtherSource, for_arch());
-    EXPECT_EQ(m_store->stats().stores, 1u);
+    EXPECT_EQ(m_store->local().stats().stores, 1u);
     restart();
     setenv("KILN_COMPILE_TIME_TRACE", "1", 1);
     auto traced = m_compiler->compile(kOtherSource, for_arch());
@@ -109,8 +109,8 @@ TEST_F(TimeTraceTest, TracedCompilesNeitherStoreNorLoadEntries) {
 
     auto fresh = m_compiler->compile(kAddSource, for_arch());
     EXPECT_EQ(fresh->origin(), kiln::ProgramOrigin::compiled);
-    EXPECT_EQ(m_store->stats().stores, 1u) << "traced compiles store nothing";
-    EXPECT_EQ(m_store->stats().hits, 0u);
+    EXPECT_EQ(m_store->local().stats().stores, 1u) << "traced compiles store nothing";
+    EXPECT_EQ(m_store->local().stats().hits, 0u);
 }
 
 TEST_F(TimeTraceTest, TheTraceIsNotPartOfTheKey) {

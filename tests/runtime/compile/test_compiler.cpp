@@ -52,7 +52,7 @@ TEST_F(CompilerTest, ThreadsAskingAtOnceCompileOnce) {
         thread.join();
     for (const auto& result : results)
         EXPECT_EQ(result.get(), results[0].get());
-    EXPECT_EQ(m_store->stats().stores, 1u) << "one compile, so one entry written";
+    EXPECT_EQ(m_store->local().stats().stores, 1u) << "one compile, so one entry written";
 }
 
 TEST_F(CompilerTest, AFreshProcessGetsTheProgramFromDisk) {
@@ -76,12 +76,12 @@ TEST_F(CompilerTest, ARecompileReplacesAnEntryTheDriverRejected) {
     auto bad = m_compiler->compile(kAddSource, for_arch());
     ASSERT_EQ(bad->origin(), kiln::ProgramOrigin::disk_cache);
     ASSERT_EQ(bad->cubin(), planted.payload);
-    const auto damaged = m_store->stats().damaged;
+    const auto damaged = m_store->local().stats().damaged;
 
     auto fresh = m_compiler->recompile(*bad, for_arch());
     EXPECT_EQ(fresh->origin(), kiln::ProgramOrigin::compiled);
     EXPECT_NE(fresh->cubin(), planted.payload);
-    EXPECT_EQ(m_store->stats().damaged, damaged + 1);
+    EXPECT_EQ(m_store->local().stats().damaged, damaged + 1);
     auto rewritten = m_store->load(planted.key);
     ASSERT_TRUE(rewritten) << "the fresh cubin replaces the rejected entry";
     EXPECT_EQ(rewritten->payload, fresh->cubin());
@@ -93,7 +93,7 @@ TEST_F(CompilerTest, DiskCacheCanBeSkippedPerCompile) {
     auto options = for_arch();
     options.use_disk_cache = false;
     m_compiler->compile(kAddSource, options);
-    EXPECT_EQ(m_store->stats().stores, 0u);
+    EXPECT_EQ(m_store->local().stats().stores, 0u);
 }
 
 TEST_F(CompilerTest, ACompileErrorCarriesTheLogOptionsAndNumberedSource) {
@@ -144,7 +144,7 @@ TEST_F(CompilerTest, ACompileErrorsFirstLineIsNvrtcsFirstErrorWithItsFileAndLine
 TEST_F(CompilerTest, AFailedCompileIsRetriedNotRemembered) {
     EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
     EXPECT_THROW(m_compiler->compile("this is not C++", for_arch()), kiln::CompileError);
-    EXPECT_EQ(m_store->stats().stores, 0u);
+    EXPECT_EQ(m_store->local().stats().stores, 0u);
 }
 
 TEST_F(CompilerTest, AnOptionNvrtcRejectsIsACompileErrorNamingIt) {

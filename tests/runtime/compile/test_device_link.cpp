@@ -110,7 +110,7 @@ TEST_F(CompilerTest, ARelocatableProgramIsLinkedWithTheDeviceRuntime) {
     EXPECT_TRUE(has(kernels, "parent"));
     EXPECT_TRUE(has(kernels, "child"));
 
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry && entry->recipe);
     ASSERT_EQ(entry->link_inputs.size(), 1u);
     EXPECT_EQ(entry->link_inputs[0].name, "libcudadevrt.a");
@@ -185,7 +185,7 @@ TEST_F(CompilerTest, UserLinkInputsAreLinkedRecordedAndReplayed) {
     const auto program = m_compiler->compile(kUsesHelper, options);
     EXPECT_TRUE(has(kernels_of(program->cubin()), "use_helper"));
 
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry && entry->recipe);
     ASSERT_EQ(entry->link_inputs.size(), 2u);
     EXPECT_EQ(entry->link_inputs[0].name, "helper.cubin");

@@ -183,7 +183,7 @@ TEST(NvrtcVersion, FilesThatAreNotElfHaveNoBuildId) {
 
 TEST_F(NvrtcVersionCompile, WritesNoNvrtcVersionFileInTheCache) {
     m_compiler->compile(kiln::test::kAddSource, for_arch());
-    ASSERT_EQ(m_store->stats().stores, 1u);
+    ASSERT_EQ(m_store->local().stats().stores, 1u);
     for (const auto& file : std::filesystem::recursive_directory_iterator(m_dir.path()))
         EXPECT_NE(file.path().filename().string().rfind("nvrtc-version", 0), 0u) << file.path();
 }

@@ -34,7 +34,7 @@ CompileOptions rich_options(const char* arch) {
 
 TEST_F(CompilerTest, EachStoredEntryRecordsItsRecipeAndKernelNames) {
     const auto program = m_compiler->compile(kTemplateSource, rich_options("sm_90"));
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry);
     EXPECT_EQ(entry->format_version, kiln::cache::kEntryFormatVersion);
     ASSERT_TRUE(entry->recipe);
@@ -50,7 +50,7 @@ TEST_F(CompilerTest, EachStoredEntryRecordsItsRecipeAndKernelNames) {
     EXPECT_FALSE(recipe.cuda_headers);
     EXPECT_TRUE(recipe.lineinfo);
     EXPECT_EQ(recipe.description, R"({"front_end":"test","n":2})");
-    EXPECT_EQ(recipe.program_name, m_store->source_path(program->key()).string());
+    EXPECT_EQ(recipe.program_name, m_store->local().source_path(program->key()).string());
     auto names = entry->kernel_names;
     std::sort(names.begin(), names.end());
     EXPECT_EQ(names, (std::vector<std::string>{"_Z4fillILi1EEvPi", "_Z4fillILi2EEvPi", "plain"}));
@@ -60,7 +60,7 @@ TEST_F(CompilerTest, TheRecipeRecordsLineinfoAsResolved) {
     CompileOptions options = CompileOptions::for_arch("sm_90");
     options.lineinfo = false;
     const auto program = m_compiler->compile(kAddSource, options);
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry && entry->recipe);
     EXPECT_FALSE(entry->recipe->lineinfo);
 }
@@ -73,7 +73,7 @@ TEST_F(CompilerTest, TheDescriptionIsNotPartOfTheKey) {
 
 TEST_F(CompilerTest, ARecipeCompiledForAnotherArchitectureAsksForTheApplicationsKey) {
     const auto sm90 = m_compiler->compile(kTemplateSource, rich_options("sm_90"));
-    const auto recipe = *m_store->peek(sm90->key())->recipe;
+    const auto recipe = *m_store->local().peek(sm90->key())->recipe;
     const CompileOptions again = kiln::options_from_recipe(recipe, "sm_80");
     EXPECT_EQ(m_compiler->key_for(recipe.source, again),
               m_compiler->key_for(kTemplateSource, rich_options("sm_80")));
@@ -85,7 +85,7 @@ TEST_F(CompilerTest, ARecipeCompiledForAnotherArchitectureAsksForTheApplications
 
 TEST_F(CompilerTest, ReproduceMakesTheSameCubinUnderTheRecordedProgramName) {
     const auto program = m_compiler->compile(kTemplateSource, rich_options("sm_90"));
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry && entry->recipe);
     const auto before = m_compiler->statistics();
     const auto again = m_compiler->reproduce(*entry->recipe, "sm_90");
@@ -107,7 +107,7 @@ TEST_F(CompilerTest, ARecipeTooLargeForAnEntryIsLeftOutAndTheCubinStillCached) {
     CompileOptions options = CompileOptions::for_arch("sm_90");
     options.headers = {{"huge.cuh", std::string(kiln::cache::kMaxMetadataSize, ' ')}};
     const auto program = m_compiler->compile(kAddSource, options);
-    const auto entry = m_store->peek(program->key());
+    const auto entry = m_store->local().peek(program->key());
     ASSERT_TRUE(entry) << "the cubin is cached";
     EXPECT_FALSE(entry->recipe);
     EXPECT_EQ(entry->kernel_names, std::vector<std::string>{"add"});

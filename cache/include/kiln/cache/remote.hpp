@@ -27,6 +27,9 @@ const char* to_string(RemoteMode mode);
 
 /// Where and how to reach the Redis server.
 struct RemoteConfig {
+    /// The URL's scheme: it picks the backend that speaks to the server. `redis` is the only one
+    /// today; parse_url() accepts no other.
+    std::string scheme = "redis";
     /// The server's host name or address (an IPv6 address without brackets).
     std::string host = "127.0.0.1";
     std::uint16_t port = 6379;                ///< the server's TCP port
@@ -60,7 +63,8 @@ struct RemoteConfig {
     static std::optional<RemoteConfig> from_environment();
 
     /// The address for messages and `kiln cache` output.
-    /// @return `redis://user@host:port/db` (no user part without a user), never the password.
+    /// @return `redis://user@host:port/db` (the scheme, then no user part without a user), never
+    /// the password.
     std::string display_url() const;
 };
 

@@ -9,7 +9,7 @@
 /// (KILN_CACHE_SHARED=1), by any user but writable by none outside the cache's group; otherwise
 /// it is ignored with one warning.
 
-#include "kiln/cache/store.hpp"
+#include "kiln/cache/config.hpp"
 
 #include <filesystem>
 #include <optional>

@@ -5,8 +5,8 @@
 /// in, bytes out: what a choice means is the tuner's business; this layer publishes atomically
 /// and trusts nothing it reads.
 
+#include "kiln/cache/config.hpp"
 #include "kiln/cache/key.hpp"
-#include "kiln/cache/store.hpp"
 
 #include <cstddef>
 #include <filesystem>

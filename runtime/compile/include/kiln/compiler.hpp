@@ -336,7 +336,7 @@ std::shared_ptr<const Program> compile(std::string_view source, const CompileOpt
 /// for on @p arch: `kiln warm --from-cache` relies on it. The program name is not an option; see
 /// Compiler::reproduce().
 ///
-///     auto entry = store.peek(key);  // an entry with a recipe
+///     auto entry = store.local().peek(key);  // an entry with a recipe
 ///     compile(entry->recipe->source, options_from_recipe(*entry->recipe, "sm_80"));
 /// @param recipe what an entry recorded.
 /// @param arch the target architecture.

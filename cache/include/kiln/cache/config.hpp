@@ -1,0 +1,43 @@
+#pragma once
+/// @file
+/// Where the kernel cache lives and how it behaves. Its own header because every part of the
+/// cache takes it: the lookup façade (kiln/cache/store.hpp), the directory's maintenance
+/// (kiln/cache/local_store.hpp), the settings file (kiln/cache/settings.hpp) and the tuner's
+/// records (kiln/cache/tuning_store.hpp); none of them needs the others to be configured.
+
+#include "kiln/cache/remote.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace kiln::cache {
+
+/// Where the cache lives and how it behaves; from_environment() reads it the way Kiln does.
+struct Config {
+    /// KILN_CACHE_DIR, else `$XDG_CACHE_HOME/kiln`, else `~/.cache/kiln` (absolute).
+    std::filesystem::path dir;
+    bool disabled = false;    ///< KILN_CACHE_DISABLE: memory only
+    bool readonly = false;    ///< KILN_CACHE_READONLY: serve hits, never write
+    bool save_source = false; ///< KILN_CACHE_SAVE_SOURCE: keep `<key>.cu` beside each entry
+    bool shared = false;      ///< KILN_CACHE_SHARED: group-writable team cache (2770 / 0660)
+    /// KILN_READ_AHEAD (on by default from the environment): Store::read_ahead() reads what the
+    /// program's last processes used, and the store files what this process used when it closes.
+    bool read_ahead = false;
+    /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
+    std::uint64_t max_size = std::uint64_t{2} << 30;
+    /// KILN_REMOTE_CACHE and companions: the Redis tier after the directory
+    /// (kiln/cache/remote.hpp). Not used when `disabled` (KILN_CACHE_DISABLE=1 means memory only).
+    /// In remote-only mode the directory is neither read nor written by lookups and stores.
+    std::optional<RemoteConfig> remote;
+
+    /// From the environment (the README's table), then the cache directory's settings file
+    /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
+    /// Without a cache directory to use (no KILN_CACHE_DIR, XDG_CACHE_HOME or home directory) the
+    /// cache is disabled.
+    /// @return the configuration in force.
+    /// @throws kiln::ConfigError for unparsable values, naming the variable or the file.
+    static Config from_environment();
+};
+
+} // namespace kiln::cache

@@ -1,0 +1,319 @@
+#include "kiln/cache/local_store.hpp"
+
+#include "kiln/cache/cubin_symbols.hpp"
+
+#include "directory.hpp"
+#include "fs.hpp"
+#include "layout.hpp"
+#include "read_ahead.hpp"
+#include "shard.hpp"
+#include "stats_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace kiln::cache {
+
+namespace {
+
+// The header and metadata of the entry at @p path, verified; nullopt when unreadable or damaged.
+std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key& key) {
+    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
+    struct stat st;
+    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+    const auto file_size = static_cast<std::uint64_t>(st.st_size);
+    std::string head;
+    if (file_size < kEntryHeaderSize || detail::read_at(fd.get(), 0, kEntryHeaderSize, head) != 0)
+        return std::nullopt;
+    const std::uint64_t head_size = entry_head_size(head);
+    if (head_size == 0 || head_size > file_size ||
+        detail::read_at(fd.get(), 0, static_cast<std::size_t>(head_size), head) != 0)
+        return std::nullopt;
+    DecodeResult decoded = decode_entry_head(head, file_size, key);
+    if (!decoded.entry) return std::nullopt;
+    EntryInfo info;
+    info.key = key;
+    info.size = file_size;
+    info.mtime = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(st.st_mtim.tv_sec) +
+            std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+    info.arch = decoded.entry->arch;
+    info.nvrtc_version = decoded.entry->nvrtc_version;
+    info.payload_size = decoded.payload_size;
+    info.format_version = decoded.entry->format_version;
+    info.has_recipe = decoded.entry->recipe.has_value();
+    if (decoded.entry->format_version >= 2) {
+        // Recorded at compile time: the payload need not be read.
+        info.kernel_names = std::move(decoded.entry->kernel_names);
+        info.kernel_count = info.kernel_names.size();
+        return info;
+    }
+    // A version-1 entry: the kernels from the cubin's symbol table, `extern "C"` ones included;
+    // the payload is not verified here (ls reads what it shows, it does not vouch for it), and the
+    // parser reads nothing outside it. A payload that is no ELF file (PTX, damage) shows its
+    // lowered names.
+    std::string payload;
+    std::optional<std::vector<std::string>> kernels;
+    if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.payload_size),
+                        payload) == 0)
+        kernels = cubin_kernel_names(payload);
+    if (kernels) {
+        info.kernel_names = std::move(*kernels);
+    } else {
+        for (const auto& [expression, lowered] : decoded.entry->lowered_names)
+            info.kernel_names.push_back(lowered);
+    }
+    info.kernel_count = info.kernel_names.size();
+    return info;
+}
+
+// Read the file @p name of the shard @p shard_fd whole (@p what: "an entry", "a memo") into
+// @p bytes, as verify checks it: nullopt when read, else the verdict: "" when it went meanwhile
+// (evicted: nothing to report), or why it cannot be read.
+std::optional<std::string> read_for_check(int shard_fd, const std::string& name, const char* what,
+                                          std::string& bytes, struct stat* st = nullptr) {
+    detail::UniqueFd fd = detail::open_at(shard_fd, name, detail::kReadFlags);
+    if (!fd) {
+        if (errno == ENOENT) return std::string();
+        return errno == ELOOP ? std::string("a symbolic link, not ") + what : std::strerror(errno);
+    }
+    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes, st))
+        return error == EFBIG || error == EINVAL || error == EISDIR
+                   ? "not a regular file of a sane size"
+                   : std::strerror(error);
+    return std::nullopt;
+}
+
+// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is.
+std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard) {
+    if (detail::shard_of(key) != shard) return "in the wrong shard directory";
+    std::string bytes;
+    if (auto verdict = read_for_check(shard_fd, name, "an entry", bytes)) return *verdict;
+    DecodeResult decoded = decode_entry(bytes, key);
+    return decoded.entry ? std::string() : to_string(decoded.error);
+}
+
+// Why the memo @p name in the shard @p shard_fd is not one a lookup of @p signature would take,
+// or "" when it is.
+std::string check_memo(int shard_fd, const std::string& name, const Key& signature,
+                       const detail::Modes& modes) {
+    std::string bytes;
+    struct stat st {};
+    if (auto verdict = read_for_check(shard_fd, name, "a memo", bytes, &st)) return *verdict;
+    if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
+    return decode_memo(bytes, signature) ? std::string() : "not a memo of its signature";
+}
+
+// Why the read-ahead list @p name is not one Store::read_ahead() would take for the program
+// @p program (its file name), or "" when it is.
+std::string check_ahead_list(int shard_fd, const std::string& name, const Key& program,
+                             const detail::Modes& modes) {
+    std::string bytes;
+    struct stat st {};
+    if (auto verdict = read_for_check(shard_fd, name, "a read-ahead list", bytes, &st))
+        return *verdict;
+    if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
+    return detail::decode_ahead_list(bytes, program) ? std::string()
+                                                     : "not a read-ahead list of its program";
+}
+
+// verify()'s verdict on the file @p name of a shard (an entry, a memo or a read-ahead list;
+// @p problem empty when it verified), counted in @p result; a damaged one is removed when @p fix,
+// and @p removed (what removing it takes from the usage) counted with the damage.
+void record_verdict(detail::Directory& directory, detail::ShardRef& ref, const std::string& name,
+                    std::string problem, bool fix, detail::Counters removed, VerifyResult& result) {
+    ++result.checked;
+    if (problem.empty()) {
+        ++result.ok;
+        return;
+    }
+    ++result.damaged;
+    if (fix && detail::remove_at(ref.get(), name) == 0) {
+        ++result.removed;
+        removed.damaged = 1;
+        directory.count(ref, removed);
+    }
+    result.problems.emplace_back(directory.shard_dir(ref.shard) / name, std::move(problem));
+}
+
+} // namespace
+
+std::vector<EntryInfo> LocalStore::list() {
+    std::vector<EntryInfo> infos;
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        auto ref = m_directory->open_shard(shard, false);
+        detail::ShardContents contents;
+        if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
+        const auto dir = m_directory->shard_dir(shard);
+        for (const auto& item : contents.items) {
+            if (!item.has_entry) continue;
+            auto info =
+                read_info(dir / (item.key.hex() + std::string(detail::kEntrySuffix)), item.key);
+            if (!info) continue;
+            info->size = item.size();
+            info->has_source = item.has_source;
+            infos.push_back(std::move(*info));
+        }
+    }
+    return infos;
+}
+
+VerifyResult LocalStore::verify(bool fix) {
+    VerifyResult result;
+    // Shard directories first: a file or link in a shard's place, or one not to be trusted.
+    for (const auto& problem : check_dir()) {
+        if (problem.fatal) return result;
+        ++result.damaged;
+        if (fix && !m_directory->config().readonly) {
+            auto root = m_directory->root(false);
+            struct stat st;
+            const std::string name = problem.path.filename().string();
+            // Only what Kiln can heal: a file or link where a shard should be.
+            if (root && ::fstatat(root->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                !S_ISDIR(st.st_mode) && ::unlinkat(root->get(), name.c_str(), 0) == 0) {
+                ++result.removed;
+                result.problems.emplace_back(problem.path, problem.what + " (removed)");
+                continue;
+            }
+        }
+        result.problems.emplace_back(problem.path, problem.what);
+    }
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        auto ref = m_directory->open_shard(shard, false);
+        detail::ShardContents contents;
+        if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
+        for (const auto& item : contents.items) {
+            const std::string hex = item.key.hex();
+            if (item.has_memo) {
+                const std::string name = hex + std::string(detail::kMemoSuffix);
+                detail::Counters removed;
+                removed.bytes = -static_cast<std::int64_t>(item.memo_size);
+                record_verdict(*m_directory, ref, name,
+                               check_memo(ref.get(), name, item.key, m_directory->modes()), fix,
+                               removed, result);
+            }
+            if (item.has_ahead) {
+                const std::string name = hex + std::string(detail::kAheadSuffix);
+                detail::Counters removed;
+                removed.bytes = -static_cast<std::int64_t>(item.ahead_size);
+                record_verdict(*m_directory, ref, name,
+                               check_ahead_list(ref.get(), name, item.key, m_directory->modes()),
+                               fix, removed, result);
+            }
+            if (item.has_entry) {
+                const std::string name = hex + std::string(detail::kEntrySuffix);
+                detail::Counters removed;
+                if (!item.entry_is_dir) {
+                    removed.files = -1;
+                    removed.bytes = -static_cast<std::int64_t>(item.entry_size);
+                }
+                record_verdict(*m_directory, ref, name,
+                               check_entry(ref.get(), name, item.key, shard), fix, removed, result);
+            }
+        }
+    }
+    return result;
+}
+
+PruneResult LocalStore::prune(std::uint64_t max_size, std::optional<std::chrono::seconds> max_age) {
+    const std::int64_t now = detail::now_ns();
+    std::optional<std::int64_t> older_than;
+    if (max_age) older_than = now - std::chrono::nanoseconds(*max_age).count();
+    return m_directory->evict(max_size, older_than, nullptr, detail::LockWait::patient,
+                              now - detail::kStaleTempAgeNs, true);
+}
+
+PruneResult LocalStore::clear() {
+    // Everything goes, temporaries of live writers too: their rename then fails (a miss).
+    // Cleared entries are not evictions: the counters keep telling how the limit worked.
+    const std::int64_t future = std::numeric_limits<std::int64_t>::max();
+    return m_directory->evict(0, future, nullptr, detail::LockWait::patient, future, false);
+}
+
+bool LocalStore::zero_stats() {
+    bool all = true;
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        auto ref = m_directory->open_shard(shard, false);
+        if (!ref) continue;
+        auto stats = detail::LockedStats::open(
+            ref.get(), std::string(detail::kStatsName), false, m_directory->modes().file,
+            m_directory->modes().shared, detail::LockWait::patient);
+        if (!stats) {
+            all = all && errno == ENOENT; // a shard without counters has nothing to reset
+            continue;
+        }
+        all = stats->write({}) == 0 && all;
+    }
+    // The remote tier's counters are kept in the directory too: zeroed with the shards'.
+    if (auto root = m_directory->root(false))
+        all = detail::zero_counter_file(root->get(), std::string(detail::kRemoteStatsName),
+                                        m_directory->modes().file, m_directory->modes().shared) &&
+              all;
+    return all;
+}
+
+std::vector<DirProblem> LocalStore::check_dir() {
+    std::vector<DirProblem> problems;
+    const auto& dir = m_directory->config().dir;
+    auto opened = detail::open_root(dir, m_directory->modes(), false);
+    if (!opened.fd) {
+        problems.push_back({dir,
+                            opened.distrust.empty() ? std::string(std::strerror(opened.error))
+                                                    : "not used: " + opened.distrust,
+                            true});
+        return problems;
+    }
+    if (::faccessat(opened.fd.get(), ".", R_OK | X_OK, 0) != 0) {
+        problems.push_back({dir, std::strerror(errno), true});
+        return problems;
+    }
+    for (int shard = 0; shard < detail::kShardCount; ++shard) {
+        auto shard_opened = detail::open_shard(opened.fd.get(), shard, m_directory->modes(), false);
+        const auto path = m_directory->shard_dir(shard);
+        if (!shard_opened.problem.empty())
+            problems.push_back({path, shard_opened.problem});
+        else if (!shard_opened.fd && shard_opened.error != ENOENT)
+            problems.push_back(
+                {path, std::string("unreadable: ") + std::strerror(shard_opened.error)});
+        else if (shard_opened.fd && ::faccessat(shard_opened.fd.get(), ".", R_OK | X_OK, 0) != 0)
+            problems.push_back({path, std::string("unreadable: ") + std::strerror(errno)});
+    }
+    return problems;
+}
+
+std::optional<Entry> LocalStore::peek(const Key& key, std::string* why) {
+    auto fail = [&](std::string reason) -> std::optional<Entry> {
+        if (why) *why = std::move(reason);
+        return std::nullopt;
+    };
+    auto ref = m_directory->open_shard(detail::shard_of(key), false);
+    if (!ref) return fail(ref.error == ENOENT ? "no such entry" : std::strerror(ref.error));
+    detail::UniqueFd fd = detail::open_at(ref.get(), key.hex() + std::string(detail::kEntrySuffix),
+                                          detail::kReadFlags);
+    if (!fd) return fail(errno == ENOENT ? "no such entry" : std::strerror(errno));
+    std::string bytes;
+    if (int error = detail::read_all(fd.get(), detail::kMaxEntryFileSize, bytes))
+        return fail(std::strerror(error));
+    DecodeResult decoded = decode_entry(bytes, key);
+    if (!decoded.entry) return fail(std::string("damaged: ") + to_string(decoded.error));
+    return std::move(decoded.entry);
+}
+
+std::optional<std::string> LocalStore::read_source(const Key& key) {
+    auto ref = m_directory->open_shard(detail::shard_of(key), false);
+    if (!ref) return std::nullopt;
+    detail::UniqueFd fd = detail::open_at(ref.get(), key.hex() + std::string(detail::kSourceSuffix),
+                                          detail::kReadFlags);
+    std::string text;
+    if (!fd || detail::read_all(fd.get(), detail::kMaxEntryFileSize, text) != 0)
+        return std::nullopt;
+    return text;
+}
+
+} // namespace kiln::cache

@@ -1,0 +1,213 @@
+// RemoteConfig: the Redis URL and the KILN_REMOTE_CACHE_* variables.
+
+#include "kiln/cache/remote.hpp"
+
+#include "kiln/error.hpp"
+#include "kiln/settings.hpp"
+
+#include "local/fs.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+
+namespace kiln::cache {
+
+namespace {
+
+[[noreturn]] void bad_url(const std::string& what, std::string_view url, const std::string& why) {
+    // The URL may hold a password: show only what comes after an '@'.
+    std::string shown(url);
+    if (const auto at = shown.rfind('@'); at != std::string::npos)
+        shown = "redis://***@" + shown.substr(at + 1);
+    throw ConfigError(what + "='" + shown + "' is not a Redis URL (" + why +
+                      "): use redis://[[user]:password@]host[:port][/db], e.g. "
+                      "redis://127.0.0.1:6379/0");
+}
+
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+    std::string out;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] != '%') {
+            out += text[i];
+            continue;
+        }
+        if (i + 2 >= text.size()) return std::nullopt;
+        const int high = hex_digit(text[i + 1]), low = hex_digit(text[i + 2]);
+        if (high < 0 || low < 0) return std::nullopt;
+        out += static_cast<char>(high * 16 + low);
+        i += 2;
+    }
+    return out;
+}
+
+std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
+    if (text.empty() || text.size() > 12) return std::nullopt;
+    std::uint64_t value = 0;
+    for (char c : text) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (value > max) return std::nullopt;
+    return value;
+}
+
+std::string read_password_file(const std::string& path) {
+    const char* name = "KILN_REMOTE_CACHE_PASSWORD_FILE";
+    detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    std::string bytes;
+    int error = fd ? detail::read_all(fd.get(), 4096, bytes) : errno;
+    if (error)
+        throw ConfigError(std::string(name) + "='" + path + "' cannot be read (" +
+                          std::strerror(error) +
+                          "): give a readable file that holds the Redis password");
+    // One line: a trailing newline (as `echo` writes) is not part of the password.
+    while (!bytes.empty() && (bytes.back() == '\n' || bytes.back() == '\r'))
+        bytes.pop_back();
+    if (bytes.empty() || bytes.find('\n') != std::string::npos)
+        throw ConfigError(std::string(name) + "='" + path +
+                          "' must hold the password on one line, and nothing else");
+    return bytes;
+}
+
+} // namespace
+
+const char* to_string(RemoteMode mode) {
+    switch (mode) {
+    case RemoteMode::read_write:
+        return "read-write";
+    case RemoteMode::read_only:
+        return "read-only";
+    case RemoteMode::remote_only:
+        return "remote-only";
+    }
+    return "?";
+}
+
+RemoteStats& RemoteStats::operator+=(const RemoteStats& o) {
+    hits += o.hits;
+    misses += o.misses;
+    damaged += o.damaged;
+    errors += o.errors;
+    timeouts += o.timeouts;
+    skipped += o.skipped;
+    stores += o.stores;
+    bytes_read += o.bytes_read;
+    bytes_written += o.bytes_written;
+    return *this;
+}
+
+RemoteConfig RemoteConfig::parse_url(std::string_view url, const std::string& what) {
+    constexpr std::string_view kScheme = "redis://";
+    if (url.substr(0, kScheme.size()) != kScheme) bad_url(what, url, "it must start with redis://");
+    std::string_view rest = url.substr(kScheme.size());
+    RemoteConfig config;
+    config.scheme = "redis";
+
+    // The last '@' ends the credentials: a password may hold '@' only percent-encoded, but be
+    // lenient and split at the last one.
+    const auto at = rest.rfind('@');
+    if (at != std::string_view::npos) {
+        std::string_view credentials = rest.substr(0, at);
+        rest = rest.substr(at + 1);
+        const auto colon = credentials.find(':');
+        if (colon == std::string_view::npos)
+            bad_url(what, url, "the credentials must be user:password or :password");
+        auto user = percent_decode(credentials.substr(0, colon));
+        auto password = percent_decode(credentials.substr(colon + 1));
+        if (!user || !password) bad_url(what, url, "a bad %-escape in the credentials");
+        config.user = *user;
+        config.password = *password;
+    }
+    std::string_view path;
+    if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+        path = rest.substr(slash + 1);
+        rest = rest.substr(0, slash);
+    }
+    std::string_view port;
+    if (!rest.empty() && rest.front() == '[') {
+        const auto close = rest.find(']');
+        if (close == std::string_view::npos) bad_url(what, url, "an unclosed '[' in the host");
+        config.host = std::string(rest.substr(1, close - 1));
+        rest = rest.substr(close + 1);
+        if (!rest.empty()) {
+            if (rest.front() != ':') bad_url(what, url, "junk after the host");
+            port = rest.substr(1);
+            if (port.empty()) bad_url(what, url, "an empty port");
+        }
+    } else {
+        const auto colon = rest.find(':');
+        config.host = std::string(rest.substr(0, colon));
+        if (colon != std::string_view::npos) {
+            port = rest.substr(colon + 1);
+            if (port.empty()) bad_url(what, url, "an empty port");
+        }
+    }
+    if (config.host.empty()) bad_url(what, url, "no host");
+    for (char c : config.host)
+        if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' ||
+              c == '_'))
+            bad_url(what, url, "the host holds characters a host name cannot");
+    if (!port.empty()) {
+        auto number = parse_number(port, 65535);
+        if (!number || *number == 0) bad_url(what, url, "the port must be a number 1 to 65535");
+        config.port = static_cast<std::uint16_t>(*number);
+    }
+    if (!path.empty()) {
+        auto number = parse_number(path, 1000000);
+        if (!number) bad_url(what, url, "the database must be a number, e.g. /0");
+        config.db = static_cast<int>(*number);
+    }
+    return config;
+}
+
+std::optional<RemoteConfig> RemoteConfig::from_environment() {
+    auto url = settings::raw(Variable::remote_cache);
+    // Companions are checked even without a URL, so a typo never waits for the day it matters.
+    const std::string mode_text = settings::text(Variable::remote_cache_mode);
+    const RemoteMode mode = mode_text == "read-only"     ? RemoteMode::read_only
+                            : mode_text == "remote-only" ? RemoteMode::remote_only
+                                                         : RemoteMode::read_write;
+    const auto ttl = settings::duration(Variable::remote_cache_ttl);
+    const auto connect_timeout = settings::duration(Variable::remote_cache_connect_timeout);
+    const auto op_timeout = settings::duration(Variable::remote_cache_timeout);
+    const auto retry = settings::duration(Variable::remote_cache_retry);
+    std::optional<std::string> password;
+    if (auto file = settings::text(Variable::remote_cache_password_file); !file.empty())
+        password = read_password_file(file);
+    if (!url) return std::nullopt;
+
+    RemoteConfig config = parse_url(*url, "KILN_REMOTE_CACHE");
+    if (password) {
+        if (!config.password.empty())
+            throw ConfigError("KILN_REMOTE_CACHE holds a password and "
+                              "KILN_REMOTE_CACHE_PASSWORD_FILE gives one too: keep only the file");
+        config.password = *password;
+    }
+    config.mode = mode;
+    config.ttl = std::chrono::duration_cast<std::chrono::seconds>(ttl);
+    config.connect_timeout = connect_timeout;
+    config.op_timeout = op_timeout;
+    config.retry_interval = retry;
+    return config;
+}
+
+std::string RemoteConfig::display_url() const {
+    std::string url = scheme + "://";
+    if (!user.empty()) url += user + "@";
+    url += host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    url += ":" + std::to_string(port) + "/" + std::to_string(db);
+    return url;
+}
+
+} // namespace kiln::cache
