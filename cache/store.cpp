@@ -174,7 +174,7 @@ RemoteStats Store::remote_stats() {
     return stats;
 }
 
-void Store::warm_up() noexcept {
+void Store::prepare() noexcept {
     detail::ReadScratch::fault_in();
     try {
         Entry entry;
@@ -193,7 +193,7 @@ void Store::warm_up() noexcept {
         if (!config.disabled && !config.dir.empty())
             (void)m_impl->local.peek(KeyBuilder().add("warm-up", "no entry has this key").finish());
     } catch (...) {
-        // nothing warmed: the first lookup does it
+        // nothing prepared: the first lookup does it
     }
 }
 

@@ -1,7 +1,7 @@
 #include "operand_devices.hpp"
 
-#include "kiln/device.hpp"
 #include "array/peer_copy.hpp"
+#include "kiln/device.hpp"
 
 #include <array>
 

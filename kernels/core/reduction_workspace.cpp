@@ -1,7 +1,7 @@
 #include "reduction_workspace.hpp"
 
-#include "kiln/memory.hpp"
 #include "driver/per_context_cache.hpp"
+#include "kiln/memory.hpp"
 
 #include <functional>
 

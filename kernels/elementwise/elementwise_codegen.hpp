@@ -3,10 +3,10 @@
 // struct parameter it declares is written by ElementwiseKernel's launch, field by field in the
 // same order.
 
-#include "elementwise_plan.hpp"
 #include "core/kernel_params.hpp"
 #include "core/source_writer.hpp"
 #include "core/type_binding.hpp"
+#include "elementwise_plan.hpp"
 
 #include <string>
 

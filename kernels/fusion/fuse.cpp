@@ -1,11 +1,11 @@
 #include "kiln/fuse.hpp"
 
+#include "core/scalar_overflow.hpp"
+#include "driver/per_context_cache.hpp"
 #include "fuse_codegen.hpp"
 #include "fuse_trace.hpp"
 #include "kiln/elementwise_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
-#include "driver/per_context_cache.hpp"
-#include "core/scalar_overflow.hpp"
 
 #include <atomic>
 #include <cstdlib>

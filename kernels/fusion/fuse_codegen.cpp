@@ -1,7 +1,7 @@
 #include "fuse_codegen.hpp"
 
-#include "kiln/call_arguments.hpp"
 #include "core/scalar_overflow.hpp"
+#include "kiln/call_arguments.hpp"
 
 #include <vector>
 

@@ -6,10 +6,10 @@
 // (one reduction; after it, only its result and scalars) are checked there too, so a FusionError
 // points at the operation at fault.
 
-#include "kiln/fuse.hpp"
-#include "elementwise/op_rules.hpp"
-#include "reduction/reduction_recipes.hpp"
 #include "core/signature.hpp"
+#include "elementwise/op_rules.hpp"
+#include "kiln/fuse.hpp"
+#include "reduction/reduction_recipes.hpp"
 
 #include <array>
 #include <cstdint>

@@ -1,10 +1,10 @@
 #include "kiln/raw_kernel.hpp"
 
 #include "core/device_headers.hpp"
-#include "driver/driver_trace.hpp"
-#include "kiln/device.hpp"
 #include "core/minimal_front_end.hpp"
+#include "driver/driver_trace.hpp"
 #include "driver/per_context_cache.hpp"
+#include "kiln/device.hpp"
 #include "shared_registry.hpp"
 
 #include <optional>

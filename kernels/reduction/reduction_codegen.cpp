@@ -1,8 +1,8 @@
 #include "reduction_codegen.hpp"
 
-#include "kiln/error.hpp"
 #include "core/source_writer.hpp"
 #include "core/user_code.hpp"
+#include "kiln/error.hpp"
 
 #include <utility>
 

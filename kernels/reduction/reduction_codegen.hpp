@@ -10,9 +10,9 @@
 //   _kiln_split; void* _kiln_partials, unsigned* _kiln_counters
 
 #include "core/kernel_params.hpp"
-#include "reduction_plan.hpp"
 #include "core/source_writer.hpp"
 #include "core/type_binding.hpp"
+#include "reduction_plan.hpp"
 
 #include <string>
 

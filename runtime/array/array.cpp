@@ -1,7 +1,7 @@
 #include "kiln/array.hpp"
 
-#include "internal_kernels.hpp"
 #include "driver/driver.hpp"
+#include "internal_kernels.hpp"
 #include "kiln/device.hpp"
 #include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"

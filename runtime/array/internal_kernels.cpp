@@ -1,9 +1,9 @@
 #include "internal_kernels.hpp"
 
-#include "kiln/compiler.hpp"
 #include "driver/driver.hpp"
-#include "kiln/device.hpp"
 #include "driver/per_context_cache.hpp"
+#include "kiln/compiler.hpp"
+#include "kiln/device.hpp"
 
 #include <algorithm>
 #include <cstdint>

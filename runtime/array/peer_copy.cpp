@@ -1,8 +1,8 @@
 #include "peer_copy.hpp"
 
-#include "kiln/array.hpp"
 #include "driver/activity_hook.hpp"
 #include "driver/driver.hpp"
+#include "kiln/array.hpp"
 #include "kiln/device.hpp"
 #include "kiln/device_guard.hpp"
 #include "kiln/error.hpp"

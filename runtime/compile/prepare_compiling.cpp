@@ -15,7 +15,7 @@ void prepare_compiling() {
         // The cache settings, the cache directory's checks, a remote tier; then the lookup's
         // code run once, so the first real one is not its first execution.
         if (cache::Store* store = Compiler::global().store()) {
-            store->warm_up();
+            store->prepare();
             // What this program used last time, read while the driver loads: its first calls
             // then read no file.
             if (const std::string& program = program_identity(); !program.empty())

@@ -10,8 +10,8 @@
 // a DeviceBuffer made together with its shared_ptr control block (one make_shared); its memory
 // comes from the driver's stream-ordered pool, not the heap.
 
-#include "gpu.hpp"
 #include "driver/driver.hpp"
+#include "gpu.hpp"
 #include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>

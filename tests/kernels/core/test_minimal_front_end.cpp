@@ -6,8 +6,8 @@
 // end and still compiles.
 
 #include "core/device_headers.hpp"
-#include "kiln/kiln.hpp"
 #include "core/minimal_front_end.hpp"
+#include "kiln/kiln.hpp"
 
 #include <nvrtc.h>
 

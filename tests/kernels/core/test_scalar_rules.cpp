@@ -2,8 +2,8 @@
 // the result dtypes of the ready operations, and the OverflowError every front end raises before
 // any device work. Arrays are described with Array::wrap over made-up addresses: nothing runs.
 
-#include "kiln/kiln.hpp"
 #include "elementwise/op_rules.hpp"
+#include "kiln/kiln.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,8 +4,8 @@
 // another device wherever Kiln keys its state by context; tests that need two real devices skip
 // below two ("needs 2 GPUs").
 
-#include "gpu.hpp"
 #include "array/peer_copy.hpp"
+#include "gpu.hpp"
 #include "process_cache_dir.hpp"
 #include "second_context.hpp"
 

@@ -2,8 +2,8 @@
 // KILN_DRIVER_LIBRARY pointing nowhere (see CMakeLists.txt), so the load fails at once on any
 // machine.
 
-#include "kiln/kiln.hpp"
 #include "driver/prepare_steps.hpp"
+#include "kiln/kiln.hpp"
 #include "run_command.hpp"
 #include "temp_dir.hpp"
 

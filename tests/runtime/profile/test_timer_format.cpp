@@ -2,8 +2,8 @@
 // JSON and Chrome trace exports, and ScopedTimer's host-only mode. Results are built by hand here;
 // test_timer_gpu.cpp measures real ones.
 
-#include "kiln/benchmark.hpp"
 #include "driver/activity_hook.hpp"
+#include "kiln/benchmark.hpp"
 #include "kiln/error.hpp"
 #include "kiln/nvtx.hpp"
 #include "kiln/scoped_timer.hpp"

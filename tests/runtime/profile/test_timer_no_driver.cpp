@@ -1,9 +1,9 @@
 // Without a driver: timing that needs the device says so with NoDeviceError, host-only timing and
 // NVTX still work, and operations stay unobserved.
 
+#include "driver/activity_hook.hpp"
 #include "kiln/activity.hpp"
 #include "kiln/benchmark.hpp"
-#include "driver/activity_hook.hpp"
 #include "kiln/error.hpp"
 #include "kiln/profiler.hpp"
 #include "kiln/scoped_timer.hpp"

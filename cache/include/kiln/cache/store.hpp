@@ -106,7 +106,7 @@ class Store {
     /// lookups read entry files into. kiln::prepare() calls it beside the driver's loading, so
     /// that a process's first real lookup finds the code and that buffer paged in and its library
     /// calls bound. Never throws.
-    void warm_up() noexcept;
+    void prepare() noexcept;
 
     /// Reads the memos and entries this program's processes used last time into memory, with
     /// every check a lookup makes, so that the first lookup of each is answered without a file
