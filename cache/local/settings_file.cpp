@@ -92,7 +92,7 @@ std::vector<std::pair<std::string, std::string>> split_lines(const std::string& 
 
 // The text of the file, or "" with @p distrust set when it is not to be used. Opened through
 // the checked cache directory and never through a link, as the store opens its files.
-std::string read_trusted(const Config& config, std::string& distrust) {
+std::string read_trusted(const Config& config, std::string& distrust, uid_t* owner = nullptr) {
     const auto root = detail::open_root(config.dir, detail::modes_for(config.shared), false);
     // A missing cache directory has nothing set yet; one that cannot be used (not a directory,
     // not to be trusted) is not read either, and the store, or `kiln cache`, says why.
@@ -119,6 +119,7 @@ std::string read_trusted(const Config& config, std::string& distrust) {
         distrust = "it is owned by uid " + std::to_string(st.st_uid) + ", not by you (uid " +
                    std::to_string(::geteuid()) + ")";
     if (!distrust.empty()) return {};
+    if (owner) *owner = st.st_uid;
     std::string text;
     if (int error = detail::read_all(fd.get(), kMaxSettingsSize, text)) {
         distrust = error == EFBIG ? "it is larger than a settings file can be"
@@ -138,7 +139,9 @@ namespace detail {
 
 SettingsFile read_settings_file(const Config& config) {
     SettingsFile file;
-    const std::string text = read_trusted(config, file.distrust);
+    uid_t owner = ::geteuid();
+    const std::string text = read_trusted(config, file.distrust, &owner);
+    file.own = owner == ::geteuid();
     const auto path = settings_path(config.dir);
     for (auto& [name, value] : split_lines(text, path)) {
         if (name.empty()) continue;
@@ -154,7 +157,23 @@ SettingsFile read_settings_file(const Config& config) {
 }
 
 void apply_settings(Config& config) {
-    const SettingsFile file = read_settings_file(config);
+    SettingsFile file;
+    try {
+        file = read_settings_file(config);
+    } catch (const ConfigError& e) {
+        // Another member's mistake in a team cache must not stop every member's compiles: their
+        // own file is theirs to fix (the error says how), another's is warned about and skipped.
+        uid_t owner = ::geteuid();
+        std::string distrust;
+        (void)read_trusted(config, distrust, &owner);
+        if (owner == ::geteuid()) throw;
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            warn(std::string(e.what()) + ". The file was written by uid " + std::to_string(owner) +
+                 ", not by you: its settings are ignored and the defaults used; `kiln cache "
+                 "config KEY VALUE` rewrites it.");
+        return;
+    }
     if (!file.distrust.empty()) {
         static std::atomic<bool> warned{false};
         if (!warned.exchange(true))

@@ -8,6 +8,7 @@
 #include "local/fs.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -64,9 +65,16 @@ std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t m
 
 std::string read_password_file(const std::string& path) {
     const char* name = "KILN_REMOTE_CACHE_PASSWORD_FILE";
-    detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    // O_NONBLOCK: a FIFO at that path must not hang every command at start-up (a regular file
+    // ignores the flag); anything but a regular file is refused on the descriptor opened.
+    detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
     std::string bytes;
-    int error = fd ? detail::read_all(fd.get(), 4096, bytes) : errno;
+    struct stat st {};
+    int error = fd ? (::fstat(fd.get(), &st) != 0 ? errno : 0) : errno;
+    if (!error && !S_ISREG(st.st_mode))
+        throw ConfigError(std::string(name) + "='" + path +
+                          "' is not a regular file: give a file that holds the Redis password");
+    if (!error) error = detail::read_all(fd.get(), 4096, bytes);
     if (error)
         throw ConfigError(std::string(name) + "='" + path + "' cannot be read (" +
                           std::strerror(error) +

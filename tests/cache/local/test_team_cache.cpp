@@ -8,6 +8,7 @@
 // hide a bug elsewhere.
 
 #include "kiln/cache/store.hpp"
+#include "kiln/error.hpp"
 #include "kiln/log.hpp"
 
 #include "../cache_test_util.hpp"
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <functional>
 #include <sstream>
 
@@ -478,6 +480,43 @@ TEST(TeamCache, ALinkInAWorldWritableDirectoryIsRefused) {
     EXPECT_EQ(count_of(child.log, "is not used"), 1u) << child.log;
     EXPECT_NE(child.log.find("is writable by every user"), std::string::npos) << child.log;
     EXPECT_TRUE(std::filesystem::is_empty(temp / "target"));
+}
+
+// One member's kiln.conf that does not parse warns the others and leaves them the defaults; only
+// its writer, who can fix it, gets the error.
+TEST(TeamCache, AnotherMembersBrokenSettingsFileIsAWarningNotAFailure) {
+    if (!as_root()) GTEST_SKIP() << "needs root to write the file as another member";
+    Staging staging;
+    const auto dir = staging.team / "kiln";
+    const auto configure = [&] {
+        ::setenv("KILN_CACHE_DIR", dir.c_str(), 1);
+        ::setenv("KILN_CACHE_SHARED", "1", 1);
+        ::unsetenv("KILN_CACHE_MAX_SIZE");
+        return Config::from_environment();
+    };
+    ASSERT_EQ(as_user(kAttacker,
+                      [&] {
+                          if (!Store(shared_config(dir)).store(make_entry(key_of("x")))) return 1;
+                          write_file(dir / "kiln.conf", "max-size = 1G\nfrobnicate = yes\n");
+                          return 0;
+                      }),
+              0);
+    const auto victim = run_as(kVictim, [&] {
+        const Config config = configure();
+        return config.max_size == Config().max_size ? 0 : 1;
+    });
+    EXPECT_EQ(victim.code, 0) << "the defaults, no exception\n" << victim.log;
+    EXPECT_EQ(count_of(victim.log, "unknown setting 'frobnicate'"), 1u) << victim.log;
+    EXPECT_NE(victim.log.find("not by you"), std::string::npos) << victim.log;
+    const auto writer = run_as(kAttacker, [&] {
+        try {
+            configure();
+            return 1;
+        } catch (const kiln::ConfigError&) {
+            return 0;
+        }
+    });
+    EXPECT_EQ(writer.code, 0) << "its own file: the error, to fix it";
 }
 
 TEST(TeamCache, APrivateCacheThatIsNotTheUsersOwnIsNeitherReadNorWritten) {

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -175,6 +178,23 @@ TEST_F(RemoteConfigTest, PasswordComesFromItsFile) {
     ::setenv("KILN_REMOTE_CACHE", "redis://127.0.0.1", 1);
     ::setenv("KILN_REMOTE_CACHE_PASSWORD_FILE", (dir / "missing").c_str(), 1);
     EXPECT_NE(config_error().find("KILN_REMOTE_CACHE_PASSWORD_FILE"), std::string::npos);
+}
+
+// A FIFO, a directory or a device at the password file's path is refused at once: opening a FIFO
+// for reading would otherwise wait for a writer, and every command would hang at start-up.
+TEST_F(RemoteConfigTest, APasswordFileThatIsNoRegularFileIsRefusedWithoutWaiting) {
+    kiln::test::TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+    ::setenv("KILN_REMOTE_CACHE", "redis://127.0.0.1", 1);
+    for (const std::string path :
+         {(dir / "fifo").string(), dir.path().string(), std::string("/dev/null")}) {
+        SCOPED_TRACE(path);
+        ::setenv("KILN_REMOTE_CACHE_PASSWORD_FILE", path.c_str(), 1);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string error = config_error();
+        EXPECT_NE(error.find("is not a regular file"), std::string::npos) << error;
+        EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+    }
 }
 
 TEST_F(RemoteConfigTest, DisabledCacheMeansNoRemoteEither) {
