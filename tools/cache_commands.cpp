@@ -17,6 +17,7 @@
 #include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -170,7 +171,9 @@ void print_removed(const cache::PruneResult& result, bool json) {
         print_json({{"entries", result.entries},
                     {"memos", result.memos},
                     {"bytes", result.bytes},
-                    {"temporaries", result.temporaries}});
+                    {"temporaries", result.temporaries},
+                    {"not_removed", result.not_removed}});
+        if (result.not_removed) throw CLI::RuntimeError(1);
         return;
     }
     std::printf("removed %llu entries", static_cast<unsigned long long>(result.entries));
@@ -180,6 +183,13 @@ void print_removed(const cache::PruneResult& result, bool json) {
         std::printf(" and %llu stale temporary files",
                     static_cast<unsigned long long>(result.temporaries));
     std::printf("\n");
+    if (result.not_removed) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "kiln: %llu entries or memos could not be removed (%s)\n",
+                     static_cast<unsigned long long>(result.not_removed),
+                     std::strerror(result.error));
+        throw CLI::RuntimeError(1);
+    }
 }
 
 struct PruneArgs {

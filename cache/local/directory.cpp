@@ -321,14 +321,19 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
         if (!ref) continue;
         std::uint64_t removed = 0;
         for (const ShardItem* item : by_shard[shard]) {
-            const std::uint64_t freed = remove_item(ref.get(), *item);
-            result.bytes += freed;
-            bytes -= std::min(bytes, freed);
-            if (item->has_entry) {
+            // Only what is really gone is counted (a read-only file system removes nothing).
+            const RemovedItem gone = remove_item(ref.get(), *item);
+            result.bytes += gone.freed;
+            bytes -= std::min(bytes, gone.freed);
+            if (gone.entry) {
                 ++removed;
                 --entries;
             }
-            if (item->has_memo) ++result.memos;
+            if (gone.memo) ++result.memos;
+            if (gone.error != 0) {
+                ++result.not_removed;
+                if (result.error == 0) result.error = gone.error;
+            }
         }
         result.entries += removed;
         result.temporaries += remove_stale_temps(ref.get(), contents[shard]);

@@ -3,6 +3,7 @@
 #include "fs.hpp"
 #include "layout.hpp"
 
+#include <cerrno>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,16 +94,27 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
     return 0;
 }
 
-std::uint64_t remove_item(int shard_fd, const ShardItem& item) {
-    std::uint64_t freed = 0;
+RemovedItem remove_item(int shard_fd, const ShardItem& item) {
+    RemovedItem removed;
     const std::string hex = item.key.hex();
-    if (item.has_entry && remove_at(shard_fd, hex + std::string(kEntrySuffix)) == 0)
-        freed += item.entry_size;
-    for (const Companion& companion : kCompanions)
-        if (item.*companion.has &&
-            ::unlinkat(shard_fd, (hex + std::string(companion.suffix)).c_str(), 0) == 0)
-            freed += item.*companion.size;
-    return freed;
+    if (item.has_entry) {
+        if (const int error = remove_at(shard_fd, hex + std::string(kEntrySuffix)); error == 0) {
+            removed.freed += item.entry_size;
+            removed.entry = true;
+        } else if (error != ENOENT) {
+            removed.error = error;
+        }
+    }
+    for (const Companion& companion : kCompanions) {
+        if (!(item.*companion.has)) continue;
+        if (::unlinkat(shard_fd, (hex + std::string(companion.suffix)).c_str(), 0) == 0) {
+            removed.freed += item.*companion.size;
+            if (companion.has == &ShardItem::has_memo) removed.memo = true;
+        } else if (errno != ENOENT && removed.error == 0) {
+            removed.error = errno;
+        }
+    }
+    return removed;
 }
 
 std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents) {

@@ -53,7 +53,14 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out);
 
 /// Remove an item's entry, source, trace, memo and read-ahead list (a reader that has one open
 /// keeps reading it); a directory in an entry's place goes too. Returns the bytes freed.
-std::uint64_t remove_item(int shard_fd, const ShardItem& item);
+/// What remove_item() removed: only what is really gone is counted.
+struct RemovedItem {
+    std::uint64_t freed = 0; ///< bytes of the files removed
+    bool entry = false;      ///< the entry was removed
+    bool memo = false;       ///< the memo was removed
+    int error = 0;           ///< the errno of a file that could not be removed, or 0
+};
+RemovedItem remove_item(int shard_fd, const ShardItem& item);
 
 /// Unlink the stale temporaries found by the scan; returns how many went.
 std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents);

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
@@ -517,6 +518,40 @@ TEST(TeamCache, AnotherMembersBrokenSettingsFileIsAWarningNotAFailure) {
         }
     });
     EXPECT_EQ(writer.code, 0) << "its own file: the error, to fix it";
+}
+
+// prune and clear count only what they removed: entries in a shard the caller cannot write stay,
+// and are reported as not removed, with the reason.
+TEST(TeamCache, PruneAndClearCountOnlyWhatTheyRemoved) {
+    if (!as_root()) GTEST_SKIP() << "needs root: a shard another user cannot write";
+    Staging staging;
+    const auto dir = staging.team / "kiln";
+    const auto locked = key_in_shard(0x6a, "locked");
+    const auto free = key_in_shard(0x6b, "free");
+    ASSERT_EQ(as_user(kVictim,
+                      [&] {
+                          Store store(shared_config(dir));
+                          return store.store(make_entry(locked)) && store.store(make_entry(free))
+                                     ? 0
+                                     : 1;
+                      }),
+              0);
+    const auto shard = entry_file(dir, locked).parent_path();
+    ASSERT_EQ(::chown(shard.c_str(), 0, kTeam), 0);
+    ASSERT_EQ(::chmod(shard.c_str(), 02750), 0); // the team reads it, only root writes it
+    for (const bool clear : {false, true}) {
+        SCOPED_TRACE(clear ? "clear" : "prune");
+        const int code = as_user(kVictim, [&] {
+            Store store(shared_config(dir));
+            const auto result = clear ? store.local().clear() : store.local().prune(0);
+            if (result.entries != (clear ? 0u : 1u)) return 1; // the free one, once
+            if (result.not_removed != 1u || result.error != EACCES) return 2;
+            return 0;
+        });
+        EXPECT_EQ(code, 0);
+        EXPECT_TRUE(std::filesystem::exists(entry_file(dir, locked)));
+        EXPECT_FALSE(std::filesystem::exists(entry_file(dir, free)));
+    }
 }
 
 TEST(TeamCache, APrivateCacheThatIsNotTheUsersOwnIsNeitherReadNorWritten) {

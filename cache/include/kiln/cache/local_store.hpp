@@ -103,6 +103,8 @@ struct PruneResult {
     std::uint64_t memos = 0;       ///< memos (a generated call's cubin, kept by signature) removed
     std::uint64_t bytes = 0;       ///< bytes freed
     std::uint64_t temporaries = 0; ///< left-over temporaries of killed writers removed
+    std::uint64_t not_removed = 0; ///< entries or memos that could not be removed
+    int error = 0;                 ///< why the first of those could not be (an errno), or 0
 };
 
 /// What export_to() wrote or import_from() published.
