@@ -6,6 +6,7 @@
 #include "fs.hpp"
 #include "layout.hpp"
 #include "read_ahead.hpp"
+#include "settings_file.hpp"
 #include "shard.hpp"
 #include "stats_file.hpp"
 
@@ -142,6 +143,27 @@ void record_verdict(detail::Directory& directory, detail::ShardRef& ref, const s
     result.problems.emplace_back(directory.shard_dir(ref.shard) / name, std::move(problem));
 }
 
+// Whether @p name is one of the cache's bookkeeping files (usage, counters, settings).
+bool is_bookkeeping(const std::string& name) {
+    return name == detail::kUsageName || name == detail::kRemoteStatsName ||
+           name == detail::kSettingsName || name == detail::kStatsName;
+}
+
+// Why what is at the bookkeeping name @p name in @p dir_fd is not a file Kiln made, or "": it
+// must be a regular file with one link, writable by no stranger and, in a private cache, this
+// user's own. Such a file would turn the size limit or the counters off for good.
+std::string bookkeeping_problem(int dir_fd, const std::string& name, const detail::Modes& modes) {
+    struct stat st;
+    if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return {};
+    if (S_ISLNK(st.st_mode)) return "a symbolic link at a bookkeeping name";
+    if (!S_ISREG(st.st_mode)) return "not a regular file at a bookkeeping name";
+    if (st.st_nlink != 1) return "a bookkeeping file with another name (a hard link)";
+    if (st.st_mode & S_IWOTH) return "a bookkeeping file writable by every user";
+    if (!modes.shared && st.st_uid != ::geteuid())
+        return "a bookkeeping file owned by another user";
+    return {};
+}
+
 } // namespace
 
 std::vector<EntryInfo> LocalStore::list() {
@@ -174,9 +196,24 @@ VerifyResult LocalStore::verify(bool fix) {
             auto root = m_directory->root(false);
             struct stat st;
             const std::string name = problem.path.filename().string();
-            // Only what Kiln can heal: a file or link where a shard should be.
-            if (root && ::fstatat(root->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-                !S_ISDIR(st.st_mode) && ::unlinkat(root->get(), name.c_str(), 0) == 0) {
+            const bool in_root = problem.path.parent_path() == m_directory->config().dir;
+            // Only what Kiln can heal: a file or link where a shard should be, and anything at a
+            // bookkeeping name that is not Kiln's own file (the next update makes it anew).
+            bool healed = false;
+            if (root && is_bookkeeping(name)) {
+                detail::UniqueFd parent =
+                    in_root ? detail::UniqueFd()
+                            : detail::open_at(root->get(),
+                                              problem.path.parent_path().filename().string(),
+                                              detail::kDirFlags);
+                healed = (in_root || parent) &&
+                         detail::remove_at(in_root ? root->get() : parent.get(), name) == 0;
+            } else if (root && in_root &&
+                       ::fstatat(root->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                       !S_ISDIR(st.st_mode)) {
+                healed = ::unlinkat(root->get(), name.c_str(), 0) == 0;
+            }
+            if (healed) {
                 ++result.removed;
                 result.problems.emplace_back(problem.path, problem.what + " (removed)");
                 continue;
@@ -273,9 +310,20 @@ std::vector<DirProblem> LocalStore::check_dir() {
         problems.push_back({dir, std::strerror(errno), true});
         return problems;
     }
+    const detail::Modes& modes = m_directory->modes();
+    for (const std::string_view name :
+         {detail::kUsageName, detail::kRemoteStatsName, detail::kSettingsName})
+        if (std::string why = bookkeeping_problem(opened.fd.get(), std::string(name), modes);
+            !why.empty())
+            problems.push_back({dir / std::string(name), why});
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
         auto shard_opened = detail::open_shard(opened.fd.get(), shard, m_directory->modes(), false);
         const auto path = m_directory->shard_dir(shard);
+        if (shard_opened.fd)
+            if (std::string why = bookkeeping_problem(shard_opened.fd.get(),
+                                                      std::string(detail::kStatsName), modes);
+                !why.empty())
+                problems.push_back({path / std::string(detail::kStatsName), why});
         if (!shard_opened.problem.empty())
             problems.push_back({path, shard_opened.problem});
         else if (!shard_opened.fd && shard_opened.error != ENOENT)

@@ -1,6 +1,8 @@
 #include "stats_file.hpp"
 
+#include "fs.hpp"
 #include "layout.hpp"
+#include "warn.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -119,17 +122,41 @@ Counters parse_counters(std::string_view text) {
 
 std::optional<LockedStats> LockedStats::open(int dir_fd, const std::string& name, bool create,
                                              mode_t mode, bool force_mode, LockWait wait) {
-    UniqueFd fd =
-        open_at(dir_fd, name, O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0), mode);
-    if (!fd) return std::nullopt;
-    // Updated in place, so it must be what Kiln makes: no FIFO, device or hard link to a file
-    // elsewhere, and in a private cache this user's own.
-    struct stat st;
-    if (::fstat(fd.get(), &st) != 0) return std::nullopt;
-    if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || (st.st_mode & S_IWOTH) ||
-        (!force_mode && st.st_uid != ::geteuid())) {
-        errno = EPERM;
-        return std::nullopt;
+    const int flags = O_RDWR | O_NOFOLLOW | O_NONBLOCK | (create ? O_CREAT : 0);
+    UniqueFd fd = open_at(dir_fd, name, flags, mode);
+    // Updated in place, so it must be what Kiln makes: no link, directory, FIFO, device or hard
+    // link to a file elsewhere, and in a private cache this user's own.
+    struct stat st {};
+    const auto acceptable = [&] {
+        return ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+               !(st.st_mode & S_IWOTH) && (force_mode || st.st_uid == ::geteuid());
+    };
+    if (!fd || !acceptable()) {
+        const int error = fd ? EPERM : errno;
+        // Anything else at the name (planted, or damage) is replaced where this process may
+        // create the file: left there, it would turn the size limit or the counters off for good.
+        // Removing a name never touches what it links to.
+        if (!create || (error != EPERM && error != ELOOP && error != EISDIR && error != ENXIO &&
+                        error != ENOTDIR)) {
+            errno = error;
+            return std::nullopt;
+        }
+        fd = UniqueFd();
+        if (remove_at(dir_fd, name) != 0) {
+            errno = error;
+            return std::nullopt;
+        }
+        static std::atomic<bool> warned{false};
+        if (!warned.exchange(true))
+            warn("kernel cache: the bookkeeping file '" + name +
+                 "' was not a regular file of this cache (a link, a directory, a FIFO, a hard "
+                 "link or another user's file): it was replaced and its counters restart. "
+                 "Further replacements are not reported; `kiln cache verify` lists them.");
+        fd = open_at(dir_fd, name, flags | O_EXCL, mode);
+        if (!fd || !acceptable()) {
+            errno = fd ? EPERM : errno;
+            return std::nullopt;
+        }
     }
     // Only the owner may chmod; in a shared cache another member may own the file already.
     if (force_mode && st.st_uid == ::geteuid()) ::fchmod(fd.get(), mode);

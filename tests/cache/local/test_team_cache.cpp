@@ -637,6 +637,65 @@ TEST(CacheHealing, ADirectoryWhereAnEntryShouldBeIsAMissRemovedAndFlaggedByVerif
     EXPECT_TRUE(store.load(entry.key));
 }
 
+// A directory, FIFO, link or hard link at a bookkeeping name would turn the size limit or the
+// counters off for good: the next update replaces it (one warning), verify reports it, and
+// verify --fix removes it. What a link pointed to is never touched.
+TEST(CacheHealing, AnythingButKilnsOwnFileAtABookkeepingNameIsReplacedAndReported) {
+    for (const char* kind : {"directory", "fifo", "symlink", "hardlink"}) {
+        SCOPED_TRACE(kind);
+        TempDir temp;
+        const auto dir = temp / "kiln";
+        const auto outside = temp / "outside";
+        write_file(outside, "precious");
+        {
+            Store store(config_for(dir));
+            ASSERT_TRUE(store.store(make_entry(key_in_shard(0x11, "first"))));
+        }
+        const auto shard_stats = dir / "11" / "stats";
+        for (const auto& name : {dir / "usage", shard_stats}) {
+            std::filesystem::remove(name);
+            const std::string what = kind;
+            if (what == "directory") std::filesystem::create_directories(name / "inside");
+            if (what == "fifo") ASSERT_EQ(::mkfifo(name.c_str(), 0600), 0);
+            if (what == "symlink") std::filesystem::create_symlink(outside, name);
+            if (what == "hardlink") std::filesystem::create_hard_link(outside, name);
+        }
+        {
+            Store store(config_for(dir));
+            const auto problems = store.local().check_dir();
+            std::size_t bookkeeping = 0;
+            for (const auto& problem : problems)
+                bookkeeping += problem.path == dir / "usage" || problem.path == shard_stats;
+            EXPECT_EQ(bookkeeping, 2u);
+        }
+        // The size limit holds again: many entries in a small cache.
+        const auto child = as_me([&] {
+            Config config = config_for(dir);
+            config.max_size = 64 << 10;
+            Store store(config);
+            for (int i = 0; i < 64; ++i)
+                if (!store.store(make_entry(key_in_shard(0x11, "e" + std::to_string(i)), 4096)))
+                    return 1;
+            return 0;
+        });
+        EXPECT_EQ(child.code, 0) << child.log;
+        EXPECT_EQ(count_of(child.log, "bookkeeping file"), 1u) << child.log;
+        std::uint64_t bytes = 0;
+        for (const auto& item : std::filesystem::recursive_directory_iterator(dir))
+            if (item.path().extension() == ".kiln") bytes += item.file_size();
+        EXPECT_LE(bytes, std::uint64_t{64 << 10}) << "the limit is enforced again";
+        EXPECT_TRUE(std::filesystem::is_regular_file(dir / "usage"));
+        EXPECT_EQ(read_file(outside), "precious");
+        // verify --fix removes what is at a bookkeeping name and is not Kiln's.
+        std::filesystem::remove(dir / "usage");
+        std::filesystem::create_directory(dir / "usage");
+        Store store(config_for(dir));
+        const auto fixed = store.local().verify(true);
+        EXPECT_GE(fixed.removed, 1u);
+        EXPECT_FALSE(std::filesystem::exists(dir / "usage"));
+    }
+}
+
 TEST(CacheHealing, VerifyFixRemovesADirectoryInAnEntrysPlace) {
     TempDir dir;
     const auto path = entry_file(dir.path(), key_of("k"));
