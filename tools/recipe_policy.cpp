@@ -1,6 +1,8 @@
-// Options that make NVRTC write files (recipe_policy.hpp).
+// What a tool will not compile from a recipe it did not write (recipe_policy.hpp).
 
 #include "recipe_policy.hpp"
+
+#include "compile/recipe_sandbox.hpp"
 
 #include <string_view>
 
@@ -20,7 +22,8 @@ std::string recipe_refusal(const cache::Recipe& recipe) {
                        "', which makes NVRTC write a file; Kiln compiles no such recipe it did not "
                        "write";
     }
-    return {};
+    // Nothing but its own headers and the toolkit's: no local file read into a cubin or a log.
+    return detail::recipe_sandbox_refusal(recipe);
 }
 
 } // namespace kiln::tools

@@ -10,7 +10,8 @@
 namespace kiln::tools {
 
 /// Why @p recipe must not be compiled by a tool, or "" when it may: an option that makes NVRTC
-/// write a file (time traces, statistics, timing tables).
+/// write a file (time traces, statistics, timing tables), or anything that would read a file
+/// beyond its own headers and the toolkit's (runtime/compile/recipe_sandbox.hpp).
 std::string recipe_refusal(const cache::Recipe& recipe);
 
 } // namespace kiln::tools

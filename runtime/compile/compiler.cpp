@@ -15,6 +15,7 @@
 #include "kiln/settings.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
+#include "recipe_sandbox.hpp"
 
 #include <nvrtc.h>
 
@@ -660,6 +661,9 @@ std::shared_ptr<const Program>
 Compiler::reproduce(const cache::Recipe& recipe, std::string_view arch,
                     const std::vector<cache::LinkInput>& link_inputs) {
     const auto start = std::chrono::steady_clock::now();
+    // A recipe Kiln did not write reads nothing but its own headers and the toolkit's.
+    if (std::string why = detail::recipe_sandbox_refusal(recipe); !why.empty())
+        throw ArgumentError("the recipe is not compiled: " + why);
     CompileOptions options = options_from_recipe(recipe, std::string(arch));
     options.link_inputs = link_inputs_from_entry(link_inputs);
     const Request r = resolve_request(recipe.source, options, m_impl->nvrtc());

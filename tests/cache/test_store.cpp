@@ -248,8 +248,10 @@ TEST(Store, APlantedFifoNeitherBlocksNorCounts) {
     ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
     ASSERT_EQ(::mkfifo((path.parent_path() / "stats").c_str(), 0600), 0);
 
-    EXPECT_EQ(store.local().verify(false).damaged, 1u);
+    // The entry's FIFO, and the one at the shard's bookkeeping name.
+    EXPECT_EQ(store.local().verify(false).damaged, 2u);
     EXPECT_FALSE(store.load(entry.key));
     EXPECT_FALSE(std::filesystem::exists(path)) << "removed as damage";
     EXPECT_NO_THROW(store.local().stats());
+    EXPECT_TRUE(std::filesystem::is_regular_file(path.parent_path() / "stats")) << "replaced";
 }

@@ -294,7 +294,9 @@ class Compiler {
     /// Compiler's memory. Kiln's default options are this Kiln's, as for compile(), so the
     /// program's key is the key compile() would use for options_from_recipe(recipe, arch). For
     /// checking that an entry's cubin is what its recipe produces (`kiln import --verify`).
-    /// Counts as a compile in statistics(). Same exceptions as compile().
+    /// Counts as a compile in statistics(). The recipe may come from anyone: one whose source or
+    /// headers include anything but its own headers and the toolkit's, or whose options add an
+    /// include folder, is refused before NVRTC runs (ArgumentError). Same exceptions as compile().
     /// @param recipe what an entry recorded.
     /// @param arch the target architecture.
     /// @param link_inputs the entry's link inputs (Entry::link_inputs), for relocatable device
