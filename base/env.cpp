@@ -29,6 +29,17 @@ bool get_flag(const char* name, bool fallback) {
     return parse_flag(*value, name);
 }
 
+std::optional<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t max) {
+    if (text.empty() || text.size() > 12) return std::nullopt;
+    std::uint64_t value = 0;
+    for (char c : text) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+        value = value * 10 + static_cast<std::uint64_t>(c - '0');
+    }
+    if (value > max) return std::nullopt;
+    return value;
+}
+
 std::uint64_t parse_size(const std::string& text, const std::string& what) {
     auto fail = [&]() -> std::uint64_t {
         throw ConfigError(what + "='" + text +

@@ -188,17 +188,6 @@ const Definition& of_type(Variable variable, Type type) {
     return d;
 }
 
-std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
-    if (text.empty() || text.size() > 12) return std::nullopt;
-    std::uint64_t value = 0;
-    for (char c : text) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-        value = value * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    if (value > max) return std::nullopt;
-    return value;
-}
-
 std::string shown_duration(milliseconds value) {
     if (value.count() == 0) return "0";
     if (value.count() % 1000 == 0) return std::to_string(value.count() / 1000) + "s";
@@ -219,7 +208,7 @@ milliseconds parse_duration(const Definition& d, const std::string& value) {
                                   : unit == "h"  ? 3600000
                                   : unit == "d"  ? 86400000
                                                  : 0;
-    const auto number = parse_number(std::string_view(value).substr(0, digits), 999999999);
+    const auto number = env::parse_decimal(std::string_view(value).substr(0, digits), 999999999);
     const milliseconds result(number ? static_cast<std::int64_t>(*number) * per_unit : 0);
     if (!number || per_unit == 0 || result < d.minimum)
         throw ConfigError(std::string(d.name) + "='" + value + "' is not a duration: use a " +

@@ -2,6 +2,7 @@
 
 #include "kiln/cache/remote.hpp"
 
+#include "kiln/env.hpp"
 #include "kiln/error.hpp"
 #include "kiln/settings.hpp"
 
@@ -50,17 +51,6 @@ std::optional<std::string> percent_decode(std::string_view text) {
         i += 2;
     }
     return out;
-}
-
-std::optional<std::uint64_t> parse_number(std::string_view text, std::uint64_t max) {
-    if (text.empty() || text.size() > 12) return std::nullopt;
-    std::uint64_t value = 0;
-    for (char c : text) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
-        value = value * 10 + static_cast<std::uint64_t>(c - '0');
-    }
-    if (value > max) return std::nullopt;
-    return value;
 }
 
 std::string read_password_file(const std::string& path) {
@@ -167,12 +157,12 @@ RemoteConfig RemoteConfig::parse_url(std::string_view url, const std::string& wh
               c == '_'))
             bad_url(what, url, "the host holds characters a host name cannot");
     if (!port.empty()) {
-        auto number = parse_number(port, 65535);
+        auto number = env::parse_decimal(port, 65535);
         if (!number || *number == 0) bad_url(what, url, "the port must be a number 1 to 65535");
         config.port = static_cast<std::uint16_t>(*number);
     }
     if (!path.empty()) {
-        auto number = parse_number(path, 1000000);
+        auto number = env::parse_decimal(path, 1000000);
         if (!number) bad_url(what, url, "the database must be a number, e.g. /0");
         config.db = static_cast<int>(*number);
     }

@@ -37,6 +37,12 @@ bool parse_flag(const std::string& text, std::string_view what);
 /// @throws ConfigError when it does not parse.
 std::uint64_t get_size(const char* name, std::uint64_t fallback);
 
+/// A plain decimal number of at most 12 digits (no sign, no spaces), at most @p max.
+/// @param text the digits.
+/// @param max the largest value accepted.
+/// @return the value, or nullopt when @p text is not such a number.
+std::optional<std::uint64_t> parse_decimal(std::string_view text, std::uint64_t max);
+
 /// Parse a size as get_size() does.
 /// @param text the size, e.g. `"2G"`.
 /// @param what what the size is, for the error message (a variable or option name).
