@@ -107,6 +107,15 @@ constexpr Definition kTable[] = {
     flag_row(Variable::read_ahead, "KILN_READ_AHEAD", true,
              "`0`: do not read ahead, at start-up, the kernels this program used last time, and "
              "file nothing for it."),
+    text_row(Variable::signing_key_file, "KILN_SIGNING_KEY_FILE", Type::path, "", "none",
+             "a private key from `kiln key generate` (mode `0600`)",
+             "Sign every entry, memo and list this process publishes (directory, remote, "
+             "archive)."),
+    text_row(Variable::trusted_keys, "KILN_TRUSTED_KEYS", Type::path, "", "none",
+             "a file of public keys, one per line (`NAME.pub` lines)",
+             "Use an entry from a shared directory, the remote cache, an archive, or one that "
+             "reached the private directory from elsewhere, only when one of these keys signed "
+             "it; others are misses, counted `untrusted`."),
     // Compiling.
     flag_row(Variable::lineinfo, "KILN_LINEINFO", true,
              "`0`: compile without `-lineinfo` (a compile's own option wins)."),

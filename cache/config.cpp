@@ -2,6 +2,7 @@
 
 #include "kiln/cache/settings.hpp"
 #include "kiln/env.hpp"
+#include "kiln/error.hpp"
 #include "kiln/settings.hpp"
 
 #include "local/settings_file.hpp"
@@ -54,6 +55,18 @@ Config config_without_settings() {
     config.read_ahead = settings::flag(Variable::read_ahead);
     // Read (and checked) even when the cache is disabled; a disabled cache does not use it.
     config.remote = RemoteConfig::from_environment();
+    try {
+        if (auto file = settings::text(Variable::signing_key_file); !file.empty())
+            config.signing_key = std::make_shared<const SigningKey>(SigningKey::load(file));
+    } catch (const ConfigError& e) {
+        throw ConfigError(std::string("KILN_SIGNING_KEY_FILE: ") + e.what());
+    }
+    try {
+        if (auto file = settings::text(Variable::trusted_keys); !file.empty())
+            config.trusted_keys = std::make_shared<const TrustedKeys>(TrustedKeys::load(file));
+    } catch (const ConfigError& e) {
+        throw ConfigError(std::string("KILN_TRUSTED_KEYS: ") + e.what());
+    }
     if (auto dir = settings::text(Variable::cache_dir); !dir.empty()) {
         config.dir = absolute_path(dir);
     } else if (auto xdg = env::get("XDG_CACHE_HOME"); xdg && xdg->front() == '/') {

@@ -1,21 +1,25 @@
 #include "kiln/cache/entry.hpp"
 
 #include "bytes.hpp"
+#include "seal.hpp"
 
 #include <xxhash.h>
 
 #include <cstring>
 #include <stdexcept>
 
-// The on-disk format of one cache entry, version 2. All integers are little-endian; the file is
-// exactly 64 + metadata_size + payload_size bytes long.
+// The on-disk format of one cache entry, version 3. All integers are little-endian; the file is
+// exactly 64 + metadata_size + payload_size + 128 bytes long.
 //
-//   entry          ::= header metadata payload
-//   header         ::= magic version kind key metadata_size payload_size payload_hash head_hash
-//                                                  (64 bytes)
+//   entry          ::= header metadata payload seal
+//   header         ::= magic version kind compression key metadata_size payload_size
+//                      payload_hash head_hash     (64 bytes)
 //   magic          ::= "KILNCCH" 0x00             (8 bytes, offset 0)
-//   version        ::= u32                        format version, 2 (offset 8)
-//   kind           ::= u32                        1 = cubin, 2 = ptx (offset 12)
+//   version        ::= u32                        format version, 3 (offset 8)
+//   kind           ::= u16                        1 = cubin, 2 = ptx (offset 12)
+//   compression    ::= u16                        0 = none (offset 14); the only value this
+//                                                  version writes; another is a newer Kiln's
+//                                                  entry, read as a miss
 //   key            ::= 16 bytes                   the entry's key; equals its file name (offset 16)
 //   metadata_size  ::= u64                        at most 64 MiB (offset 32)
 //   payload_size   ::= u64                        at most 1 GiB (offset 40)
@@ -53,20 +57,24 @@
 //                                                  identifies them (libcudadevrt.a: its content)
 //   count          ::= u32                        at most 2^20
 //   string         ::= u32 length, then length bytes
-//   payload        ::= payload_size bytes         the raw cubin: `tail -c payload_size FILE`
+//   payload        ::= payload_size bytes         the raw cubin
+//   seal           ::= 128 bytes                  provenance and signature (seal.hpp)
 //
-// Version 1 is the same but for its metadata, which ends after the name pairs: it has no kernel
-// names, recipe or link inputs. Keys name the format version, so a program never looks up a
-// version-1 entry; tools still list, verify, show and prune them. The format is canonical: every
-// accepted entry encodes back to the same bytes, so a flag bit or tag with no meaning is rejected.
+// Version 2 is the same without the seal (the file ends with the payload), with kind a u32 and
+// no compression field. Version 1 is version 2 but for its metadata, which ends after the name
+// pairs: it has no kernel names, recipe or link inputs. Keys name the format version, so a program
+// never looks up a version-1 entry; tools still list, verify, show and prune them. The format is
+// canonical: every accepted entry encodes back to the same bytes, so a flag bit or tag with no
+// meaning is rejected.
 //
 // The recipe sits in the metadata, not beside the payload, so that a listing reads everything but
 // the payload in one go; sources and headers are usually smaller than the cubins they produce.
 //
-// The two hashes together cover every byte, so a flipped bit anywhere is detected: in magic or
+// The hashes together cover every byte, so a flipped bit anywhere is detected: in magic or
 // version directly, elsewhere in the header or metadata by head_hash, in the payload by
-// payload_hash. A reader checks magic and version first (their place never changes between
-// versions), then sizes, head_hash, key, metadata and payload_hash.
+// payload_hash, in the seal by its own hash. The seal's signature covers every byte before it. A
+// reader checks magic and version first (their place never changes between versions), then sizes,
+// head_hash, key, metadata and payload_hash.
 
 namespace kiln::cache {
 
@@ -84,6 +92,7 @@ constexpr std::uint32_t kLinkKey = 2;
 struct Header {
     std::uint32_t version = 0;
     std::uint32_t kind = 0;
+    std::uint32_t compression = 0;
     Key key;
     std::uint64_t metadata_size = 0;
     std::uint64_t payload_size = 0;
@@ -312,6 +321,10 @@ std::optional<DecodeError> read_header(std::string_view bytes, Header& header) {
         return DecodeError::bad_version;
     if (bytes.size() < kEntryHeaderSize) return DecodeError::truncated;
     header.kind = in.u32();
+    if (header.version >= 3) {
+        header.compression = header.kind >> 16;
+        header.kind &= 0xffffu;
+    }
     std::string_view key = in.raw(header.key.bytes.size());
     std::memcpy(header.key.bytes.data(), key.data(), key.size());
     header.metadata_size = in.u64();
@@ -334,7 +347,8 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         return result;
     }
     const std::uint64_t head_size = kEntryHeaderSize + header.metadata_size;
-    const std::uint64_t total = head_size + header.payload_size;
+    const std::uint64_t seal_size = header.version >= 3 ? detail::kSealSize : 0;
+    const std::uint64_t total = head_size + header.payload_size + seal_size;
     if (file_size < total || bytes.size() < head_size) {
         result.error = DecodeError::truncated;
         return result;
@@ -353,6 +367,10 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         result.error = DecodeError::bad_key;
         return result;
     }
+    if (header.compression != static_cast<std::uint32_t>(Compression::none)) {
+        result.error = DecodeError::unsupported;
+        return result;
+    }
     Entry entry;
     entry.key = header.key;
     if (header.kind != static_cast<std::uint32_t>(PayloadKind::cubin) &&
@@ -366,12 +384,23 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         return result;
     }
     if (with_payload) {
-        const std::string_view payload = bytes.substr(static_cast<std::size_t>(head_size));
+        const std::string_view payload = bytes.substr(
+            static_cast<std::size_t>(head_size), static_cast<std::size_t>(header.payload_size));
         if (hash_payload(payload) != header.payload_hash) {
             result.error = DecodeError::bad_checksum;
             return result;
         }
+        if (seal_size) {
+            const auto seal = detail::read_seal(bytes, detail::SealDomain::entry);
+            if (!seal) {
+                result.error = DecodeError::malformed;
+                return result;
+            }
+            entry.provenance = seal->provenance;
+            if (seal->is_signed) entry.signer = seal->signer;
+        }
         if (owned) {
+            owned->resize(static_cast<std::size_t>(head_size + header.payload_size));
             owned->erase(0, static_cast<std::size_t>(head_size));
             entry.payload = std::move(*owned);
         } else {
@@ -386,14 +415,24 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
 } // namespace
 
 std::string encode_entry(const Entry& entry) {
+    return encode_entry(entry, nullptr);
+}
+
+std::string encode_entry(const Entry& entry, const SigningKey* key) {
     if (entry.payload.size() > kMaxPayloadSize)
         throw std::length_error("cache entry: payload over the size limit");
     const std::string metadata = encode_metadata(entry);
     std::string bytes;
-    bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size());
+    const bool sealed = entry.format_version >= 3;
+    if (key && !sealed)
+        throw std::invalid_argument("cache entry: format version " +
+                                    std::to_string(entry.format_version) + " cannot be signed");
+    bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size() +
+                  (sealed ? detail::kSealSize : 0));
     detail::ByteWriter out(bytes);
     out.raw(std::string_view(kEntryMagic, sizeof kEntryMagic));
     out.u32(entry.format_version);
+    // Version 3: kind in the low half, compression (none) in the high half.
     out.u32(static_cast<std::uint32_t>(entry.kind));
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),
                              entry.key.bytes.size()));
@@ -403,6 +442,7 @@ std::string encode_entry(const Entry& entry) {
     out.u64(hash_head(bytes, metadata));
     out.raw(metadata);
     out.raw(entry.payload);
+    if (sealed) detail::append_seal(bytes, detail::SealDomain::entry, entry.provenance, key);
     return bytes;
 }
 
@@ -438,6 +478,8 @@ const char* to_string(DecodeError e) {
         return "checksum mismatch";
     case DecodeError::malformed:
         return "malformed";
+    case DecodeError::unsupported:
+        return "a compression this Kiln does not read (written by a newer Kiln)";
     }
     return "malformed";
 }

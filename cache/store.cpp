@@ -5,6 +5,7 @@
 
 #include "kiln/cache/store.hpp"
 
+#include "seal.hpp"
 #include "warn.hpp"
 
 #include "local/directory.hpp"
@@ -45,8 +46,8 @@ struct Store::Impl {
 Store::Impl::Impl(Config config)
     : local(config) {
     if (config.remote && !config.disabled)
-        remote =
-            std::make_unique<remote::Tier>(*config.remote, remote::make_backend(*config.remote));
+        remote = std::make_unique<remote::Tier>(
+            *config.remote, remote::make_backend(*config.remote), config.trusted_keys);
 }
 
 Store::Impl::~Impl() {
@@ -108,10 +109,13 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
         std::string bytes;
         auto entry = remote->load(key, &bytes);
         // A remote hit is kept locally, so the next process on this machine finds it on disk;
-        // written by the tier's thread, so the caller does not wait for the disk.
+        // written by the tier's thread, so the caller does not wait for the disk. It is marked
+        // as come from elsewhere: with trusted keys it is used again only for its signature.
         if (entry && local && !config.readonly)
-            remote->defer(
-                [&tier, key, bytes = std::move(bytes)] { tier.publish(key, bytes, false); });
+            remote->defer([&tier, key, bytes = std::move(bytes)]() mutable {
+                if (detail::set_provenance(bytes, Provenance::imported))
+                    tier.publish(key, bytes, false);
+            });
         return entry;
     } catch (const std::exception& e) {
         detail::warn(std::string("remote kernel cache lookup failed: ") + e.what());
@@ -126,7 +130,7 @@ bool Store::store(const Entry& entry) {
     const bool remote = m_impl->remote && m_impl->remote->config().mode != RemoteMode::read_only;
     if (!local && !remote) return false;
     try {
-        std::string bytes = encode_entry(entry);
+        std::string bytes = encode_entry(entry, config.signing_key.get());
         bool stored = true;
         if (local) stored = m_impl->tier().publish(entry.key, bytes, true);
         if (remote) m_impl->remote->publish(entry.key, std::move(bytes));

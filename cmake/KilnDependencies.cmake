@@ -23,6 +23,41 @@ if(NOT TARGET kiln::nvjitlink)
     set_target_properties(kiln::nvjitlink PROPERTIES IMPORTED_LOCATION "${_kiln_nvjitlink_location}")
 endif()
 find_package(Threads REQUIRED)
+# OpenSSL 3's libcrypto signs and verifies cache entries (Ed25519) and hashes what is signed
+# (SHA-256). A GPU machine without libssl-dev can carry the unpacked packages in .deps/
+# (scripts/fetch_device_deps.sh); Debian keeps opensslconf.h under the multiarch include folder.
+set(_kiln_deps_root ${PROJECT_SOURCE_DIR}/.deps/root/usr)
+if(NOT EXISTS /usr/include/openssl/evp.h AND EXISTS ${_kiln_deps_root}/include/openssl/evp.h
+   AND NOT OPENSSL_ROOT_DIR)
+    # The machine's own libcrypto.so.3 when it has one (its C library matches), else the carried.
+    file(GLOB _kiln_deps_crypto /usr/lib/*-linux-gnu/libcrypto.so.3 /lib/*-linux-gnu/libcrypto.so.3
+         /usr/lib64/libcrypto.so.3 ${_kiln_deps_root}/lib/*/libcrypto.so.3)
+    list(GET _kiln_deps_crypto 0 _kiln_deps_crypto)
+    file(GLOB _kiln_deps_multiarch ${_kiln_deps_root}/include/*-linux-gnu)
+    set(OPENSSL_INCLUDE_DIR ${_kiln_deps_root}/include CACHE PATH "")
+    set(OPENSSL_CRYPTO_LIBRARY ${_kiln_deps_crypto} CACHE FILEPATH "")
+endif()
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+if(_kiln_deps_multiarch)
+    set_property(TARGET OpenSSL::Crypto APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
+                 ${_kiln_deps_multiarch})
+endif()
+# libsodium signs and verifies (Ed25519, about twice as fast to verify as OpenSSL 3), as
+# kiln::sodium. Debian: libsodium-dev; a GPU machine without it carries it in .deps/ (the
+# machine's own libsodium.so.23 is preferred when it has one). kilnConfig.cmake does the same.
+if(NOT TARGET kiln::sodium)
+    find_path(KILN_SODIUM_INCLUDE_DIR sodium.h HINTS ${_kiln_deps_root}/include
+              DOC "Directory holding sodium.h (Debian: libsodium-dev)")
+    find_library(KILN_SODIUM_LIBRARY NAMES sodium libsodium.so.23
+                 HINTS ${_kiln_deps_root}/lib/x86_64-linux-gnu ${_kiln_deps_root}/lib/aarch64-linux-gnu)
+    if(NOT KILN_SODIUM_INCLUDE_DIR OR NOT KILN_SODIUM_LIBRARY)
+        message(FATAL_ERROR "libsodium not found: install libsodium-dev, or run "
+                            "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
+    endif()
+    add_library(kiln::sodium UNKNOWN IMPORTED)
+    set_target_properties(kiln::sodium PROPERTIES IMPORTED_LOCATION "${KILN_SODIUM_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${KILN_SODIUM_INCLUDE_DIR}")
+endif()
 find_package(spdlog REQUIRED)
 
 # xxHash is used header-only (XXH_INLINE_ALL). A GPU machine without libxxhash-dev can carry the

@@ -4,7 +4,7 @@
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
-# bench (launch cost) -> elementwise, reduction, fuse, tuner (benches; "baseline" and
+# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, reduction, fuse, tuner (benches; "baseline" and
 # "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
 # calls, beside an earlier tree's: see step_baseline) -> startup (issue 16's
 # start-up figures: the first call from disk in fresh processes, with Kiln's context priming and
@@ -28,7 +28,7 @@ if [[ $pack == 1 ]]; then
     out=$(mktemp -d) # the logs; packed into $archive
 fi
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench elementwise reduction fuse tuner startup warm multigpu cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
@@ -68,6 +68,12 @@ step_demo() {
 step_bench() {
     ./build-gpu/bench/bench_launch --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/bench_launch.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_launch.txt" | grep -E "median|Run on" || status=1
+}
+step_signing() {
+    # What verifying a signed entry costs on this host's CPU (issue 36; the same bench as on the
+    # development machine, bench/RESULTS.md).
+    ./build-gpu/bench/bench_signing --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/bench_signing.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_signing.txt" | grep -E "median|Run on" || status=1
 }
 step_elementwise() {
     ./build-gpu/bench/bench_elementwise --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

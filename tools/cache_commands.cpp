@@ -88,6 +88,7 @@ void run_stats(const StatsArgs& args) {
         j["damaged"] = stats.damaged;
         j["evicted"] = stats.evicted;
         j["stores"] = stats.stores;
+        j["untrusted"] = stats.untrusted;
         // The remote tier: its configuration (null without one) and its counters, summed over
         // the processes that used this directory.
         j["remote"] = config.remote
@@ -112,6 +113,8 @@ void run_stats(const StatsArgs& args) {
     std::printf("damaged          %llu\n", static_cast<unsigned long long>(stats.damaged));
     std::printf("evicted          %llu\n", static_cast<unsigned long long>(stats.evicted));
     std::printf("stores           %llu\n", static_cast<unsigned long long>(stats.stores));
+    if (stats.untrusted || config.trusted_keys)
+        std::printf("untrusted        %llu\n", static_cast<unsigned long long>(stats.untrusted));
     if (config.remote) {
         std::printf("remote cache     %s (%s)\n", config.remote->display_url().c_str(),
                     cache::to_string(config.remote->mode));
@@ -132,7 +135,7 @@ void run_verify(const VerifyArgs& args) {
     // Shard problems are among verify's own findings: only a fatal one is checked here.
     check_cache_dir(store, false);
     const auto result = store.verify(args.fix);
-    const bool failed = result.damaged > result.removed;
+    const bool failed = result.damaged + result.untrusted > result.removed;
     if (args.json) {
         nlohmann::json problems = nlohmann::json::array();
         for (const auto& [path, problem] : result.problems)
@@ -141,25 +144,41 @@ void run_verify(const VerifyArgs& args) {
                     {"checked", result.checked},
                     {"ok", result.ok},
                     {"damaged", result.damaged},
+                    {"untrusted", result.untrusted},
                     {"removed", result.removed},
                     {"fixed", args.fix},
+                    {"signers", result.vouched},
                     {"problems", problems}});
     } else {
-        for (const auto& [path, problem] : result.problems)
+        constexpr std::string_view kUntrusted = "untrusted: ";
+        for (const auto& [path, problem] : result.problems) {
+            if (problem.rfind(kUntrusted, 0) == 0) {
+                std::printf("untrusted %s: %s\n", path.c_str(),
+                            problem.substr(kUntrusted.size()).c_str());
+                continue;
+            }
             std::printf("damaged %s: %s%s\n", path.c_str(), problem.c_str(),
                         args.fix && problem.find("(removed)") == std::string::npos ? " (removed)"
                                                                                    : "");
+        }
+        for (const auto& [who, count] : result.vouched)
+            std::printf("%llu %s %s\n", static_cast<unsigned long long>(count),
+                        count == 1 ? "entry" : "entries", who.c_str());
         std::printf("checked %llu entries, memos and read-ahead lists: %llu ok, %llu damaged",
                     static_cast<unsigned long long>(result.checked),
                     static_cast<unsigned long long>(result.ok),
                     static_cast<unsigned long long>(result.damaged));
+        if (result.untrusted)
+            std::printf(", %llu untrusted", static_cast<unsigned long long>(result.untrusted));
         if (args.fix)
             std::printf(", %llu removed", static_cast<unsigned long long>(result.removed));
         std::printf("\n");
     }
     if (failed) {
         std::fflush(stdout);
-        std::fprintf(stderr, "kiln: damage found in %s%s\n", config.dir.c_str(),
+        std::fprintf(stderr, "kiln: %s found in %s%s\n",
+                     result.damaged ? "damage" : "entries no trusted key signed",
+                     config.dir.c_str(),
                      args.fix ? " and not all of it could be removed; remove it by hand"
                               : "; `kiln cache verify --fix` removes it");
         throw CLI::RuntimeError(1);
@@ -256,7 +275,8 @@ void add_cache_commands(CLI::App& app) {
     auto verify_args = std::make_shared<VerifyArgs>();
     auto* verify = cache_cmd->add_subcommand(
         "verify", "Read and check every entry; exit 1 if damage is found and not fixed");
-    verify->add_flag("--fix", verify_args->fix, "remove damaged entries");
+    verify->add_flag("--fix", verify_args->fix,
+                     "remove damaged entries, and with KILN_TRUSTED_KEYS untrusted ones");
     verify->add_flag("--json", verify_args->json, "print a JSON object");
     verify->callback([verify_args] { run_verify(*verify_args); });
 

@@ -30,6 +30,8 @@ nlohmann::json remote_stats_json(const cache::RemoteStats& stats);
 void wait_for_remote_publishes();
 /// `kiln export FILE`, `kiln import FILE`
 void add_transfer_commands(CLI::App& app);
+/// `kiln key generate NAME`: a key pair for signed entries
+void add_key_command(CLI::App& app);
 
 /// `kiln help [environment [--markdown]]`: the general help, or every KILN_* variable from the
 /// settings table (kiln/settings.hpp)

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     kiln::tools::add_warm_command(app);
     kiln::tools::add_cache_commands(app);
     kiln::tools::add_transfer_commands(app);
+    kiln::tools::add_key_command(app);
     kiln::tools::add_help_command(app);
     // After the command line parsed (so --help works whatever the environment), before any
     // command runs; `kiln help` lists the variables, so it too works whatever their values.

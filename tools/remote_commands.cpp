@@ -36,6 +36,7 @@ nlohmann::json stats_json(const cache::RemoteStats& s) {
              lookups ? nlohmann::json(static_cast<double>(s.hits) / static_cast<double>(lookups))
                      : nlohmann::json(nullptr)},
             {"damaged", s.damaged},
+            {"untrusted", s.untrusted},
             {"errors", s.errors},
             {"timeouts", s.timeouts},
             {"skipped", s.skipped},
@@ -131,6 +132,8 @@ void print_remote_counters(const cache::RemoteStats& s) {
                     100.0 * static_cast<double>(s.hits) / static_cast<double>(lookups));
     std::printf("\nremote misses    %llu\n", static_cast<unsigned long long>(s.misses));
     std::printf("remote damaged   %llu\n", static_cast<unsigned long long>(s.damaged));
+    if (s.untrusted)
+        std::printf("remote untrusted %llu\n", static_cast<unsigned long long>(s.untrusted));
     std::printf("remote errors    %llu\n", static_cast<unsigned long long>(s.errors));
     std::printf("remote timeouts  %llu\n", static_cast<unsigned long long>(s.timeouts));
     std::printf("remote skipped   %llu\n", static_cast<unsigned long long>(s.skipped));

@@ -74,7 +74,8 @@ void run_export(const TransferArgs& args) {
                     {"entries", result.entries},
                     {"sources", result.sources},
                     {"bytes", result.bytes},
-                    {"skipped", result.skipped}});
+                    {"skipped", result.skipped},
+                    {"signed", result.signed_now}});
         return;
     }
     std::printf("exported %llu entries (%llu sources, %s) to %s\n",
@@ -84,6 +85,9 @@ void run_export(const TransferArgs& args) {
     if (result.skipped)
         std::printf("left out %llu damaged entries\n",
                     static_cast<unsigned long long>(result.skipped));
+    if (result.signed_now)
+        std::printf("signed %llu entries you compiled with KILN_SIGNING_KEY_FILE\n",
+                    static_cast<unsigned long long>(result.signed_now));
 }
 
 void run_import(const TransferArgs& args) {
@@ -100,6 +104,7 @@ void run_import(const TransferArgs& args) {
                     {"present", result.present},
                     {"sources", result.sources},
                     {"bytes", result.bytes},
+                    {"untrusted", result.untrusted},
                     {"verified", args.verify}});
         return;
     }
@@ -107,6 +112,9 @@ void run_import(const TransferArgs& args) {
                 static_cast<unsigned long long>(result.entries), args.verify ? "verified " : "",
                 static_cast<unsigned long long>(result.sources), format_size(result.bytes).c_str(),
                 config.dir.c_str(), static_cast<unsigned long long>(result.present));
+    if (result.untrusted)
+        std::printf("left out %llu entries no key in KILN_TRUSTED_KEYS signed\n",
+                    static_cast<unsigned long long>(result.untrusted));
 }
 
 } // namespace

@@ -97,19 +97,26 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     cache::Config from_config;
     from_config.dir = args.dir;
     from_config.readonly = true; // only read: nothing there is created, counted or touched
+    // With trusted keys, only DIR's own compiles (a private directory) or signed entries.
+    from_config.trusted_keys = cache_config().trusted_keys;
     cache::LocalStore from(from_config);
     check_cache_dir(from, !args.json);
 
     // Every recipe in DIR; peek() verifies each entry whole.
     std::vector<Source> sources;
     std::map<cache::Key, std::size_t> recipes; // identity -> index in sources
-    std::size_t entries = 0, without_recipe = 0, unreadable = 0, refused = 0;
+    std::size_t entries = 0, without_recipe = 0, unreadable = 0, refused = 0, untrusted = 0;
     auto infos = from.list();
     std::sort(infos.begin(), infos.end(),
               [](const auto& a, const auto& b) { return a.key < b.key; });
     for (const auto& info : infos) {
         ++entries;
-        auto entry = from.peek(info.key);
+        std::string why_not;
+        auto entry = from.peek(info.key, &why_not);
+        if (!entry && why_not.rfind("untrusted", 0) == 0) {
+            ++untrusted;
+            continue;
+        }
         if (!entry) {
             ++unreadable; // damaged or evicted since the listing
             continue;
@@ -190,12 +197,19 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     for (const auto& a : arches)
         arch_list += (arch_list.empty() ? "" : ",") + a;
     if (args.json) {
-        std::cout << nlohmann::json{{"from", args.dir},          {"entries", entries},
-                                    {"kernels", sources.size()}, {"without_recipe", without_recipe},
-                                    {"unreadable", unreadable},  {"arches", arches},
-                                    {"compiles", total},         {"hits", hits},
-                                    {"misses", misses},          {"errors", errors},
-                                    {"seconds", seconds},        {"jobs", workers}}
+        std::cout << nlohmann::json{{"from", args.dir},
+                                    {"entries", entries},
+                                    {"kernels", sources.size()},
+                                    {"without_recipe", without_recipe},
+                                    {"unreadable", unreadable},
+                                    {"untrusted", untrusted},
+                                    {"arches", arches},
+                                    {"compiles", total},
+                                    {"hits", hits},
+                                    {"misses", misses},
+                                    {"errors", errors},
+                                    {"seconds", seconds},
+                                    {"jobs", workers}}
                          .dump()
                   << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
@@ -211,6 +225,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
         if (unreadable)
             std::printf("skipped %zu damaged entries (`kiln cache verify` tells which)\n",
                         unreadable);
+        if (untrusted)
+            std::printf("skipped %zu entries no key in KILN_TRUSTED_KEYS signed\n", untrusted);
     }
     if (errors)
         throw Error(std::to_string(errors) + " of " + std::to_string(total + errors_before) +

@@ -3,6 +3,8 @@
 #include "kiln/error.hpp"
 
 #include "bytes.hpp"
+#include "seal.hpp"
+#include "trust.hpp"
 
 #include "atomic_file.hpp"
 #include "directory.hpp"
@@ -284,12 +286,22 @@ TransferResult LocalStore::export_to(const std::filesystem::path& file) {
         for (const auto& item : contents.items) {
             if (!item.has_entry || detail::shard_of(item.key) != shard) continue;
             const std::string hex = item.key.hex();
-            const std::string entry = read_or_empty(
-                ref.get(), hex + std::string(detail::kEntrySuffix), detail::kMaxEntryFileSize);
+            std::string entry = read_or_empty(ref.get(), hex + std::string(detail::kEntrySuffix),
+                                              detail::kMaxEntryFileSize);
             if (!decode_entry(entry, item.key).entry) {
                 ++result.skipped; // damaged (or evicted meanwhile): nothing worth carrying
                 continue;
             }
+            // The exporter vouches for what it compiled itself into its private directory, and
+            // for nothing else: an entry it took from elsewhere keeps the seal it came with.
+            if (const SigningKey* key = m_directory->config().signing_key.get();
+                key && !m_directory->config().shared)
+                if (auto seal = detail::read_seal(entry, detail::SealDomain::entry);
+                    seal && seal->provenance == Provenance::own_compile &&
+                    !(seal->is_signed && seal->signer == key->public_key().bytes)) {
+                    detail::reseal(entry, detail::SealDomain::entry, *key);
+                    ++result.signed_now;
+                }
             const std::string source =
                 item.has_source ? read_or_empty(ref.get(), hex + std::string(detail::kSourceSuffix),
                                                 kMaxSourceSize)
@@ -413,6 +425,16 @@ TransferResult LocalStore::import_from(const std::filesystem::path& file, const 
                    !decode_entry(entry, span.key).entry)
             roll_back("it changed while it was being imported (record " + std::to_string(index) +
                       ")");
+        // With trusted keys only what one of them signed comes in; it is marked as come from
+        // elsewhere either way, so it never passes for this user's own compile.
+        if (const TrustedKeys* keys = m_directory->config().trusted_keys.get();
+            keys &&
+            detail::check_trust(entry, detail::SealDomain::entry, detail::Origin::archive, keys)
+                    .verdict != detail::Verdict::trusted) {
+            ++result.untrusted;
+            continue;
+        }
+        detail::set_provenance(entry, Provenance::imported);
         if (peek(span.key)) {
             ++result.present; // a verified entry already: left as it is
         } else {

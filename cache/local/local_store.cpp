@@ -97,6 +97,7 @@ Stats LocalStore::stats() {
     stats.damaged = counters.damaged;
     stats.evicted = counters.evicted;
     stats.stores = counters.stores;
+    stats.untrusted = counters.untrusted;
     return stats;
 }
 

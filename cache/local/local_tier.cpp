@@ -7,6 +7,7 @@
 #include "warn.hpp"
 
 #include "read_scratch.hpp"
+#include "trust.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,6 +29,22 @@ Counters one(std::uint64_t Counters::*member) {
 
 LocalTier::LocalTier(Directory& directory)
     : m_directory(directory) {}
+
+bool LocalTier::trusted(std::string_view file, SealDomain domain) const {
+    const Config& config = m_directory.config();
+    if (!config.trusted_keys) return true;
+    const Origin origin = config.shared ? Origin::shared_directory : Origin::private_directory;
+    return check_trust(file, domain, origin, config.trusted_keys.get()).verdict !=
+           Verdict::untrusted;
+}
+
+void LocalTier::warn_untrusted(std::string_view what, const Key& key) const {
+    const Config& config = m_directory.config();
+    detail::warn_untrusted(std::string(to_string(config.shared ? Origin::shared_directory
+                                                               : Origin::private_directory)) +
+                               " " + shard_dir(config.dir, shard_of(key)).string(),
+                           std::string(what) + " " + key.hex());
+}
 
 LocalTier::~LocalTier() {
     save_read_ahead();
@@ -69,13 +86,31 @@ std::optional<Entry> LocalTier::load(const Key& key, EntryParts parts, Lookup lo
         // only the payload then lands in fresh memory), else into a buffer of the file's own.
         struct stat st {};
         DecodeResult decoded;
+        bool untrusted = false;
         const int error = read_for_lookup(
             fd.get(), kMaxEntryFileSize, &st,
-            [&](std::string_view bytes) { decoded = decode_entry(bytes, key, parts); },
+            [&](std::string_view bytes) {
+                if (!(untrusted = !trusted(bytes, SealDomain::entry)))
+                    decoded = decode_entry(bytes, key, parts);
+            },
             [&](std::string&& bytes) {
-                decoded = decode_entry_in_place(std::move(bytes), key, parts);
+                if (!(untrusted = !trusted(bytes, SealDomain::entry)))
+                    decoded = decode_entry_in_place(std::move(bytes), key, parts);
             });
         if (!counted && (error != 0 || !decoded.entry)) return std::nullopt;
+        if (error == 0 && untrusted) {
+            // Not damage: it may be good for others (a shared directory), and this user's own
+            // compile replaces it in a private one.
+            warn_untrusted("the entry", key);
+            Counters delta;
+            delta.misses = delta.untrusted = 1;
+            m_directory.count_later(ref, delta);
+            return std::nullopt;
+        }
+        if (error == 0 && decoded.error == DecodeError::unsupported && !decoded.entry) {
+            m_directory.count_later(ref, one(&Counters::misses)); // a newer Kiln's: kept
+            return std::nullopt;
+        }
         if (error != 0) {
             if (error == EFBIG || error == EINVAL || error == EISDIR) {
                 m_directory.damaged(ref, key, "not a regular file of a sane size", true);

@@ -15,6 +15,7 @@
 
 #include "directory.hpp"
 #include "read_ahead.hpp"
+#include "seal.hpp"
 
 #include <atomic>
 #include <functional>
@@ -64,7 +65,14 @@ class LocalTier {
     /// nothing), so the façade can file it before it waits for the remote tier.
     void save_read_ahead() noexcept;
 
+    /// Whether @p file, a file of @p domain read from this directory, may be used: true without
+    /// trusted keys, for this user's own compiles in a private directory and for what a trusted
+    /// key signed; a file without a valid seal is left to its decoder, which calls it damage.
+    bool trusted(std::string_view file, SealDomain domain) const;
+
   private:
+    /// Warn once per process that an untrusted @p what (of @p key) was not used.
+    void warn_untrusted(std::string_view what, const Key& key) const;
     /// The file part of load_memo(), for a lookup or a read ahead.
     std::optional<Memo> read_memo(const Key& signature, Lookup lookup);
     /// Count a lookup answered from what was read ahead as the hit it is, and note the use.

@@ -2,6 +2,9 @@
 
 #include "kiln/cache/cubin_symbols.hpp"
 
+#include "seal.hpp"
+#include "trust.hpp"
+
 #include "directory.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
@@ -91,45 +94,108 @@ std::optional<std::string> read_for_check(int shard_fd, const std::string& name,
     return std::nullopt;
 }
 
-// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is.
-std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard) {
+// Who vouches for the file @p bytes (of @p domain, well formed) and whether a reader with the
+// trusted keys of @p config would use it: the signer, or where it came from.
+struct Vouched {
+    std::string who;
+    bool untrusted = false;
+};
+
+Vouched vouched_for(std::string_view bytes, detail::SealDomain domain, const Config& config) {
+    Vouched result;
+    const auto seal = detail::read_seal(bytes, domain);
+    if (!seal) return {"no seal (an older format)", false};
+    const detail::Origin origin =
+        config.shared ? detail::Origin::shared_directory : detail::Origin::private_directory;
+    const bool own = !config.shared && seal->provenance == Provenance::own_compile;
+    if (seal->is_signed) {
+        const PublicKey* signer =
+            config.trusted_keys ? detail::verify_seal(bytes, *seal, *config.trusted_keys) : nullptr;
+        if (signer)
+            result.who =
+                "signed by " +
+                (signer->comment.empty() ? std::string("a trusted key") : signer->comment) + " (" +
+                fingerprint(signer->bytes) + ")";
+        else if (config.trusted_keys && config.trusted_keys->find(seal->signer))
+            result.who = "a signature by " + fingerprint(seal->signer) + " that does not verify";
+        else
+            result.who = "signed by " + fingerprint(seal->signer) +
+                         (config.trusted_keys ? ", not a trusted key" : "");
+    } else {
+        result.who = own ? "unsigned, compiled by you" : "unsigned, from elsewhere";
+    }
+    if (config.trusted_keys)
+        result.untrusted =
+            detail::check_trust(bytes, domain, origin, config.trusted_keys.get()).verdict ==
+            detail::Verdict::untrusted;
+    return result;
+}
+
+// Why the entry @p name in the shard @p shard_fd is not a good entry for @p key, or "" when it is;
+// who vouches for a good one in @p vouched.
+std::string check_entry(int shard_fd, const std::string& name, const Key& key, int shard,
+                        const Config& config, Vouched& vouched) {
     if (detail::shard_of(key) != shard) return "in the wrong shard directory";
     std::string bytes;
     if (auto verdict = read_for_check(shard_fd, name, "an entry", bytes)) return *verdict;
     DecodeResult decoded = decode_entry(bytes, key);
-    return decoded.entry ? std::string() : to_string(decoded.error);
+    if (!decoded.entry) return to_string(decoded.error);
+    if (decoded.entry->format_version >= 3)
+        vouched = vouched_for(bytes, detail::SealDomain::entry, config);
+    else
+        vouched.who = "unsigned (entry format " + std::to_string(decoded.entry->format_version) +
+                      ", never looked up)";
+    return {};
 }
 
 // Why the memo @p name in the shard @p shard_fd is not one a lookup of @p signature would take,
 // or "" when it is.
 std::string check_memo(int shard_fd, const std::string& name, const Key& signature,
-                       const detail::Modes& modes) {
+                       const detail::Modes& modes, const Config& config, Vouched& vouched) {
     std::string bytes;
     struct stat st {};
     if (auto verdict = read_for_check(shard_fd, name, "a memo", bytes, &st)) return *verdict;
     if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
-    return decode_memo(bytes, signature) ? std::string() : "not a memo of its signature";
+    if (!decode_memo(bytes, signature)) return "not a memo of its signature";
+    vouched = vouched_for(bytes, detail::SealDomain::memo, config);
+    return {};
 }
 
 // Why the read-ahead list @p name is not one Store::read_ahead() would take for the program
 // @p program (its file name), or "" when it is.
 std::string check_ahead_list(int shard_fd, const std::string& name, const Key& program,
-                             const detail::Modes& modes) {
+                             const detail::Modes& modes, const Config& config, Vouched& vouched) {
     std::string bytes;
     struct stat st {};
     if (auto verdict = read_for_check(shard_fd, name, "a read-ahead list", bytes, &st))
         return *verdict;
     if (std::string why = detail::distrust(st, modes); !why.empty()) return "not trusted: " + why;
-    return detail::decode_ahead_list(bytes, program) ? std::string()
-                                                     : "not a read-ahead list of its program";
+    if (!detail::decode_ahead_list(bytes, program)) return "not a read-ahead list of its program";
+    vouched = vouched_for(bytes, detail::SealDomain::read_ahead, config);
+    vouched.who.clear(); // lists are not reported by signer, only when untrusted
+    return {};
 }
 
 // verify()'s verdict on the file @p name of a shard (an entry, a memo or a read-ahead list;
 // @p problem empty when it verified), counted in @p result; a damaged one is removed when @p fix,
-// and @p removed (what removing it takes from the usage) counted with the damage.
+// and @p removed (what removing it takes from the usage) counted with the damage. An untrusted
+// one (@p vouched) is counted as such, and removed when @p fix.
 void record_verdict(detail::Directory& directory, detail::ShardRef& ref, const std::string& name,
-                    std::string problem, bool fix, detail::Counters removed, VerifyResult& result) {
+                    std::string problem, bool fix, detail::Counters removed, VerifyResult& result,
+                    const Vouched& vouched = {}) {
     ++result.checked;
+    if (problem.empty() && !vouched.who.empty()) ++result.vouched[vouched.who];
+    if (problem.empty() && vouched.untrusted) {
+        ++result.untrusted;
+        std::string what = "untrusted: " + vouched.who;
+        if (fix && detail::remove_at(ref.get(), name) == 0) {
+            ++result.removed;
+            directory.count(ref, removed);
+            what += " (removed)";
+        }
+        result.problems.emplace_back(directory.shard_dir(ref.shard) / name, std::move(what));
+        return;
+    }
     if (problem.empty()) {
         ++result.ok;
         return;
@@ -221,6 +287,7 @@ VerifyResult LocalStore::verify(bool fix) {
         }
         result.problems.emplace_back(problem.path, problem.what);
     }
+    const Config& config = m_directory->config();
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
         auto ref = m_directory->open_shard(shard, false);
         detail::ShardContents contents;
@@ -231,17 +298,22 @@ VerifyResult LocalStore::verify(bool fix) {
                 const std::string name = hex + std::string(detail::kMemoSuffix);
                 detail::Counters removed;
                 removed.bytes = -static_cast<std::int64_t>(item.memo_size);
-                record_verdict(*m_directory, ref, name,
-                               check_memo(ref.get(), name, item.key, m_directory->modes()), fix,
-                               removed, result);
+                Vouched vouched;
+                std::string problem =
+                    check_memo(ref.get(), name, item.key, m_directory->modes(), config, vouched);
+                vouched.who.clear(); // memos are not reported by signer, only when untrusted
+                record_verdict(*m_directory, ref, name, std::move(problem), fix, removed, result,
+                               vouched);
             }
             if (item.has_ahead) {
                 const std::string name = hex + std::string(detail::kAheadSuffix);
                 detail::Counters removed;
                 removed.bytes = -static_cast<std::int64_t>(item.ahead_size);
-                record_verdict(*m_directory, ref, name,
-                               check_ahead_list(ref.get(), name, item.key, m_directory->modes()),
-                               fix, removed, result);
+                Vouched vouched;
+                std::string problem = check_ahead_list(ref.get(), name, item.key,
+                                                       m_directory->modes(), config, vouched);
+                record_verdict(*m_directory, ref, name, std::move(problem), fix, removed, result,
+                               vouched);
             }
             if (item.has_entry) {
                 const std::string name = hex + std::string(detail::kEntrySuffix);
@@ -250,8 +322,11 @@ VerifyResult LocalStore::verify(bool fix) {
                     removed.files = -1;
                     removed.bytes = -static_cast<std::int64_t>(item.entry_size);
                 }
-                record_verdict(*m_directory, ref, name,
-                               check_entry(ref.get(), name, item.key, shard), fix, removed, result);
+                Vouched vouched;
+                std::string problem =
+                    check_entry(ref.get(), name, item.key, shard, config, vouched);
+                record_verdict(*m_directory, ref, name, std::move(problem), fix, removed, result,
+                               vouched);
             }
         }
     }
@@ -350,6 +425,14 @@ std::optional<Entry> LocalStore::peek(const Key& key, std::string* why) {
         return fail(std::strerror(error));
     DecodeResult decoded = decode_entry(bytes, key);
     if (!decoded.entry) return fail(std::string("damaged: ") + to_string(decoded.error));
+    const Config& config = m_directory->config();
+    if (config.trusted_keys &&
+        detail::check_trust(bytes, detail::SealDomain::entry,
+                            config.shared ? detail::Origin::shared_directory
+                                          : detail::Origin::private_directory,
+                            config.trusted_keys.get())
+                .verdict != detail::Verdict::trusted)
+        return fail("untrusted: " + vouched_for(bytes, detail::SealDomain::entry, config).who);
     return std::move(decoded.entry);
 }
 

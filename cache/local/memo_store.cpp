@@ -7,6 +7,8 @@
 #include "layout.hpp"
 #include "local_tier.hpp"
 #include "read_scratch.hpp"
+#include "seal.hpp"
+#include "trust.hpp"
 
 #include <xxhash.h>
 
@@ -17,28 +19,31 @@
 // A memo, as written and as read (every field is checked on read; anything else is damage, and
 // damage is a miss):
 //
-//   memo      ::= magic version signature entry name cubin hash
+//   memo      ::= magic version signature entry name cubin hash seal
 //   magic     ::= "KILNMEMO"                8 bytes
-//   version   ::= u32                       kMemoVersion (2; version 1 had no cubin)
+//   version   ::= u32                       kMemoVersion (3; version 2 had no seal, version 1
+//                                           no cubin)
 //   signature ::= 16 bytes                  the memo's own signature: the file name is not trusted
 //   entry     ::= 16 bytes                  the key the kernel was compiled under
 //   name      ::= u32 length, length bytes  1 <= length <= kMaxMemoName
 //   cubin     ::= u64 size, size bytes      1 <= size <= kMaxMemoCubin
 //   hash      ::= u64                       XXH3-64 of every byte before it
+//   seal      ::= 128 bytes                 provenance and signature (../seal.hpp)
 //
-// Integers are little-endian (bytes.hpp). The hash covers every byte, so a flipped bit anywhere
-// is a miss. The cubin is trusted as an entry's payload is (a writer of the cache directory can
-// plant either); the caller still checks that it holds the kernel it asks for.
+// Integers are little-endian (bytes.hpp). The hashes cover every byte, so a flipped bit anywhere
+// is a miss. The cubin is trusted as an entry's payload is (../trust.hpp: with trusted keys, a
+// memo from a shared directory is used only when signed); the caller still checks that it holds
+// the kernel it asks for.
 
 namespace kiln::cache {
 
 namespace {
 
 constexpr std::string_view kMemoMagic = "KILNMEMO";
-constexpr std::uint32_t kMemoVersion = 2;
+constexpr std::uint32_t kMemoVersion = 3;
 constexpr std::size_t kKeySize = sizeof(Key::bytes);
 constexpr std::uint64_t kMaxMemoSize =
-    8 + 4 + 2 * kKeySize + 4 + kMaxMemoName + 8 + kMaxMemoCubin + 8;
+    8 + 4 + 2 * kKeySize + 4 + kMaxMemoName + 8 + kMaxMemoCubin + 8 + detail::kSealSize;
 
 std::string memo_name(const Key& signature) {
     return signature.hex() + std::string(detail::kMemoSuffix);
@@ -55,9 +60,10 @@ bool storable(const Memo& memo) {
 
 } // namespace
 
-std::string encode_memo(const Key& signature, const Memo& memo) {
+std::string encode_memo(const Key& signature, const Memo& memo, const SigningKey* key) {
     std::string out;
-    out.reserve(8 + 4 + 2 * kKeySize + 4 + memo.name.size() + 8 + memo.cubin.size() + 8);
+    out.reserve(8 + 4 + 2 * kKeySize + 4 + memo.name.size() + 8 + memo.cubin.size() + 8 +
+                detail::kSealSize);
     detail::ByteWriter w(out);
     w.raw(kMemoMagic);
     w.u32(kMemoVersion);
@@ -67,11 +73,15 @@ std::string encode_memo(const Key& signature, const Memo& memo) {
     w.u64(memo.cubin.size());
     w.raw(memo.cubin);
     w.u64(XXH3_64bits(out.data(), out.size()));
+    detail::append_seal(out, detail::SealDomain::memo, Provenance::own_compile, key);
     return out;
 }
 
 std::optional<Memo> decode_memo(std::string_view bytes, const Key& signature) {
-    if (bytes.size() > kMaxMemoSize || bytes.size() < 8) return std::nullopt;
+    if (bytes.size() > kMaxMemoSize || bytes.size() < 8 + detail::kSealSize ||
+        !detail::read_seal(bytes, detail::SealDomain::memo))
+        return std::nullopt;
+    bytes.remove_suffix(detail::kSealSize);
     const std::string_view body = bytes.substr(0, bytes.size() - 8);
     detail::ByteReader r(bytes);
     if (r.raw(kMemoMagic.size()) != kMemoMagic || r.u32() != kMemoVersion) return std::nullopt;
@@ -116,11 +126,23 @@ std::optional<Memo> LocalTier::read_memo(const Key& signature, Lookup lookup) {
         // Read as an entry is (read_scratch.hpp): only the cubin lands in fresh memory.
         struct stat st {};
         std::optional<Memo> memo;
-        const auto decode = [&](std::string_view bytes) { memo = decode_memo(bytes, signature); };
+        bool untrusted = false;
+        const auto decode = [&](std::string_view bytes) {
+            memo = decode_memo(bytes, signature);
+            if (memo && !trusted(bytes, SealDomain::memo)) {
+                memo.reset();
+                untrusted = true;
+            }
+        };
         const int error = read_for_lookup(fd.get(), kMaxMemoSize, &st, decode, decode);
         // read_all refuses anything but a regular file; its owner and modes are checked here: a
         // memo others could have written is a miss, however well formed.
-        if (error != 0 || !memo || !distrust(st, m_directory.modes()).empty()) return std::nullopt;
+        if (error != 0 || !memo || !distrust(st, m_directory.modes()).empty()) {
+            // A memo is a shortcut: an untrusted one is counted with the lookup of its entry,
+            // which reads that entry under the same rule.
+            if (untrusted && lookup == Lookup::counted) warn_untrusted("the memo", signature);
+            return std::nullopt;
+        }
         // A memo hit is the first call's disk hit (its entry is not read): the memo becomes the
         // most recently used, as an entry would (a read ahead counts as a use), and the hit is
         // counted.
@@ -143,8 +165,9 @@ bool LocalTier::store_memo(const Key& signature, const Memo& memo) {
     m_ahead.note_used({AheadKind::memo, signature});
     m_ahead.forget_used({AheadKind::entry, memo.entry});
     try {
-        if (int error =
-                m_directory.put_file(signature, kMemoSuffix, encode_memo(signature, memo), false)) {
+        if (int error = m_directory.put_file(
+                signature, kMemoSuffix,
+                encode_memo(signature, memo, m_directory.config().signing_key.get()), false)) {
             m_directory.warn_write(memo_file(m_directory.config().dir, signature).string(), error);
             return false;
         }

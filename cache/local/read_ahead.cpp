@@ -1,6 +1,7 @@
 #include "read_ahead.hpp"
 
 #include "bytes.hpp"
+#include "seal.hpp"
 
 #include "layout.hpp"
 #include "local_tier.hpp"
@@ -19,9 +20,10 @@ namespace detail {
 namespace {
 
 constexpr std::string_view kAheadMagic = "KILNHEAD";
-constexpr std::uint32_t kAheadVersion = 1;
+constexpr std::uint32_t kAheadVersion = 2; // 2: sealed (../seal.hpp)
 constexpr std::size_t kKeySize = sizeof(Key::bytes);
-constexpr std::uint64_t kMaxListSize = 8 + 4 + kKeySize + 4 + kMaxReadAhead * (1 + kKeySize) + 8;
+constexpr std::uint64_t kMaxListSize =
+    8 + 4 + kKeySize + 4 + kMaxReadAhead * (1 + kKeySize) + 8 + kSealSize;
 
 std::string_view key_bytes(const Key& key) {
     return {reinterpret_cast<const char*>(key.bytes.data()), key.bytes.size()};
@@ -43,7 +45,8 @@ template <class T> std::optional<T> take(std::vector<std::pair<Key, T>>& kept, c
 
 } // namespace
 
-std::string encode_ahead_list(const Key& program, const std::vector<AheadItem>& items) {
+std::string encode_ahead_list(const Key& program, const std::vector<AheadItem>& items,
+                              const SigningKey* key) {
     std::string out;
     ByteWriter w(out);
     w.raw(kAheadMagic);
@@ -56,12 +59,16 @@ std::string encode_ahead_list(const Key& program, const std::vector<AheadItem>& 
         w.raw(key_bytes(items[i].key));
     }
     w.u64(XXH3_64bits(out.data(), out.size()));
+    append_seal(out, SealDomain::read_ahead, Provenance::own_compile, key);
     return out;
 }
 
 std::optional<std::vector<AheadItem>> decode_ahead_list(std::string_view bytes,
                                                         const Key& program) {
-    if (bytes.size() > kMaxListSize || bytes.size() < 8) return std::nullopt;
+    if (bytes.size() > kMaxListSize || bytes.size() < 8 + kSealSize ||
+        !read_seal(bytes, SealDomain::read_ahead))
+        return std::nullopt;
+    bytes.remove_suffix(kSealSize);
     const std::string_view body = bytes.substr(0, bytes.size() - 8);
     ByteReader r(bytes);
     if (r.raw(kAheadMagic.size()) != kAheadMagic || r.u32() != kAheadVersion) return std::nullopt;
@@ -188,7 +195,8 @@ void LocalTier::read_ahead(std::string_view program) noexcept {
                 struct stat st {};
                 std::string bytes;
                 if (read_all(fd.get(), kMaxListSize, bytes, &st) == 0 &&
-                    distrust(st, m_directory.modes()).empty())
+                    distrust(st, m_directory.modes()).empty() &&
+                    trusted(bytes, SealDomain::read_ahead))
                     if (auto items = decode_ahead_list(bytes, key)) {
                         listed = std::move(*items);
                         // In use: eviction, which goes by modification time, keeps it.
@@ -246,8 +254,9 @@ void LocalTier::save_read_ahead() noexcept {
         const auto list = m_ahead.list_to_save();
         // A cache directory removed meanwhile (a test's, a CI job's) is not made again for a hint.
         if (!list || !m_directory.root(false)) return;
-        if (int error = m_directory.put_file(*program, kAheadSuffix,
-                                             encode_ahead_list(*program, *list), false))
+        if (int error = m_directory.put_file(
+                *program, kAheadSuffix,
+                encode_ahead_list(*program, *list, config.signing_key.get()), false))
             m_directory.warn_write(shard_dir(config.dir, shard_of(*program)).string(), error);
     } catch (...) {
         // the next process reads ahead what the old list named, or nothing

@@ -21,6 +21,7 @@
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"
 #include "kiln/cache/memo_store.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -47,7 +48,8 @@ struct AheadItem {
     }
 };
 
-std::string encode_ahead_list(const Key& program, const std::vector<AheadItem>& items);
+std::string encode_ahead_list(const Key& program, const std::vector<AheadItem>& items,
+                              const SigningKey* key = nullptr);
 /// The items of a list for @p program; nullopt for anything that is not one.
 std::optional<std::vector<AheadItem>> decode_ahead_list(std::string_view bytes, const Key& program);
 

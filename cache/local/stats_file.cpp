@@ -29,8 +29,8 @@ struct StatsField {
 constexpr StatsField kStatsFields[] = {
     {"hits", &Counters::hits, nullptr},       {"misses", &Counters::misses, nullptr},
     {"damaged", &Counters::damaged, nullptr}, {"evicted", &Counters::evicted, nullptr},
-    {"stores", &Counters::stores, nullptr},   {"files", nullptr, &Counters::files},
-    {"bytes", nullptr, &Counters::bytes},
+    {"stores", &Counters::stores, nullptr},   {"untrusted", &Counters::untrusted, nullptr},
+    {"files", nullptr, &Counters::files},     {"bytes", nullptr, &Counters::bytes},
 };
 
 // flock() with LOCK_NB, retried: a holder only reads and rewrites a few lines, or cleans one

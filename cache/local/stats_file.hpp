@@ -19,6 +19,7 @@ namespace kiln::cache::detail {
 
 struct Counters {
     std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
+    std::uint64_t untrusted = 0;       ///< misses for want of a trusted signature (trust.hpp)
     std::int64_t files = 0, bytes = 0; ///< signed: a delta may remove
 
     Counters& operator+=(const Counters& other);

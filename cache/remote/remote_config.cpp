@@ -96,6 +96,7 @@ RemoteStats& RemoteStats::operator+=(const RemoteStats& o) {
     hits += o.hits;
     misses += o.misses;
     damaged += o.damaged;
+    untrusted += o.untrusted;
     errors += o.errors;
     timeouts += o.timeouts;
     skipped += o.skipped;

@@ -21,6 +21,7 @@ constexpr RemoteStatsField kRemoteStatsFields[] = {
     {"hits", &RemoteStats::hits},
     {"misses", &RemoteStats::misses},
     {"damaged", &RemoteStats::damaged},
+    {"untrusted", &RemoteStats::untrusted},
     {"errors", &RemoteStats::errors},
     {"timeouts", &RemoteStats::timeouts},
     {"skipped", &RemoteStats::skipped},

@@ -6,6 +6,7 @@
 
 #include "kiln/log.hpp"
 
+#include "trust.hpp"
 #include "warn.hpp"
 
 #include "remote_stats_file.hpp"
@@ -43,9 +44,11 @@ std::string remote_key(const Key& key) {
 
 } // namespace
 
-Tier::Tier(RemoteConfig config, std::unique_ptr<Backend> backend)
+Tier::Tier(RemoteConfig config, std::unique_ptr<Backend> backend,
+           std::shared_ptr<const TrustedKeys> trusted_keys)
     : m_config(std::move(config))
     , m_backend(std::move(backend))
+    , m_trusted_keys(std::move(trusted_keys))
     , m_max_bulk(kMaxRemoteValue)
     , m_exit_deadline(steady_ns(Clock::time_point::max())) {
     // The logger is made before this tier, so it outlives the tier of a static store (the global
@@ -173,7 +176,23 @@ std::optional<Entry> Tier::load(const Key& key, std::string* encoded) {
     }
     std::string& bytes = *got.value();
     m_bytes_read.add(bytes.size());
+    if (m_trusted_keys) {
+        using namespace cache::detail;
+        const TrustCheck check =
+            check_trust(bytes, SealDomain::entry, Origin::remote, m_trusted_keys.get());
+        if (check.verdict == Verdict::untrusted) {
+            // Not replaced: a trusted writer's publish of the same key does that.
+            m_misses.add();
+            m_untrusted.add();
+            warn_untrusted(std::string(to_string(Origin::remote)) + " (" + name + ")", "the entry");
+            return std::nullopt;
+        }
+    }
     DecodeResult decoded = decode_entry(bytes, key);
+    if (!decoded.entry && decoded.error == DecodeError::unsupported) {
+        m_misses.add(); // a newer Kiln's entry: left alone
+        return std::nullopt;
+    }
     if (!decoded.entry) {
         damaged(key, name, to_string(decoded.error));
         return std::nullopt;
@@ -360,6 +379,7 @@ RemoteStats Tier::stats() const {
     s.hits = m_hits.value.load();
     s.misses = m_misses.value.load();
     s.damaged = m_damaged_count.value.load();
+    s.untrusted = m_untrusted.value.load();
     s.errors = m_errors.value.load();
     s.timeouts = m_timeouts.value.load();
     s.skipped = m_skipped.value.load();

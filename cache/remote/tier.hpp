@@ -15,6 +15,7 @@
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/remote.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include "backend.hpp"
 
@@ -37,7 +38,9 @@ namespace kiln::cache::remote {
 class Tier {
   public:
     /// A tier over @p backend (made by make_backend() for @p config's scheme).
-    Tier(RemoteConfig config, std::unique_ptr<Backend> backend);
+    /// With @p trusted_keys (KILN_TRUSTED_KEYS), a value is used only when one of them signed it.
+    Tier(RemoteConfig config, std::unique_ptr<Backend> backend,
+         std::shared_ptr<const TrustedKeys> trusted_keys = nullptr);
     /// Waits for pending publishes once, for at most one deadline (connect plus operation).
     ~Tier();
     /// The bounded wait of the destructor, then the background thread ends; publishes after it
@@ -101,6 +104,7 @@ class Tier {
 
     const RemoteConfig m_config;
     const std::unique_ptr<Backend> m_backend;
+    const std::shared_ptr<const TrustedKeys> m_trusted_keys; ///< null: trust every value
     const std::uint64_t m_max_bulk;
 
     std::atomic<bool> m_open{false};
@@ -122,6 +126,7 @@ class Tier {
     std::thread m_thread;
     pid_t m_thread_pid = 0;
 
+    Counter m_untrusted; ///< values no trusted key signed
     Counter m_hits, m_misses, m_damaged_count, m_errors, m_timeouts, m_skipped, m_stores,
         m_bytes_read, m_bytes_written;
     mutable std::mutex m_saved_mutex;

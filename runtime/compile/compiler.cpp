@@ -432,6 +432,7 @@ struct Compiler::Impl {
             cache::Entry entry;
             entry.key = r.key;
             entry.kind = cache::PayloadKind::cubin;
+            entry.provenance = cache::Provenance::own_compile; // compiled here, now
             entry.payload = program->m_cubin;
             entry.lowered_names = program->m_lowered_names;
             entry.nvrtc_version = detail::nvrtc_display_version();

@@ -71,6 +71,7 @@ Entry golden_entry() {
 
 const std::filesystem::path kGoldenV1 = std::filesystem::path(KILN_GOLDEN_DIR) / "entry_v1.kiln";
 const std::filesystem::path kGoldenV2 = std::filesystem::path(KILN_GOLDEN_DIR) / "entry_v2.kiln";
+const std::filesystem::path kGoldenV3 = std::filesystem::path(KILN_GOLDEN_DIR) / "entry_v3.kiln";
 
 void expect_same(const Entry& a, const Entry& b) {
     EXPECT_EQ(a.key, b.key);
@@ -165,10 +166,13 @@ TEST(Entry, RoundTripsEmptyFieldsAndPtx) {
     expect_same(*decoded.entry, entry);
 }
 
-TEST(Entry, PayloadIsTheLastBytesOfTheFile) {
+TEST(Entry, OnlyTheSealFollowsThePayload) {
     const Entry entry = kiln::test::make_entry(kiln::test::key_of("tail"), 1000);
     const std::string bytes = encode_entry(entry);
-    EXPECT_EQ(bytes.substr(bytes.size() - entry.payload.size()), entry.payload);
+    const std::size_t seal = kiln::cache::kEntrySealSize;
+    EXPECT_EQ(bytes.substr(bytes.size() - seal - entry.payload.size(), entry.payload.size()),
+              entry.payload);
+    EXPECT_EQ(bytes.substr(bytes.size() - seal, 8), "KILNSEAL");
 }
 
 TEST(Entry, GoldenV2FileDecodesToTheKnownFields) {
@@ -198,17 +202,32 @@ TEST(Entry, GoldenV1FileStillDecodesForTools) {
     EXPECT_EQ(encode_entry(*decoded.entry), golden);
 }
 
-TEST(Entry, NewEntriesAreVersion2) {
-    EXPECT_EQ(kiln::cache::kEntryFormatVersion, 2u);
-    const std::string bytes = encode_entry(kiln::test::make_entry(kiln::test::key_of("v2"), 8));
-    EXPECT_EQ(bytes[8], 2);
+TEST(Entry, NewEntriesAreVersion3) {
+    EXPECT_EQ(kiln::cache::kEntryFormatVersion, 3u);
+    const std::string bytes = encode_entry(kiln::test::make_entry(kiln::test::key_of("v3"), 8));
+    EXPECT_EQ(bytes[8], 3);
+}
+
+TEST(Entry, GoldenV3FileDecodesAndReencodesByteForByte) {
+    Entry entry = golden_entry();
+    entry.format_version = 3;
+    entry.provenance = kiln::cache::Provenance::own_compile;
+    if (std::getenv("KILN_WRITE_GOLDEN")) kiln::test::write_file(kGoldenV3, encode_entry(entry));
+    const std::string golden = kiln::test::read_file(kGoldenV3);
+    ASSERT_FALSE(golden.empty()) << "missing " << kGoldenV3;
+    auto decoded = decode_entry(golden, entry.key);
+    ASSERT_TRUE(decoded.entry) << to_string(decoded.error);
+    expect_same(*decoded.entry, entry);
+    EXPECT_EQ(decoded.entry->provenance, kiln::cache::Provenance::own_compile);
+    EXPECT_FALSE(decoded.entry->signer);
+    EXPECT_EQ(encode_entry(entry), golden);
 }
 
 TEST(Entry, Version1CannotHoldVersion2Fields) {
     Entry entry = golden_entry();
     entry.format_version = 1;
     EXPECT_THROW(encode_entry(entry), std::invalid_argument);
-    entry.format_version = 3;
+    entry.format_version = 4;
     EXPECT_THROW(encode_entry(entry), std::invalid_argument);
 }
 
@@ -320,8 +339,8 @@ TEST(Entry, SaysWhyItRejects) {
     const std::string good = encode_entry(entry);
     std::string magic = good, version = good, payload = good;
     magic[0] = 'X';
-    put_u64(version, 8, 3); // also clobbers `kind`: the version is read first
-    payload.back() ^= 1;
+    put_u64(version, 8, 4); // also clobbers `kind`: the version is read first
+    payload[payload.size() - kiln::cache::kEntrySealSize - 1] ^= 1;
     EXPECT_EQ(decode_entry("", entry.key).error, DecodeError::truncated);
     EXPECT_EQ(decode_entry(magic, entry.key).error, DecodeError::bad_magic);
     EXPECT_EQ(decode_entry(version, entry.key).error, DecodeError::bad_version);
@@ -370,7 +389,7 @@ TEST(Entry, HeadDecodingReadsMetadataWithoutThePayload) {
     const std::string bytes = encode_entry(entry);
     const std::uint64_t head_size =
         kiln::cache::entry_head_size(bytes.substr(0, kiln::cache::kEntryHeaderSize));
-    ASSERT_EQ(head_size, bytes.size() - 3000);
+    ASSERT_EQ(head_size, bytes.size() - 3000 - kiln::cache::kEntrySealSize);
     auto decoded =
         kiln::cache::decode_entry_head(bytes.substr(0, head_size), bytes.size(), entry.key);
     ASSERT_TRUE(decoded.entry) << to_string(decoded.error);

@@ -34,6 +34,8 @@ enum class Variable : std::uint8_t {
     cache_shared,                 ///< KILN_CACHE_SHARED
     cache_save_source,            ///< KILN_CACHE_SAVE_SOURCE
     read_ahead,                   ///< KILN_READ_AHEAD
+    signing_key_file,             ///< KILN_SIGNING_KEY_FILE
+    trusted_keys,                 ///< KILN_TRUSTED_KEYS
     lineinfo,                     ///< KILN_LINEINFO
     nvrtc_cache,                  ///< KILN_NVRTC_CACHE
     dump_source_on_error,         ///< KILN_DUMP_SOURCE_ON_ERROR

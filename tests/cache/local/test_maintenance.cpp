@@ -87,7 +87,7 @@ TEST(Maintenance, Version1EntriesAreListedVerifiedAndPruned) {
     const auto infos = store.local().list();
     ASSERT_EQ(infos.size(), 2u);
     for (const auto& info : infos)
-        EXPECT_EQ(info.format_version, info.key == old.key ? 1u : 2u);
+        EXPECT_EQ(info.format_version, info.key == old.key ? 1u : kiln::cache::kEntryFormatVersion);
     const auto checked = store.local().verify(false);
     EXPECT_EQ(checked.ok, 2u);
     EXPECT_EQ(checked.damaged, 0u);
@@ -121,7 +121,7 @@ TEST(Maintenance, ListNamesTheKernelsOfEachVersion1Entry) {
     }
 }
 
-TEST(Maintenance, ListShowsTheNamesAVersion2EntryRecorded) {
+TEST(Maintenance, ListShowsTheNamesANewEntryRecorded) {
     // Recorded at compile time, so the listing need not parse the payload (here no ELF file).
     TempDir dir;
     Store store(config_for(dir.path()));
@@ -132,6 +132,6 @@ TEST(Maintenance, ListShowsTheNamesAVersion2EntryRecorded) {
     ASSERT_EQ(infos.size(), 1u);
     EXPECT_EQ(infos[0].kernel_names, entry.kernel_names);
     EXPECT_EQ(infos[0].kernel_count, 2u);
-    EXPECT_EQ(infos[0].format_version, 2u);
+    EXPECT_EQ(infos[0].format_version, kiln::cache::kEntryFormatVersion);
     EXPECT_FALSE(infos[0].has_recipe);
 }

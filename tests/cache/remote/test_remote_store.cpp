@@ -4,10 +4,12 @@
 #include "remote_test_util.hpp"
 
 #include "kiln/cache/entry.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 using namespace kiln::test;
 using kiln::cache::RemoteMode;
@@ -266,4 +268,70 @@ TEST(RemoteStore, AnEntryTheDriverRejectedIsReplacedRemotely) {
     store.store(entry);
     ASSERT_TRUE(store.flush_remote());
     EXPECT_EQ(server->call({"GET", redis_key(entry.key)}).text, kiln::cache::encode_entry(entry));
+}
+
+// With KILN_TRUSTED_KEYS a value is used only when a trusted key signed it: a forged or unsigned
+// value (anyone who can write to the server) is a miss, counted `untrusted`.
+TEST(RemoteStore, WithTrustedKeysOnlySignedValuesAreUsed) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir writer_dir, forger_dir, reader_dir;
+    auto ci =
+        std::make_shared<const kiln::cache::SigningKey>(kiln::cache::SigningKey::generate("ci"));
+    auto forger = std::make_shared<const kiln::cache::SigningKey>(
+        kiln::cache::SigningKey::generate("forger"));
+    {
+        auto config = remote_config(writer_dir.path(), *server);
+        config.signing_key = ci;
+        Store store(config);
+        store.store(make_entry(key_of("signed")));
+        ASSERT_TRUE(store.flush_remote());
+    }
+    {
+        auto config = remote_config(forger_dir.path(), *server);
+        config.signing_key = forger;
+        Store store(config);
+        store.store(make_entry(key_of("forged")));
+        ASSERT_TRUE(store.flush_remote());
+    }
+    Store(remote_config(forger_dir.path(), *server)).store(make_entry(key_of("unsigned")));
+    auto config = remote_config(reader_dir.path(), *server, RemoteMode::read_only);
+    config.trusted_keys = std::make_shared<const kiln::cache::TrustedKeys>(
+        kiln::cache::TrustedKeys::parse(kiln::cache::format_public_key(ci->public_key()), "t"));
+    Store store(config);
+    EXPECT_TRUE(store.load(key_of("signed")));
+    EXPECT_FALSE(store.load(key_of("forged")));
+    EXPECT_FALSE(store.load(key_of("unsigned")));
+    const auto stats = store.remote_stats();
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_EQ(stats.untrusted, 2u);
+    EXPECT_EQ(stats.damaged, 0u);
+}
+
+// A value written back into the private directory is marked as come from elsewhere, so once
+// trusted keys are set it is not used unsigned, even with the server flushed.
+TEST(RemoteStore, AWriteBackIsNeverTakenForTheUsersOwnCompile) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir writer_dir, reader_dir;
+    const auto entry = make_entry(key_of("planted"));
+    {
+        Store store(remote_config(writer_dir.path(), *server));
+        store.store(entry);
+        ASSERT_TRUE(store.flush_remote());
+    }
+    {
+        Store store(remote_config(reader_dir.path(), *server));
+        ASSERT_TRUE(store.load(entry.key));
+        ASSERT_TRUE(store.flush_remote());
+    }
+    const auto written_back =
+        kiln::cache::decode_entry(read_file(entry_file(reader_dir.path(), entry.key)), entry.key);
+    ASSERT_TRUE(written_back.entry);
+    EXPECT_EQ(written_back.entry->provenance, kiln::cache::Provenance::imported);
+    server->call({"FLUSHALL"});
+    auto config = config_for(reader_dir.path());
+    config.trusted_keys = std::make_shared<const kiln::cache::TrustedKeys>();
+    EXPECT_FALSE(Store(config).load(entry.key));
+    EXPECT_TRUE(Store(config_for(reader_dir.path())).load(entry.key));
 }

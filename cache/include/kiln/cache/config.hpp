@@ -6,9 +6,11 @@
 /// records (kiln/cache/tuning_store.hpp); none of them needs the others to be configured.
 
 #include "kiln/cache/remote.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 
 namespace kiln::cache {
@@ -30,13 +32,22 @@ struct Config {
     /// (kiln/cache/remote.hpp). Not used when `disabled` (KILN_CACHE_DISABLE=1 means memory only).
     /// In remote-only mode the directory is neither read nor written by lookups and stores.
     std::optional<RemoteConfig> remote;
+    /// KILN_SIGNING_KEY_FILE, loaded: what this process signs its entries, memos and lists with;
+    /// null when unset. Only the environment sets it, never the directory's settings file.
+    std::shared_ptr<const SigningKey> signing_key;
+    /// KILN_TRUSTED_KEYS, loaded: with it, whatever did not come from this user's own compile
+    /// into this user's private directory is used only when one of these keys signed it
+    /// (docs/architecture.md, "What the cache trusts"); null when unset. Only the environment
+    /// sets it, never the directory's settings file.
+    std::shared_ptr<const TrustedKeys> trusted_keys;
 
     /// From the environment (the README's table), then the cache directory's settings file
     /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
     /// Without a cache directory to use (no KILN_CACHE_DIR, XDG_CACHE_HOME or home directory) the
     /// cache is disabled.
     /// @return the configuration in force.
-    /// @throws kiln::ConfigError for unparsable values, naming the variable or the file.
+    /// @throws kiln::ConfigError for unparsable values, naming the variable or the file (a key
+    /// file that cannot be read or parsed included).
     static Config from_environment();
 };
 

@@ -8,6 +8,7 @@
 
 #include "kiln/cache/key.hpp"
 #include "kiln/cache/recipe.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -19,14 +20,18 @@
 namespace kiln::cache {
 
 /// Version of the entry format that Kiln writes; part of every key, so a program never looks up
-/// an entry of another version. Tools (`kiln cache ls`, `verify`, `prune`, `show`) still decode
-/// entries from kOldestEntryFormatVersion on.
-inline constexpr std::uint32_t kEntryFormatVersion = 2;
+/// an entry of another version (an upgrade from version 2 is one miss per kernel). Tools
+/// (`kiln cache ls`, `verify`, `prune`, `show`) still decode entries from
+/// kOldestEntryFormatVersion on. Version 3 added the seal (provenance and signature) and the
+/// compression field.
+inline constexpr std::uint32_t kEntryFormatVersion = 3;
 /// The oldest entry format decode_entry() reads.
 inline constexpr std::uint32_t kOldestEntryFormatVersion = 1;
 
 /// Size of an entry's fixed header; the metadata follows it, then the payload.
 inline constexpr std::size_t kEntryHeaderSize = 64;
+/// Size of the seal that ends an entry of version 3 (provenance and signature), after the payload.
+inline constexpr std::size_t kEntrySealSize = 128;
 /// Limits that decode_entry() enforces and encode_entry() respects, so hostile sizes are rejected.
 /// The largest payload: 1 GiB.
 inline constexpr std::uint64_t kMaxPayloadSize = std::uint64_t{1} << 30;
@@ -36,6 +41,16 @@ inline constexpr std::uint64_t kMaxMetadataSize = std::uint64_t{64} << 20;
 /// What the payload is: `cubin`, a cubin for Entry::arch, loaded as is; or `ptx`, PTX text,
 /// which the format allows (Kiln itself stores cubins only).
 enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
+
+/// Where an entry came from, as its seal records it: `own_compile`, compiled by this user into
+/// this user's private directory (the one thing a reader with trusted keys uses unsigned), or
+/// `imported`, anything else (a write-back from the remote tier or a shared directory, an
+/// import, a shared directory's entries).
+enum class Provenance : std::uint32_t { own_compile = 1, imported = 2 };
+
+/// How the metadata and payload are stored. Version 3 defines the field; Kiln writes `none`,
+/// and reads an entry with another value as a miss (a newer Kiln's), never as damage.
+enum class Compression : std::uint16_t { none = 0 };
 
 /// What a link input is, as the device linker takes it.
 enum class LinkInputKind : std::uint32_t {
@@ -95,6 +110,11 @@ struct Entry {
     std::optional<Recipe> recipe;
     /// The inputs a linked payload was linked from, in link order; empty for a plain compile.
     std::vector<LinkInput> link_inputs;
+    /// Version 3: where it came from; encode_entry() writes it, decode_entry() reads it.
+    Provenance provenance = Provenance::imported;
+    /// Version 3, as read: the key the entry's signature names (not verified: verification
+    /// needs the trusted keys, trust.hpp); nullopt for an unsigned entry.
+    std::optional<PublicKeyBytes> signer;
 };
 
 /// Serialize an entry to its on-disk bytes, in Entry::format_version.
@@ -106,13 +126,27 @@ struct Entry {
 /// kOldestEntryFormatVersion..kEntryFormatVersion, or version 1 with fields it has no room for) or
 /// a link input with both bytes and a key.
 std::string encode_entry(const Entry& entry);
+/// encode_entry() signed with @p key (format version 3; nullptr: unsigned).
+/// @param entry the entry.
+/// @param key the writer's signing key, or nullptr.
+/// @return the file's content.
+std::string encode_entry(const Entry& entry, const SigningKey* key);
 
 /// Why decode_entry() rejected some bytes: `truncated` (fewer bytes than the header or its sizes
 /// promise), `bad_magic` (not a Kiln cache entry), `bad_version` (a version outside
 /// kOldestEntryFormatVersion..kEntryFormatVersion), `bad_key` (an entry for another key than its
 /// file name says), `bad_checksum` (a hash over the header, metadata or payload does not match),
-/// `malformed` (sizes over the limits, bad lengths, an unknown payload kind).
-enum class DecodeError { truncated, bad_magic, bad_version, bad_key, bad_checksum, malformed };
+/// `malformed` (sizes over the limits, bad lengths, an unknown payload kind, a bad seal),
+/// `unsupported` (a compression this Kiln does not read: a newer Kiln's entry, not damage).
+enum class DecodeError {
+    truncated,
+    bad_magic,
+    bad_version,
+    bad_key,
+    bad_checksum,
+    malformed,
+    unsupported
+};
 /// A name for logs and `kiln cache verify`.
 /// @param e the error.
 /// @return its name, e.g. `"bad_checksum"` (a static string).

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,8 +45,9 @@ struct Stats {
     /// @{
     /// `hits`: loads that found a verified entry; `misses`: loads that did not; `damaged`: entries
     /// found damaged (and removed); `evicted`: entries evicted for the size limit; `stores`:
-    /// entries published.
-    std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0;
+    /// entries published; `untrusted`: misses for want of a trusted signature (with
+    /// KILN_TRUSTED_KEYS: entries and lists from elsewhere that no trusted key signed).
+    std::uint64_t hits = 0, misses = 0, damaged = 0, evicted = 0, stores = 0, untrusted = 0;
     /// @}
     /// @{
     /// `entries`: entries in the directory now; `memos`: generated kernels' memos
@@ -93,7 +95,14 @@ struct VerifyResult {
     /// the others (and shard problems); `removed`: damaged ones removed (with `fix`).
     std::uint64_t checked = 0, ok = 0, damaged = 0, removed = 0;
     /// @}
-    /// Each damaged file and why.
+    /// Well-formed entries, memos and lists that a reader with KILN_TRUSTED_KEYS would not use
+    /// (not signed by a trusted key, and not this user's own compile in a private directory);
+    /// removed with `fix`. Not counted in `ok` or `damaged`.
+    std::uint64_t untrusted = 0;
+    /// How many good entries each signer or provenance vouches for ("signed by ci (ed25519:…)",
+    /// "unsigned, compiled by you", "unsigned, from elsewhere"…).
+    std::map<std::string, std::uint64_t> vouched;
+    /// Each damaged or untrusted file and why.
     std::vector<std::pair<std::filesystem::path, std::string>> problems;
 };
 
@@ -116,6 +125,10 @@ struct TransferResult {
     /// @}
     std::uint64_t skipped = 0; ///< damaged entries left out of an export
     std::uint64_t present = 0; ///< import: entries the cache already held verified (left as is)
+    /// import with KILN_TRUSTED_KEYS: entries no trusted key signed, left out (with their sources)
+    std::uint64_t untrusted = 0;
+    /// export with KILN_SIGNING_KEY_FILE: this user's own compiles signed on the way out
+    std::uint64_t signed_now = 0;
 };
 
 /// Checks one entry of an archive before import_from() publishes anything: returns "" to accept

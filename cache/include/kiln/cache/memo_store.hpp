@@ -8,6 +8,7 @@
 /// entries are. A memo that is absent, damaged, planted or a link is a miss.
 
 #include "kiln/cache/key.hpp"
+#include "kiln/cache/signing.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -32,10 +33,12 @@ inline constexpr std::uint64_t kMaxMemoCubin = std::uint64_t{64} << 20;
 /// The bytes of a memo (the format is documented in memo_store.cpp); for the store and tests.
 /// @param signature the memo's signature.
 /// @param memo what it leads to; its name and cubin must not be empty or over the limits.
+/// @param key the writer's signing key (KILN_SIGNING_KEY_FILE), or nullptr: unsigned.
 /// @return the encoded memo.
-std::string encode_memo(const Key& signature, const Memo& memo);
+std::string encode_memo(const Key& signature, const Memo& memo, const SigningKey* key = nullptr);
 
 /// A memo decoded from @p bytes when they are one, for @p signature; nullopt for anything else.
+/// Whether its signer is trusted is the reader's question (the seal, not this function).
 /// @param bytes the file's bytes.
 /// @param signature the signature it must hold.
 /// @return the memo, or nullopt.

@@ -76,6 +76,8 @@ struct RemoteStats {
     /// values found that did not verify.
     std::uint64_t hits = 0, misses = 0, damaged = 0;
     /// @}
+    /// Misses for want of a trusted signature (KILN_TRUSTED_KEYS): values no trusted key signed.
+    std::uint64_t untrusted = 0;
     std::uint64_t errors = 0;   ///< failed operations: refused, closed, protocol, server errors
     std::uint64_t timeouts = 0; ///< operations past their deadline
     std::uint64_t skipped = 0;  ///< lookups and publishes not tried while the breaker was open

@@ -18,10 +18,12 @@ namespace kiln::cache {
 
 /// Why TuningStore::load() found nothing usable.
 enum class TuningMiss {
-    none,      ///< a record was found and verified
-    absent,    ///< no file (or no usable cache directory, or the cache is disabled)
-    untrusted, ///< a link, a non-regular file, or a file another user could have planted
-    damaged,   ///< wrong size, magic, version, key or checksum
+    none,   ///< a record was found and verified
+    absent, ///< no file (or no usable cache directory, or the cache is disabled)
+    /// a link, a non-regular file, a file another user could have planted, or (with trusted
+    /// keys) a shared directory's record that no trusted key signed
+    untrusted,
+    damaged, ///< wrong size, magic, version, key or checksum
 };
 
 /// Stores tuning records in the cache directory of a Config. Never throws for a cache failure: a
@@ -69,8 +71,10 @@ class TuningStore {
 /// The bytes of a record (the format is documented in tuning_store.cpp); for tests and tools.
 /// @param key the record's key.
 /// @param payload the payload, at most TuningStore::kMaxPayload bytes.
+/// @param signing_key the writer's signing key, or nullptr: unsigned.
 /// @return the encoded record.
-std::string encode_tuning_record(const Key& key, std::string_view payload);
+std::string encode_tuning_record(const Key& key, std::string_view payload,
+                                 const SigningKey* signing_key = nullptr);
 
 /// The payload of a record, when @p bytes is one for @p key that verifies.
 /// @param bytes the encoded record.
