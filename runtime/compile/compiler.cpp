@@ -40,8 +40,18 @@ const bool kPrepareStepAdded = (detail::add_prepare_step(&detail::prepare_compil
 // The name under which entries record the toolkit's device runtime.
 constexpr const char* kDeviceRuntimeName = "libcudadevrt.a";
 
-// Bumped whenever the meaning of a key's fields changes, so old entries simply miss.
-constexpr std::uint64_t kKeySchema = 1;
+// Bumped whenever the meaning of a key's fields changes, so old entries simply miss. 2: headers
+// are named under kHeaderDir in the line table (their cubins no longer name the working directory).
+constexpr std::uint64_t kKeySchema = 2;
+
+// NVRTC places an in-memory header at <working directory>/<name>, and a -lineinfo cubin's line
+// table names it there: the same program compiled from another directory would be other bytes,
+// and `kiln import --verify` would refuse it. So each header with a relative name is handed over
+// behind a #line naming it under this directory, which exists nowhere: the line table, NVRTC's
+// errors and __FILE__ say "/kiln-in-memory/kiln/block_reduce.cuh" from any directory. The #line
+// renames only: NVRTC still finds the header by the name an #include spells, and still looks for
+// its quoted includes beside <working directory>/<name> (recipe_sandbox.cpp checks there).
+constexpr std::string_view kHeaderDir = "/kiln-in-memory/";
 
 [[noreturn]] void throw_nvrtc(nvrtcResult result, const char* call) {
     throw Error(std::string("NVRTC call failed: ") + call + " returned " +
@@ -229,12 +239,29 @@ std::vector<cache::LinkInput> recorded_link_inputs(const Request& r) {
     return recorded;
 }
 
+// The text NVRTC gets for @p header: its source behind a #line that names it under kHeaderDir.
+// An absolute name is already the same from any directory, and a name that a #line could not
+// spell plainly (a quote, a backslash, a control character) is handed over as it is.
+std::string header_for_nvrtc(const Header& header) {
+    const bool plain = std::all_of(header.name.begin(), header.name.end(), [](char c) {
+        return c >= ' ' && c <= '~' && c != '"' && c != '\\';
+    });
+    if (header.name.empty() || header.name.front() == '/' || !plain) return header.source;
+    std::string text;
+    text.reserve(kHeaderDir.size() + header.name.size() + header.source.size() + 12);
+    text.append("#line 1 \"").append(kHeaderDir).append(header.name).append("\"\n");
+    return text.append(header.source);
+}
+
 NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
                       const std::string& time_trace_option = {}) {
+    std::vector<std::string> header_texts;
+    for (const auto& h : r.headers)
+        header_texts.push_back(header_for_nvrtc(h));
     std::vector<const char*> header_sources, header_names;
-    for (const auto& h : r.headers) {
-        header_sources.push_back(h.source.c_str());
-        header_names.push_back(h.name.c_str());
+    for (std::size_t i = 0; i < r.headers.size(); ++i) {
+        header_sources.push_back(header_texts[i].c_str());
+        header_names.push_back(r.headers[i].name.c_str());
     }
     nvrtcProgram raw = nullptr;
     KILN_NVRTC(nvrtcCreateProgram(&raw, r.source.c_str(), program_name.c_str(),

@@ -128,8 +128,20 @@ bool exists_in(const std::filesystem::path& dir, const std::string& name) {
     return !dir.empty() && std::filesystem::is_regular_file(dir / name, ec);
 }
 
-// Why @p inc may read a file that is neither one of @p recipe's headers nor the toolkit's.
-std::string include_refusal(const cache::Recipe& recipe, const Include& inc) {
+// The folder NVRTC takes @p name (a program name or an in-memory header's) to be in: a relative
+// name is in the working directory (an empty program name too: Compiler::reproduce() then
+// names the program kiln_<key>.cu).
+std::filesystem::path folder_of(const std::string& name) {
+    std::error_code ec;
+    const std::filesystem::path folder = std::filesystem::path(name).parent_path();
+    const auto absolute = std::filesystem::absolute(folder.empty() ? "." : folder, ec);
+    return ec ? std::filesystem::path() : absolute.lexically_normal();
+}
+
+// Why @p inc, in @p recipe's source or (@p header not null) in that header of it, may read a file
+// that is neither one of its headers nor the toolkit's.
+std::string include_refusal(const cache::Recipe& recipe, const Include& inc,
+                            const std::string* header) {
     const std::string shown = inc.quoted ? "\"" + inc.name + "\"" : "<" + inc.name + ">";
     if (!inc.plain)
         return "an #include that a macro computes (" + inc.name + "): it could name any file";
@@ -144,12 +156,17 @@ std::string include_refusal(const cache::Recipe& recipe, const Include& inc) {
                             (exists_in(toolkit, inc.name) || exists_in(toolkit / "cccl", inc.name));
     if (!in_toolkit)
         return "#include " + shown + " is neither one of its headers nor the toolkit's";
-    // A quoted name is looked for beside the program name first: a file there would be read
-    // instead of the toolkit's.
-    if (inc.quoted && !recipe.program_name.empty() &&
-        exists_in(std::filesystem::path(recipe.program_name).parent_path(), inc.name))
+    if (!inc.quoted) return {};
+    // A quoted name is looked for beside the file that includes it first: a file there would be
+    // read instead of the toolkit's. The program is where its name says; an in-memory header is
+    // where NVRTC places it, <working directory>/<name>.
+    if (exists_in(folder_of(recipe.program_name), inc.name))
         return "#include " + shown + " would read a file beside its program name " +
                recipe.program_name + " instead of the toolkit's";
+    if (header && exists_in(folder_of(*header), inc.name))
+        return "#include " + shown + " would read a file beside " + *header +
+               " in the working directory, where NVRTC places the header, instead of the "
+               "toolkit's";
     return {};
 }
 
@@ -165,11 +182,11 @@ std::string recipe_sandbox_refusal(const cache::Recipe& recipe) {
                        "', which makes NVRTC read files outside its headers and the toolkit's";
     }
     for (const auto& inc : includes_of(recipe.source))
-        if (std::string why = include_refusal(recipe, inc); !why.empty())
+        if (std::string why = include_refusal(recipe, inc, nullptr); !why.empty())
             return "its source's " + why;
     for (const auto& [header, content] : recipe.headers)
         for (const auto& inc : includes_of(content))
-            if (std::string why = include_refusal(recipe, inc); !why.empty())
+            if (std::string why = include_refusal(recipe, inc, &header); !why.empty())
                 return "its header " + header + "'s " + why;
     return {};
 }

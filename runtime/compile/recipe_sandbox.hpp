@@ -16,8 +16,10 @@ namespace kiln::detail {
 /// Why compiling @p recipe again could read a file outside its own headers and the toolkit's, or
 /// "" when it cannot: every `#include` of its source and its headers (after comments and line
 /// splices are removed) names one of its headers, or a toolkit header (no absolute path, no
-/// `..`, and for a quoted name no file of that name beside the program name); no include
-/// directive is computed by a macro; no option adds an include folder or a file to include.
+/// `..`, and for a quoted name no file of that name where NVRTC looks first: beside the program
+/// name, in the working directory for a relative one, and for an include in a header beside
+/// `<working directory>/<header name>`, where NVRTC places it); no include directive is computed
+/// by a macro; no option adds an include folder or a file to include.
 std::string recipe_sandbox_refusal(const cache::Recipe& recipe);
 
 } // namespace kiln::detail

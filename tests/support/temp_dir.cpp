@@ -28,6 +28,17 @@ TempDir::~TempDir() {
     std::filesystem::remove_all(m_path, ec);
 }
 
+WorkingDirectory::WorkingDirectory(const std::filesystem::path& dir)
+    : m_previous(std::filesystem::current_path()) {
+    std::filesystem::create_directories(dir);
+    std::filesystem::current_path(dir);
+}
+
+WorkingDirectory::~WorkingDirectory() {
+    std::error_code ec;
+    std::filesystem::current_path(m_previous, ec);
+}
+
 std::string read_file(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});

@@ -19,6 +19,19 @@ class TempDir {
     std::filesystem::path m_path;
 };
 
+/// Makes @p dir (created if missing) the process's working directory while it lives, then goes
+/// back. Process-wide: for tests that run in a process of their own, as CTest runs each one.
+class WorkingDirectory {
+  public:
+    explicit WorkingDirectory(const std::filesystem::path& dir);
+    ~WorkingDirectory();
+    WorkingDirectory(const WorkingDirectory&) = delete;
+    WorkingDirectory& operator=(const WorkingDirectory&) = delete;
+
+  private:
+    std::filesystem::path m_previous;
+};
+
 /// Read a whole file as bytes ("" if missing).
 std::string read_file(const std::filesystem::path& path);
 /// Write bytes to a file, replacing it.

@@ -1,7 +1,10 @@
 // Nsight Compute correlation, checked without a GPU: with KILN_CACHE_SAVE_SOURCE the cubin's line
-// table names the saved .cu, which holds the source.
+// table names the saved .cu, which holds the source; the headers handed to NVRTC in memory are
+// named the same from any working directory, so a recipe compiles to the same bytes anywhere.
 
 #include "compiler_fixture.hpp"
+
+#include "kiln/error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +13,7 @@
 
 using kiln::test::CompilerTest;
 using kiln::test::kAddSource;
+using kiln::test::WorkingDirectory;
 
 namespace {
 
@@ -25,6 +29,23 @@ std::string line_table(const std::string& cubin, const std::filesystem::path& di
         out += buffer;
     return out;
 }
+
+// A kernel whose code comes from two in-memory headers, one including the other, as Kiln's own
+// (kiln/reduction.cuh includes kiln/block_reduce.cuh).
+kiln::CompileOptions with_headers() {
+    kiln::CompileOptions options = kiln::CompileOptions::for_arch("sm_90");
+    options.headers = {{"kiln/helpers.cuh",
+                        "#pragma once\n#include \"kiln/twice.cuh\"\n"
+                        "__device__ float thrice(float v) { return twice(v) + v; }\n"},
+                       {"kiln/twice.cuh", "#pragma once\n"
+                                          "__device__ float twice(float v) { return 2 * v; }\n"}};
+    return options;
+}
+
+constexpr const char* kUsesHeaders = "#include <kiln/helpers.cuh>\n"
+                                     "extern \"C\" __global__ void k(float* p) {\n"
+                                     "    p[threadIdx.x] = thrice(p[threadIdx.x]);\n"
+                                     "}\n";
 
 } // namespace
 
@@ -59,4 +80,43 @@ TEST_F(CompilerTest, LineinfoCanBeTurnedOff) {
     auto without = m_compiler->compile(kAddSource, options);
     EXPECT_NE(line_table(with->cubin(), m_dir.path()).find(".cu"), std::string::npos);
     EXPECT_EQ(line_table(without->cubin(), m_dir.path()).find(".cu"), std::string::npos);
+}
+
+// NVRTC names an in-memory header under the working directory (<cwd>/kiln/helpers.cuh): the same
+// recipe compiled from another directory, as `kiln import --verify` in CI does, gave other bytes.
+TEST_F(CompilerTest, ARecipeCompilesToTheSameBytesFromAnyWorkingDirectory) {
+    std::shared_ptr<const kiln::Program> made;
+    {
+        WorkingDirectory here(m_dir / "made-here");
+        made = m_compiler->compile(kUsesHeaders, with_headers());
+    }
+    const auto entry = m_store->local().peek(made->key());
+    ASSERT_TRUE(entry && entry->recipe);
+    std::shared_ptr<const kiln::Program> again;
+    {
+        WorkingDirectory elsewhere(m_dir / "checked-elsewhere");
+        again = m_compiler->reproduce(*entry->recipe, "sm_90");
+    }
+    EXPECT_EQ(again->key(), made->key());
+    EXPECT_TRUE(again->cubin() == made->cubin()) << "the cubin depends on the working directory";
+
+    const std::string table = line_table(made->cubin(), m_dir.path());
+    EXPECT_NE(table.find("helpers.cuh"), std::string::npos) << table;
+    EXPECT_EQ(table.find("made-here"), std::string::npos) << table;
+    // The program itself is still named by the path of its saved source (Nsight Compute).
+    EXPECT_NE(table.find(m_store->local().source_path(made->key()).filename().string()),
+              std::string::npos)
+        << table;
+}
+
+// A compile error in an in-memory header still names the header and the line.
+TEST_F(CompilerTest, AnErrorInAnInMemoryHeaderNamesTheHeaderAndLine) {
+    auto options = with_headers();
+    options.headers[1].source = "#pragma once\n__device__ float twice(float v) { return 2 v; }\n";
+    try {
+        m_compiler->compile(kUsesHeaders, options);
+        FAIL() << "compiled a header with an error";
+    } catch (const kiln::CompileError& e) {
+        EXPECT_NE(e.log().find("kiln/twice.cuh(2): error"), std::string::npos) << e.log();
+    }
 }

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 using kiln::detail::recipe_sandbox_refusal;
@@ -93,4 +94,37 @@ TEST(RecipeSandbox, ReproduceRefusesBeforeCompiling) {
     EXPECT_EQ(kiln::Compiler::global().statistics().compiles, before) << "NVRTC never ran";
     // The same kernel without it compiles.
     EXPECT_TRUE(kiln::Compiler::global().reproduce(recipe_with(kKernel), "sm_90"));
+}
+
+// NVRTC places an in-memory header at <working directory>/<name> and looks for its quoted
+// includes in that folder first: a file there would be read instead of the toolkit's.
+TEST(RecipeSandbox, AQuotedToolkitNameInAHeaderIsCheckedBesideWhereNvrtcPlacesIt) {
+    kiln::test::TempDir dir;
+    kiln::test::WorkingDirectory here(dir / "work");
+    auto recipe = recipe_with(std::string("#include \"kiln/helpers.cuh\"\n") + kKernel);
+    recipe.headers = {{"kiln/helpers.cuh", "#pragma once\n#include \"cuda_fp16.h\"\n"}};
+    EXPECT_EQ(recipe_sandbox_refusal(recipe), "");
+    std::filesystem::create_directories(dir / "work" / "kiln");
+    kiln::test::write_file(dir / "work" / "kiln" / "cuda_fp16.h", "the secret\n");
+    const std::string why = recipe_sandbox_refusal(recipe);
+    EXPECT_NE(why.find("kiln/helpers.cuh's #include \"cuda_fp16.h\" would read a file beside "
+                       "kiln/helpers.cuh in the working directory"),
+              std::string::npos)
+        << why;
+    EXPECT_EQ(why.find("the secret"), std::string::npos);
+}
+
+// A relative program name (or none: Compiler::reproduce() then names it kiln_<key>.cu) puts the
+// program in the working directory, where its quoted includes are looked for first.
+TEST(RecipeSandbox, ARelativeProgramNameIsCheckedInTheWorkingDirectory) {
+    kiln::test::TempDir dir;
+    kiln::test::WorkingDirectory here(dir.path());
+    kiln::test::write_file(dir / "cuda_fp16.h", "shadowing the toolkit's\n");
+    for (const char* name : {"abcd.cu", ""}) {
+        SCOPED_TRACE(name);
+        auto recipe = recipe_with(std::string("#include \"cuda_fp16.h\"\n") + kKernel);
+        recipe.program_name = name;
+        EXPECT_NE(recipe_sandbox_refusal(recipe).find("would read a file beside its program name"),
+                  std::string::npos);
+    }
 }

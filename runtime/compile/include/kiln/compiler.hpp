@@ -27,7 +27,9 @@ namespace cache {
 class Store;
 }
 
-/// A header handed to NVRTC in memory: `#include "name"` in the source finds it.
+/// A header handed to NVRTC in memory: `#include "name"` in the source finds it. It is on no
+/// disk: a `-lineinfo` cubin's line table and NVRTC's errors name it `/kiln-in-memory/<name>`,
+/// the same from any working directory (an absolute name stays as it is).
 struct Header {
     /// The name the source includes it by, e.g. `"my_types.cuh"`.
     std::string name;
