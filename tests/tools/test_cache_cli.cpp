@@ -502,7 +502,7 @@ TEST_F(CacheCli, ShowPrintsTheRecipeAndLinkInputs) {
     auto text = run_command(kiln("cache show " + entry.key.hex()));
     ASSERT_EQ(text.status, 0) << text.err;
     for (const std::string& line : std::vector<std::string>{
-             "format        2\n", "kernels       1\n  void k<float>()\n",
+             "format        3\n", "kernels       1\n  void k<float>()\n",
              "  program     /somewhere/k.cu\n", "  options     -DM=3 --use_fast_math\n",
              "    scale.cuh (16 bytes)\n", "  expressions k<1>\n", "  lineinfo    off\n",
              "  description {\"front_end\":\"ElementwiseKernel\"", "link inputs   2\n",
@@ -535,7 +535,9 @@ TEST_F(CacheCli, Version1EntriesAreListedShownVerifiedAndPruned) {
     EXPECT_NE(ls.out.find("(old format)", old_line), std::string::npos) << ls.out;
     auto json = run_command(kiln("cache ls --json"));
     for (const auto& item : nlohmann::json::parse(json.out))
-        EXPECT_EQ(item.at("format_version"), item.at("key") == kiln::test::kGoldenV1Key ? 1 : 2);
+        EXPECT_EQ(item.at("format_version"), item.at("key") == kiln::test::kGoldenV1Key
+                                                 ? 1u
+                                                 : kiln::cache::kEntryFormatVersion);
 
     auto shown = run_command(kiln(std::string("cache show ") + kiln::test::kGoldenV1Key));
     ASSERT_EQ(shown.status, 0) << shown.err;

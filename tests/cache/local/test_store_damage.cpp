@@ -61,7 +61,7 @@ const Damage kDamages[] = {
     {"WrongMagic", [](const std::string& b) { return "NOTKILN!" + b.substr(8); }},
     {"WrongVersion",
      [](const std::string& b) {
-         return b.substr(0, 8) + std::string("\x03\0\0\0", 4) + b.substr(12); // a future one
+         return b.substr(0, 8) + std::string("\x04\0\0\0", 4) + b.substr(12); // a future one
      }},
     {"AnotherKeysEntry",
      [](const std::string&) {

@@ -66,14 +66,21 @@ class SigningKey {
     void save(const std::filesystem::path& path) const;
 
     /// The public half.
+    /// @return the public key and its comment.
     const PublicKey& public_key() const noexcept { return m_public; }
     /// Sign @p message.
     /// @param message the bytes to sign.
     /// @return the signature.
     SignatureBytes sign(std::string_view message) const;
 
-    SigningKey(SigningKey&&) noexcept;
-    SigningKey& operator=(SigningKey&&) noexcept;
+    /// Moves the key material; @p other is left empty.
+    /// @param other the key to move from.
+    SigningKey(SigningKey&& other) noexcept;
+    /// Moves the key material; @p other is left empty.
+    /// @param other the key to move from.
+    /// @return this.
+    SigningKey& operator=(SigningKey&& other) noexcept;
+    /// Wipes the private key from memory.
     ~SigningKey();
 
     struct Impl; ///< the key material (signing.cpp)
@@ -110,13 +117,22 @@ class TrustedKeys {
     /// @return the trusted key that signed, or nullptr.
     const PublicKey* verify(const PublicKeyBytes& signer, std::string_view message,
                             const SignatureBytes& signature) const;
-    /// The trusted key with these bytes, or nullptr.
+    /// The trusted key with these bytes.
+    /// @param bytes a public key.
+    /// @return the key with its comment, or nullptr when it is not trusted.
     const PublicKey* find(const PublicKeyBytes& bytes) const;
-    /// The keys, in file order.
+    /// The keys.
+    /// @return every key, in file order (a key given twice once).
     std::vector<PublicKey> keys() const;
 
-    TrustedKeys(TrustedKeys&&) noexcept;
-    TrustedKeys& operator=(TrustedKeys&&) noexcept;
+    /// Moves the keys; @p other is left without any.
+    /// @param other the keys to move from.
+    TrustedKeys(TrustedKeys&& other) noexcept;
+    /// Moves the keys; @p other is left without any.
+    /// @param other the keys to move from.
+    /// @return this.
+    TrustedKeys& operator=(TrustedKeys&& other) noexcept;
+    /// Frees the keys.
     ~TrustedKeys();
 
   private:
