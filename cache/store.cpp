@@ -171,7 +171,7 @@ RemoteStats Store::remote_stats() {
     RemoteStats stats = m_impl->remote_unsaved();
     try {
         if (auto root = m_impl->directory().root(false))
-            stats += detail::read_remote_stats(root->get());
+            stats += detail::read_remote_stats(root->get(), m_impl->directory().modes().shared);
     } catch (const std::exception&) {
         // Counters are for display: what could not be read is left out.
     }

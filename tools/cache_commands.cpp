@@ -4,6 +4,7 @@
 
 #include "cache_access.hpp"
 #include "commands.hpp"
+#include "compile_error.hpp"
 #include "format_size.hpp"
 #include "output.hpp"
 
@@ -53,10 +54,22 @@ void run_zero_stats(const StatsArgs& args) {
     require_writable(config, "kiln cache stats --zero");
     cache::LocalStore store(config);
     check_cache_dir(store);
-    if (!store.zero_stats())
-        throw Error("some statistics in " + config.dir.string() +
-                    " could not be reset (a shard's counters are locked or unwritable); check "
-                    "`kiln cache verify` and try again");
+    // A counter file another process keeps locked is waited for briefly, then named: a member of
+    // a shared cache can hold a lock for good.
+    if (const auto result = store.zero_stats(); !result) {
+        std::string files;
+        nlohmann::json not_zeroed = nlohmann::json::array();
+        for (const auto& [path, why] : result.not_zeroed) {
+            files += "\n  " + path.string() + " (" + why + ")";
+            not_zeroed.push_back({{"path", path.string()}, {"why", why}});
+        }
+        throw DetailedError("the statistics in " + config.dir.string() + " were reset but for " +
+                                std::to_string(result.not_zeroed.size()) +
+                                " counter file(s):" + files +
+                                "\ntry again once their locks are free; `kiln cache verify` "
+                                "lists files that are not Kiln's",
+                            "error", {{"dir", config.dir.string()}, {"not_zeroed", not_zeroed}});
+    }
     if (args.json)
         print_json({{"dir", config.dir.string()}, {"zeroed", true}});
     else

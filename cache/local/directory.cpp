@@ -117,6 +117,11 @@ ShardRef Directory::open_shard(int shard, bool create) {
 }
 
 std::optional<Counters> Directory::count(ShardRef& ref, const Counters& delta, LockWait wait) {
+    return write_counts(ref, delta, wait, false).totals;
+}
+
+Directory::Written Directory::write_counts(ShardRef& ref, const Counters& delta, LockWait wait,
+                                           bool spill) {
     Counters merged;
     {
         std::lock_guard<std::mutex> lock(m_pending_mutex);
@@ -126,38 +131,58 @@ std::optional<Counters> Directory::count(ShardRef& ref, const Counters& delta, L
     }
     // A read-only cache is never written, counters included; they stay in this process.
     Counters left = merged;
-    std::optional<Counters> totals;
+    Written written;
     if (!m_config.readonly && ref) {
         left = {};
+        // What another process keeps locked is kept for the next update or, with @p spill (the
+        // last chance), left beside the file for the next holder of its lock.
+        const auto spilled = [&](int dir_fd, std::string_view name, const Counters& part,
+                                 const std::filesystem::path& path) {
+            written.locked = true;
+            if (!spill) return false;
+            const int error = write_spill(dir_fd, std::string(name), format_counter_delta(part),
+                                          m_modes.file, m_modes.shared);
+            if (error != 0) warn_counts_lost(path.string(), error);
+            return error == 0;
+        };
         const Counters events = event_part(merged);
         if (!events.empty() && !add_counters(ref.get(), std::string(kStatsName), events,
                                              m_modes.file, m_modes.shared, wait))
-            left += events;
+            if (errno != EWOULDBLOCK ||
+                !spilled(ref.get(), kStatsName, events, shard_dir(ref.shard) / kStatsName))
+                left += events;
         const Counters usage = usage_part(merged);
         bool fresh = false;
         if (!usage.empty()) {
-            auto file = LockedStats::open(ref.root->get(), std::string(kUsageName), true,
-                                          m_modes.file, m_modes.shared, wait);
-            if (file) {
-                fresh = file->fresh();
-                Counters sum = file->read();
-                sum += usage;
-                if (file->write(sum) == 0) totals = sum;
+            bool locked = false;
+            {
+                auto file = LockedStats::open(ref.root->get(), std::string(kUsageName), true,
+                                              m_modes.file, m_modes.shared, wait);
+                locked = !file && errno == EWOULDBLOCK;
+                if (file) {
+                    fresh = file->fresh();
+                    Counters sum = file->read();
+                    sum += usage;
+                    if (file->write(sum) == 0) written.totals = sum;
+                }
             }
-            if (!totals) left += usage;
+            if (!written.totals &&
+                !(locked && spilled(ref.root->get(), kUsageName, usage, m_config.dir / kUsageName)))
+                left += usage;
         }
         // A cache with no estimate yet (one made by an older Kiln, or whose usage file was
         // removed) is recounted now; the caller then cleans it if it is over the limit.
         if (fresh) {
             evict(UINT64_MAX, std::nullopt, nullptr, wait, now_ns() - kStaleTempAgeNs, true);
-            totals = read_counters(ref.root->get(), std::string(kUsageName));
+            written.totals =
+                read_counters(ref.root->get(), std::string(kUsageName), m_modes.shared);
         }
     }
     if (!left.empty()) {
         std::lock_guard<std::mutex> lock(m_pending_mutex);
         m_pending[ref.shard] += left;
     }
-    return totals;
+    return written;
 }
 
 void Directory::count_later(ShardRef& ref, const Counters& delta) {
@@ -185,17 +210,21 @@ Counters Directory::pending_total() {
 
 void Directory::flush_pending() {
     if (m_config.readonly || m_config.disabled) return;
+    LockWait wait = LockWait::brief;
     for (int shard = 0; shard < kShardCount; ++shard) {
         bool empty;
         {
             std::lock_guard<std::mutex> lock(m_pending_mutex);
             empty = m_pending[shard].empty();
         }
-        // Last chance for these counts (often at exit): worth a longer wait than a hit's. Nothing
-        // is created for them: counts for a cache directory removed meanwhile are dropped.
+        // Last chance for these counts (often at exit). Nothing is created for them: counts for a
+        // cache directory removed meanwhile are dropped.
         if (empty) continue;
         auto ref = open_shard(shard, false);
-        count(ref, {}, LockWait::patient);
+        // An exit must not wait on a lock another process holds for long (a member of a shared
+        // cache can hold it for good): a few milliseconds for the first locked file, no wait
+        // after it, and what stays locked is left beside its file for the next holder.
+        if (write_counts(ref, {}, wait, true).locked) wait = LockWait::none;
     }
 }
 
@@ -281,7 +310,10 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
     // in memory and add them after, on top of the recount.
     auto usage = LockedStats::open(root_fd->get(), std::string(kUsageName), !m_config.readonly,
                                    m_modes.file, m_modes.shared, wait);
-    if (!usage && errno == EWOULDBLOCK && wait == LockWait::brief) return result;
+    if (!usage && errno == EWOULDBLOCK && wait != LockWait::patient) return result;
+    // Counts left beside the usage file before now are of files the recount below finds (or
+    // no longer finds): read, so that the write removes them, and replaced by the recount.
+    if (usage) usage->gather_spills();
 
     // Scanned one shard at a time and reopened only where something goes, so a clean-up holds at
     // most two descriptors whatever the application has open.
@@ -292,10 +324,12 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
     // not try 256 names that are not there. Anything under a shard's name is opened (and
     // checked) as before; when the root cannot be listed, every shard is tried.
     std::vector<bool> listed(kShardCount, true);
+    bool remote_spills = false;
     if (std::vector<DirItem> items; list_dir(root_fd->get(), items) == 0) {
         listed.assign(kShardCount, false);
         auto digit = [](char c) { return c >= 'a' && c <= 'f' ? c - 'a' + 10 : c - '0'; };
         for (const auto& item : items) {
+            remote_spills = remote_spills || is_spill_name(item.name, kRemoteStatsName);
             if (item.name.size() != 2) continue;
             const int shard = digit(item.name[0]) * 16 + digit(item.name[1]);
             if (shard >= 0 && shard < kShardCount && item.name == shard_name(shard))
@@ -315,10 +349,24 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
     std::vector<std::vector<const ShardItem*>> by_shard(kShardCount);
     for (const auto& victim : victims)
         by_shard[victim.shard].push_back(victim.item);
+    // Counts left beside a counter file and not marked (their process died between the two) are
+    // added now, if its lock is free.
+    const auto add_spills = [&](int dir_fd, std::string_view name) {
+        if (m_config.readonly) return;
+        if (auto file = LockedStats::open(dir_fd, std::string(name), true, m_modes.file,
+                                          m_modes.shared, LockWait::none)) {
+            file->gather_spills();
+            file->write_text(file->text());
+        }
+    };
+    if (remote_spills) add_spills(root_fd->get(), kRemoteStatsName);
     for (int shard = 0; shard < kShardCount; ++shard) {
-        if (by_shard[shard].empty() && contents[shard].stale_temps.empty()) continue;
+        if (by_shard[shard].empty() && contents[shard].stale_temps.empty() &&
+            contents[shard].spills.empty())
+            continue;
         auto ref = open_shard(shard, false);
         if (!ref) continue;
+        if (!contents[shard].spills.empty()) add_spills(ref.get(), kStatsName);
         std::uint64_t removed = 0;
         for (const ShardItem* item : by_shard[shard]) {
             // Only what is really gone is counted (a read-only file system removes nothing).
@@ -340,7 +388,9 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
         if (count_evicted && removed != 0) {
             Counters delta;
             delta.evicted = removed;
-            count(ref, delta, wait);
+            // Kept in memory while another process holds the shard's lock: a clean-up does not
+            // wait a second per shard for it.
+            count(ref, delta, wait == LockWait::patient ? LockWait::brief : wait);
         }
     }
     // Recount: the estimate heals from drift (killed writers, removals by hand) at each clean-up.

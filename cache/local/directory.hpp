@@ -65,7 +65,8 @@ class Directory {
 
     /// Add @p delta to the counters (events to the shard's file, entries and bytes to the cache's
     /// usage file); what cannot be written now (locked, missing, read-only) is kept and added with
-    /// the next update. Returns the usage totals when they were written.
+    /// the next update (or, at the last chance, flush_pending()). Returns the usage totals when
+    /// they were written.
     std::optional<Counters> count(ShardRef& ref, const Counters& delta,
                                   LockWait wait = LockWait::brief);
     std::optional<Counters> count(int shard, const Counters& delta,
@@ -78,7 +79,9 @@ class Directory {
     static constexpr std::uint64_t kDeferredEvents = 64;
     /// This process's counts not yet in the files.
     Counters pending_total();
-    /// Try once more to write what count() kept.
+    /// Try once more to write what count() kept (at exit, and for write_statistics()). It never
+    /// waits long for a lock another process holds: what stays locked is left beside its file
+    /// for the next holder of the lock (stats_file.hpp's spills).
     void flush_pending();
 
     /// Publish @p suffix's file of @p key in its shard: an entry, source, trace, memo or
@@ -96,9 +99,10 @@ class Directory {
 
     /// Remove, over the whole cache, entries modified before @p older_than_ns and then the least
     /// recently used until it holds at most @p max_bytes (never @p keep), plus stale temporaries;
-    /// recount the usage. One clean-up at a time: with LockWait::brief a clean-up already running
-    /// elsewhere makes this one return at once. @p count_evicted: add the removed entries to the
-    /// `evicted` counters (not for `clear`).
+    /// recount the usage, and add the counts left beside the counter files by processes that
+    /// died before marking them. One clean-up at a time: with a wait shorter than
+    /// LockWait::patient a clean-up already running elsewhere makes this one return at once. @p
+    /// count_evicted: add the removed entries to the `evicted` counters (not for `clear`).
     PruneResult evict(std::uint64_t max_bytes, std::optional<std::int64_t> older_than_ns,
                       const Key* keep, LockWait wait, std::int64_t stale_before_ns,
                       bool count_evicted);
@@ -109,6 +113,15 @@ class Directory {
     void warn_read(const std::string& what, int error);
 
   private:
+    /// What write_counts() did.
+    struct Written {
+        std::optional<Counters> totals; ///< the usage totals, when they were written
+        bool locked = false;            ///< a file stayed locked by another process
+    };
+    /// count()'s work. With @p spill, what another process keeps locked is left beside its file
+    /// rather than kept in memory.
+    Written write_counts(ShardRef& ref, const Counters& delta, LockWait wait, bool spill);
+
     const Config m_config;
     const Modes m_modes;
     std::mutex m_root_mutex;

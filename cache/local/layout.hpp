@@ -13,6 +13,9 @@
 //   <dir>/remote-stats       the remote tier's counters (remote/remote_stats_file.hpp)
 //   <dir>/kiln.conf          the cache's settings (settings_file.hpp)
 //   <dir>/<ab>/.tmp.*        a file being written; never read as an entry, removed when stale
+//   <dir>/<ab>/.stats-pending.*, <dir>/.usage-pending.*, <dir>/.remote-stats-pending.*
+//                            counts left while another process held the counter file's lock,
+//                            and their marks `.<name>-pending` (stats_file.hpp)
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"

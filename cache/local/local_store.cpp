@@ -85,7 +85,8 @@ Stats LocalStore::stats() {
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
         auto ref = m_directory->open_shard(shard, false);
         if (!ref) continue;
-        counters += detail::read_counters(ref.get(), std::string(detail::kStatsName));
+        counters += detail::read_counters(ref.get(), std::string(detail::kStatsName),
+                                          m_directory->modes().shared);
         detail::ShardContents contents;
         if (detail::scan_shard(ref.get(), 0, contents) != 0) continue;
         stats.entries += contents.entries();

@@ -209,6 +209,29 @@ void record_verdict(detail::Directory& directory, detail::ShardRef& ref, const s
     result.problems.emplace_back(directory.shard_dir(ref.shard) / name, std::move(problem));
 }
 
+// verify()'s verdict on what is at the name of counts left for a locked counter file (@p path,
+// in @p dir_fd): a spill, or one still being written, is fine; anything else (a link, a FIFO, a
+// directory, a hard link, a file of another user or group, too large, or one a process that died
+// never finished) is reported in @p result, and removed when @p fix.
+void check_spill_file(int dir_fd, const std::filesystem::path& path, bool shared, bool fix,
+                      VerifyResult& result) {
+    const std::string name = path.filename().string();
+    const detail::SpillCheck check = detail::check_spill(dir_fd, name, shared);
+    std::string problem;
+    if (check.kind == detail::SpillCheck::untrusted)
+        problem = "not counts left for a locked counter file: " + check.text;
+    else if (check.kind == detail::SpillCheck::stale)
+        problem = "counts left for a locked counter file, never finished (its process died)";
+    else
+        return;
+    ++result.damaged;
+    if (fix && detail::remove_at(dir_fd, name) == 0) {
+        ++result.removed;
+        problem += " (removed)";
+    }
+    result.problems.emplace_back(path, std::move(problem));
+}
+
 // Whether @p name is one of the cache's bookkeeping files (usage, counters, settings).
 bool is_bookkeeping(const std::string& name) {
     return name == detail::kUsageName || name == detail::kRemoteStatsName ||
@@ -288,10 +311,21 @@ VerifyResult LocalStore::verify(bool fix) {
         result.problems.emplace_back(problem.path, problem.what);
     }
     const Config& config = m_directory->config();
+    const bool shared = m_directory->modes().shared;
+    const bool fix_spills = fix && !m_directory->config().readonly;
+    if (auto root = m_directory->root(false))
+        for (const std::string_view counters : {detail::kUsageName, detail::kRemoteStatsName})
+            for (const auto& name :
+                 detail::list_spills(root->get(), counters, detail::kMaxSpillsKept * 16))
+                check_spill_file(root->get(), m_directory->config().dir / name, shared, fix_spills,
+                                 result);
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
         auto ref = m_directory->open_shard(shard, false);
         detail::ShardContents contents;
         if (!ref || detail::scan_shard(ref.get(), 0, contents) != 0) continue;
+        for (const auto& name : contents.spills)
+            check_spill_file(ref.get(), m_directory->shard_dir(shard) / name, shared, fix_spills,
+                             result);
         for (const auto& item : contents.items) {
             const std::string hex = item.key.hex();
             if (item.has_memo) {
@@ -348,26 +382,26 @@ PruneResult LocalStore::clear() {
     return m_directory->evict(0, future, nullptr, detail::LockWait::patient, future, false);
 }
 
-bool LocalStore::zero_stats() {
-    bool all = true;
+ZeroResult LocalStore::zero_stats() {
+    ZeroResult result;
+    const detail::Modes& modes = m_directory->modes();
+    // A brief wait each: a file another process keeps locked is reported, not waited for.
+    const auto zero = [&](int dir_fd, const std::filesystem::path& path) {
+        const int error = detail::zero_counter_file(dir_fd, path.filename().string(), modes.file,
+                                                    modes.shared, detail::LockWait::brief);
+        if (error != 0)
+            result.not_zeroed.emplace_back(path, error == EWOULDBLOCK
+                                                     ? std::string("locked by another process")
+                                                     : std::string(std::strerror(error)));
+    };
     for (int shard = 0; shard < detail::kShardCount; ++shard) {
         auto ref = m_directory->open_shard(shard, false);
-        if (!ref) continue;
-        auto stats = detail::LockedStats::open(
-            ref.get(), std::string(detail::kStatsName), false, m_directory->modes().file,
-            m_directory->modes().shared, detail::LockWait::patient);
-        if (!stats) {
-            all = all && errno == ENOENT; // a shard without counters has nothing to reset
-            continue;
-        }
-        all = stats->write({}) == 0 && all;
+        if (ref) zero(ref.get(), m_directory->shard_dir(shard) / std::string(detail::kStatsName));
     }
     // The remote tier's counters are kept in the directory too: zeroed with the shards'.
     if (auto root = m_directory->root(false))
-        all = detail::zero_counter_file(root->get(), std::string(detail::kRemoteStatsName),
-                                        m_directory->modes().file, m_directory->modes().shared) &&
-              all;
-    return all;
+        zero(root->get(), m_directory->config().dir / std::string(detail::kRemoteStatsName));
+    return result;
 }
 
 std::vector<DirProblem> LocalStore::check_dir() {

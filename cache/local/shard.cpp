@@ -2,6 +2,7 @@
 
 #include "fs.hpp"
 #include "layout.hpp"
+#include "stats_file.hpp"
 
 #include <cerrno>
 #include <unistd.h>
@@ -80,6 +81,8 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
             item.entry_is_dir = file.is_dir;
             item.entry_size = file.size;
             item.mtime_ns = file.mtime_ns;
+        } else if (is_spill_name(file.name, kStatsName)) {
+            out.spills.push_back(file.name); // a directory there too: it is not to be trusted
         } else if (file.is_dir) {
             continue; // only an entry's name is checked for a directory in its place
         } else if (Key named; const Companion* companion = companion_of(file.name, named)) {

@@ -39,6 +39,9 @@ struct ShardContents {
     std::vector<ShardItem> items;
     /// Names of temporaries last modified before the scan's stale-temporary limit.
     std::vector<std::string> stale_temps;
+    /// Names at which counts left for the shard's locked stats file may be (stats_file.hpp),
+    /// whatever is there.
+    std::vector<std::string> spills;
     std::uint64_t entries() const;
     std::uint64_t memos() const;
     std::uint64_t bytes() const;
@@ -48,7 +51,7 @@ struct ShardContents {
 inline constexpr std::int64_t kStaleTempAgeNs = std::int64_t{3600} * 1000000000;
 
 /// List the shard directory @p shard_fd. Temporaries modified before @p stale_before_ns count as
-/// stale. Files with other names are left alone. 0 or an errno.
+/// stale; spills are listed. Files with other names are left alone. 0 or an errno.
 int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out);
 
 /// Remove an item's entry, source, trace, memo and read-ahead list (a reader that has one open

@@ -1,12 +1,9 @@
 #include "remote_stats_file.hpp"
 
-#include "local/fs.hpp"
 #include "local/layout.hpp"
 #include "local/stats_file.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
+#include <cerrno>
 
 namespace kiln::cache::detail {
 
@@ -62,21 +59,27 @@ RemoteStats parse_remote_stats(std::string_view text) {
 }
 
 bool add_remote_stats(int root_fd, const RemoteStats& delta, mode_t mode, bool force_mode) {
-    auto file = LockedStats::open(root_fd, std::string(kRemoteStatsName), true, mode, force_mode,
-                                  LockWait::patient);
-    if (!file) return false;
-    RemoteStats totals = parse_remote_stats(file->text());
-    totals += delta;
-    return file->write_text(format_remote_stats(totals)) == 0;
+    const std::string name(kRemoteStatsName);
+    bool locked = false;
+    {
+        auto file = LockedStats::open(root_fd, name, true, mode, force_mode, LockWait::brief);
+        if (file) {
+            RemoteStats totals = parse_remote_stats(file->text());
+            totals += delta;
+            return file->write_text(format_remote_stats(totals)) == 0;
+        }
+        locked = errno == EWOULDBLOCK;
+    }
+    if (!locked) return false;
+    // Saved at exit, which must not wait on a lock another process holds: left beside the file
+    // for the next holder of its lock.
+    const int error = write_spill(root_fd, name, format_remote_stats(delta), mode, force_mode);
+    if (error != 0) warn_counts_lost(name, error);
+    return error == 0;
 }
 
-RemoteStats read_remote_stats(int root_fd) {
-    UniqueFd fd = open_at(root_fd, std::string(kRemoteStatsName), kReadFlags);
-    struct stat st;
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 4096) return {};
-    std::string text;
-    if (read_all(fd.get(), 4096, text) != 0) return {};
-    return parse_remote_stats(text);
+RemoteStats read_remote_stats(int root_fd, bool shared) {
+    return parse_remote_stats(read_counter_text(root_fd, std::string(kRemoteStatsName), shared));
 }
 
 } // namespace kiln::cache::detail

@@ -8,6 +8,7 @@
 #include "temp_dir.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln::test {
 
@@ -116,6 +118,45 @@ inline int wait_for(pid_t pid) {
     if (WIFEXITED(status)) return WEXITSTATUS(status);
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return -1;
+}
+
+/// A child that should end at once but might block (a lock waited for, a FIFO opened) calls
+/// ::alarm(kWatchdogSeconds) first: a regression then fails the test instead of hanging it.
+inline constexpr unsigned kWatchdogSeconds = 120;
+
+/// Holds flock(LOCK_EX) on a file through an open file description of its own, as another process
+/// that never lets go would, until destroyed. flock() locks of different descriptions conflict in
+/// one process too, and a forked child shares this one without taking the lock.
+class HeldLock {
+  public:
+    explicit HeldLock(const std::filesystem::path& path)
+        : m_fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+        m_held = m_fd >= 0 && ::flock(m_fd, LOCK_EX | LOCK_NB) == 0;
+    }
+    ~HeldLock() {
+        if (m_fd >= 0) ::close(m_fd);
+    }
+    HeldLock(const HeldLock&) = delete;
+    HeldLock& operator=(const HeldLock&) = delete;
+    bool held() const { return m_held; }
+
+  private:
+    int m_fd;
+    bool m_held = false;
+};
+
+/// The files in @p dir at the names of counts left beside the counter file @p name (`stats`,
+/// `usage`, `remote-stats`) while another process held its lock.
+inline std::vector<std::string> spill_files(const std::filesystem::path& dir,
+                                            const std::string& name) {
+    const std::string prefix = "." + name + "-pending.";
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& item : std::filesystem::directory_iterator(dir, ec)) {
+        const std::string file = item.path().filename().string();
+        if (file.compare(0, prefix.size(), prefix) == 0) names.push_back(file);
+    }
+    return names;
 }
 
 } // namespace kiln::test

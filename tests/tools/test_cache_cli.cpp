@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <ctime>
@@ -411,6 +413,46 @@ TEST_F(CacheCli, StatsZeroResetsTheCountersAndKeepsTheEntries) {
     EXPECT_EQ(j.at("stores"), 0);
     EXPECT_EQ(j.at("entries"), 1);
     EXPECT_EQ(j.at("hit_rate"), nullptr);
+}
+
+// `stats --zero` while another process holds a shard's lock for good (any member of a shared
+// cache can): it ends after a brief wait, names the file it could not reset, and fails.
+TEST_F(CacheCli, StatsZeroWithALockedShardEndsAndNamesTheFile) {
+    const auto a = add("a");
+    add("b");
+    const auto stats = file_of(a.key).parent_path() / "stats";
+    const int held = ::open(stats.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);
+    auto zero = run_command("KILN_CACHE_DIR='" + m_cache.string() +
+                            "' timeout 120 " KILN_TOOL_PATH " cache stats --zero");
+    ::close(held);
+    EXPECT_NE(zero.status, 124) << "it did not end";
+    EXPECT_EQ(zero.status, 1) << zero.err;
+    EXPECT_NE(zero.err.find(stats.string() + " (locked by another process)"), std::string::npos)
+        << zero.err;
+}
+
+// Counts a process left beside a locked stats file are counts: `stats` shows them; what is not
+// such a file there, `verify` reports and `--fix` removes.
+TEST_F(CacheCli, StatsShowLeftCountsAndVerifyReportsWhatIsNoneThere) {
+    const auto a = add("a");
+    const auto shard = file_of(a.key).parent_path();
+    const auto left = shard / ".stats-pending.00000000000000a1";
+    const auto planted = shard / ".stats-pending.00000000000000a2";
+    kiln::test::write_file(left, "hits 7\nend\n");
+    std::filesystem::create_directory(planted);
+    auto stats = run_command(kiln("cache stats --json"));
+    ASSERT_EQ(stats.status, 0) << stats.err;
+    EXPECT_EQ(nlohmann::json::parse(stats.out).at("hits"), 7);
+    auto verify = run_command(kiln("cache verify"));
+    EXPECT_EQ(verify.status, 1);
+    EXPECT_NE(verify.out.find(planted.string()), std::string::npos) << verify.out;
+    EXPECT_EQ(verify.out.find(left.string()), std::string::npos) << verify.out;
+    auto fixed = run_command(kiln("cache verify --fix"));
+    EXPECT_EQ(fixed.status, 0) << fixed.out << fixed.err;
+    EXPECT_FALSE(std::filesystem::exists(planted));
+    EXPECT_TRUE(std::filesystem::exists(left));
 }
 
 TEST_F(CacheCli, ClearedEntriesAreNotCountedAsEvicted) {

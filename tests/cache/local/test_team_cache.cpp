@@ -23,9 +23,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <functional>
+#include <set>
 #include <sstream>
+#include <vector>
 
 using kiln::cache::Config;
 using kiln::cache::Store;
@@ -36,6 +40,7 @@ using kiln::test::key_of;
 using kiln::test::make_entry;
 using kiln::test::mode_of;
 using kiln::test::read_file;
+using kiln::test::spill_files;
 using kiln::test::TempDir;
 using kiln::test::write_file;
 
@@ -103,6 +108,13 @@ std::size_t count_of(const std::string& text, const std::string& what) {
     for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
         ++n;
     return n;
+}
+
+// The name of a file of counts left for @p counters while it was locked, with the suffix @p n.
+std::string spill_name(const std::string& counters, unsigned n) {
+    char suffix[20];
+    std::snprintf(suffix, sizeof suffix, "%016x", n);
+    return "." + counters + "-pending." + suffix;
 }
 
 gid_t group_of(const std::filesystem::path& path) {
@@ -614,6 +626,47 @@ TEST(TeamCache, AShardOwnedByAnotherUserInAPrivateCacheIsRefusedWithOneWarning) 
     EXPECT_TRUE(std::filesystem::is_empty(shard));
 }
 
+// A member's process that ends while the shard's stats are locked leaves its counts beside them,
+// as a file the team can read and remove; the next member to get the lock adds them. A file
+// there of a group other than the cache's is no member's counts.
+TEST(TeamCache, AMembersLeftCountsAreAddedAndAFileOfAnotherGroupIsNot) {
+    if (!as_root()) GTEST_SKIP() << "needs root to run as two members of one group";
+    Staging staging;
+    const auto dir = staging.team / "kiln";
+    const auto key = key_in_shard(0x21, "k");
+    ASSERT_EQ(
+        as_user(kVictim, [&] { return Store(shared_config(dir)).store(make_entry(key)) ? 0 : 1; }),
+        0);
+    const auto shard = dir / "21";
+    {
+        kiln::test::HeldLock lock(shard / "stats");
+        ASSERT_TRUE(lock.held());
+        ASSERT_EQ(as_user(kAttacker,
+                          [&] {
+                              ::alarm(kiln::test::kWatchdogSeconds);
+                              return Store(shared_config(dir)).load(key) ? 0 : 1;
+                          }),
+                  0);
+    }
+    const auto left = spill_files(shard, "stats");
+    ASSERT_EQ(left.size(), 1u);
+    EXPECT_EQ(mode_of(shard / left[0]), 0660u);
+    EXPECT_EQ(group_of(shard / left[0]), kTeam);
+    const auto foreign = shard / spill_name("stats", 0xf1);
+    write_file(foreign, "hits 1000\nend\n");
+    ASSERT_EQ(::chown(foreign.c_str(), kAttacker, kStranger), 0);
+    ASSERT_EQ(::chmod(foreign.c_str(), 0664), 0); // readable: refused for its group alone
+    ASSERT_EQ(as_user(kVictim,
+                      [&] {
+                          Store store(shared_config(dir));
+                          return store.store(make_entry(key_in_shard(0x21, "more"))) ? 0 : 1;
+                      }),
+              0);
+    EXPECT_TRUE(spill_files(shard, "stats").empty());
+    const std::string stats = read_file(shard / "stats");
+    EXPECT_NE(stats.find("hits 1\n"), std::string::npos) << stats;
+}
+
 TEST(CacheHealing, ADirectoryWhereAnEntryShouldBeIsAMissRemovedAndFlaggedByVerify) {
     TempDir dir;
     const auto entry = make_entry(key_of("k"));
@@ -767,4 +820,149 @@ TEST(CacheHealing, AReadOnlyCacheNeitherRemovesNorClaimsToHaveRemoved) {
     EXPECT_NE(log.find("read-only"), std::string::npos) << log;
     EXPECT_TRUE(std::filesystem::is_directory(path));
     EXPECT_TRUE(std::filesystem::is_regular_file(dir / "7f"));
+}
+
+// Whatever is planted at the names of counts left for a locked counter file (a link, a FIFO, a
+// directory, a hard link, a file too large, one of garbage) is never followed, never blocks, and
+// is not read as counts: the next holder of the lock removes it (one warning), adds the real
+// counts beside it, and counting goes on.
+TEST(CacheHealing, WhatIsPlantedAtTheNamesOfLeftCountsIsNeitherFollowedNorTrusted) {
+    TempDir temp;
+    const auto dir = temp / "kiln";
+    const auto shard = dir / "11";
+    const auto outside = temp / "outside";
+    const std::string counts = "hits 1000\nend\n"; // what following a link would add
+    write_file(outside, counts);
+    ASSERT_TRUE(Store(config_for(dir)).store(make_entry(key_in_shard(0x11, "first"))));
+    std::filesystem::create_symlink(outside, shard / spill_name("stats", 1));
+    ASSERT_EQ(::mkfifo((shard / spill_name("stats", 2)).c_str(), 0600), 0);
+    std::filesystem::create_directories(shard / spill_name("stats", 3) / "inside");
+    std::filesystem::create_hard_link(outside, shard / spill_name("stats", 4));
+    std::string large;
+    while (large.size() <= 4096)
+        large += "hits 1\n";
+    write_file(shard / spill_name("stats", 5), large + "end\n");
+    write_file(shard / spill_name("stats", 6), "\x01\x02 garbage\nhits banana\nmisses -\nend\n");
+    write_file(shard / spill_name("stats", 7), "hits 5\nmisses 2\nend\n"); // real counts
+    write_file(shard / ".stats-pending", "");                              // the mark they leave
+    const auto child = as_me([&] {
+        ::alarm(kiln::test::kWatchdogSeconds);
+        Store store(config_for(dir));
+        return store.store(make_entry(key_in_shard(0x11, "second"))) ? 0 : 1;
+    });
+    EXPECT_EQ(child.code, 0) << child.log;
+    EXPECT_EQ(count_of(child.log, "counts left for a locked counter file"), 1u) << child.log;
+    EXPECT_TRUE(spill_files(shard, "stats").empty());
+    EXPECT_EQ(read_file(outside), counts);
+    EXPECT_EQ(std::filesystem::hard_link_count(outside), 1u);
+    const std::string stats = read_file(shard / "stats");
+    EXPECT_NE(stats.find("hits 5\n"), std::string::npos) << stats;
+    EXPECT_NE(stats.find("misses 2\n"), std::string::npos) << stats;
+    EXPECT_NE(stats.find("stores 2\n"), std::string::npos) << stats;
+}
+
+// verify reports what is planted at those names, and a file whose process died before finishing
+// it; --fix removes them. Real counts, and counts being written, are no problem.
+TEST(CacheHealing, VerifyReportsWhatIsPlantedAtTheNamesOfLeftCountsAndFixRemovesIt) {
+    TempDir temp;
+    const auto dir = temp / "kiln";
+    const auto shard = dir / "11";
+    const auto outside = temp / "outside";
+    write_file(outside, "precious");
+    ASSERT_TRUE(Store(config_for(dir)).store(make_entry(key_in_shard(0x11, "first"))));
+    const std::vector<std::filesystem::path> planted = {
+        shard / spill_name("stats", 1),      // a link
+        dir / spill_name("usage", 2),        // a FIFO
+        dir / spill_name("remote-stats", 3), // a directory
+        shard / spill_name("stats", 4),      // a hard link
+        shard / spill_name("stats", 5),      // never finished, and stale
+    };
+    std::filesystem::create_symlink(outside, planted[0]);
+    ASSERT_EQ(::mkfifo(planted[1].c_str(), 0600), 0);
+    std::filesystem::create_directories(planted[2] / "inside");
+    std::filesystem::create_hard_link(outside, planted[3]);
+    write_file(planted[4], "hits 3\n");
+    kiln::test::set_mtime(planted[4], std::time(nullptr) - 7200);
+    const auto real = shard / spill_name("stats", 6);
+    write_file(real, "hits 5\nend\n");
+    const auto unfinished = shard / spill_name("stats", 7);
+    write_file(unfinished, "hits 5\n");
+    Store store(config_for(dir));
+    const auto found = store.local().verify(false);
+    std::set<std::filesystem::path> reported;
+    for (const auto& [path, what] : found.problems)
+        reported.insert(path);
+    for (const auto& path : planted)
+        EXPECT_EQ(reported.count(path), 1u) << path;
+    EXPECT_EQ(reported.count(real), 0u);
+    EXPECT_EQ(reported.count(unfinished), 0u);
+    EXPECT_EQ(found.damaged, planted.size());
+    const auto fixed = store.local().verify(true);
+    EXPECT_EQ(fixed.removed, planted.size());
+    for (const auto& path : planted)
+        EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(path))) << path;
+    EXPECT_TRUE(std::filesystem::exists(real));
+    EXPECT_TRUE(std::filesystem::exists(unfinished));
+    EXPECT_EQ(read_file(outside), "precious");
+}
+
+// A member who plants thousands of files there slows no update much: each holder of the lock
+// removes a few (one warning per process), and verify --fix the rest.
+TEST(CacheHealing, ThousandsOfFilesPlantedAtTheNamesOfLeftCountsAreRemovedAFewPerUpdate) {
+    TempDir temp;
+    const auto dir = temp / "kiln";
+    const auto shard = dir / "11";
+    ASSERT_TRUE(Store(config_for(dir)).store(make_entry(key_in_shard(0x11, "first"))));
+    constexpr std::size_t kPlanted = 1000;
+    for (unsigned i = 0; i < kPlanted; ++i) {
+        const auto path = shard / spill_name("stats", i);
+        write_file(path, "hits 1\nend\n");
+        ASSERT_EQ(::chmod(path.c_str(), 0666), 0); // writable by every user: not to be trusted
+    }
+    write_file(shard / ".stats-pending", "");
+    const auto child = as_me([&] {
+        ::alarm(kiln::test::kWatchdogSeconds);
+        Store store(config_for(dir));
+        return store.store(make_entry(key_in_shard(0x11, "second"))) ? 0 : 1;
+    });
+    EXPECT_EQ(child.code, 0) << child.log;
+    EXPECT_EQ(count_of(child.log, "counts left for a locked counter file"), 1u) << child.log;
+    const std::size_t left = spill_files(shard, "stats").size();
+    EXPECT_LT(left, kPlanted) << "the update removed some";
+    EXPECT_GE(left, kPlanted - 64) << "only a few per update";
+    EXPECT_NE(read_file(shard / "stats").find("hits 0\n"), std::string::npos);
+    EXPECT_EQ(Store(config_for(dir)).local().verify(true).removed, left);
+    EXPECT_TRUE(spill_files(shard, "stats").empty());
+}
+
+// A lock held for good must not fill the directory: a process that finds kMaxSpillsKept (256)
+// files of counts waiting drops its own, with a warning. Once the lock is free, each update adds
+// a few of them, and the counts come out exact.
+TEST(CacheHealing, ALockHeldForGoodDoesNotFillTheDirectoryWithLeftCounts) {
+    TempDir temp;
+    const auto dir = temp / "kiln";
+    const auto shard = dir / "11";
+    const auto first = make_entry(key_in_shard(0x11, "first"));
+    ASSERT_TRUE(Store(config_for(dir)).store(first));
+    constexpr std::size_t kWaiting = 256;
+    for (unsigned i = 0; i < kWaiting; ++i)
+        write_file(shard / spill_name("stats", i), "hits 1\nend\n");
+    {
+        kiln::test::HeldLock lock(shard / "stats");
+        ASSERT_TRUE(lock.held());
+        const auto child = as_me([&] {
+            ::alarm(kiln::test::kWatchdogSeconds);
+            return Store(config_for(dir)).load(first.key) ? 0 : 1;
+        });
+        EXPECT_EQ(child.code, 0) << child.log;
+        EXPECT_EQ(count_of(child.log, "could not be left beside it"), 1u) << child.log;
+        EXPECT_EQ(spill_files(shard, "stats").size(), kWaiting);
+    }
+    write_file(shard / ".stats-pending", ""); // the mark the processes that left them made
+    Store store(config_for(dir));
+    for (int i = 0; i < 16 && !spill_files(shard, "stats").empty(); ++i)
+        ASSERT_TRUE(store.store(make_entry(key_in_shard(0x11, "more " + std::to_string(i)))));
+    EXPECT_TRUE(spill_files(shard, "stats").empty());
+    const std::string stats = read_file(shard / "stats");
+    EXPECT_NE(stats.find("hits 256\n"), std::string::npos) << stats;
 }

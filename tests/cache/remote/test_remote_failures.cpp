@@ -58,6 +58,44 @@ TEST(RemoteFailures, NothingListeningIsAMissAndTheBreakerOpens) {
     EXPECT_TRUE(store.load(entry.key)); // the local tier still serves
 }
 
+// The remote tier's counters are saved when a store ends. Another process holding the lock on
+// remote-stats for good (any member of a shared cache can) does not make that wait: they are
+// left beside the file, shown, and added by the next process that gets the lock.
+TEST(RemoteFailures, CountersSavedWhileTheirFileIsLockedAreLeftBesideItAndAddedLater) {
+    const auto port = free_port(); // released: nothing listens there
+    TempDir dir;
+    auto config = config_for(dir.path());
+    config.remote =
+        kiln::cache::RemoteConfig::parse_url("redis://127.0.0.1:" + std::to_string(port), "test");
+    config.remote->retry_interval = std::chrono::seconds(60);
+    // One error, then one lookup skipped while the breaker is open.
+    const auto two_lookups = [&](const std::string& name) {
+        Store store(config);
+        store.load(key_of(name));
+        store.load(key_of(name + " again"));
+    };
+    two_lookups("a");
+    {
+        HeldLock lock(dir / "remote-stats");
+        ASSERT_TRUE(lock.held());
+        const pid_t child = spawn([&] {
+            ::alarm(kWatchdogSeconds);
+            two_lookups("b");
+            return 0;
+        });
+        ASSERT_EQ(wait_for(child), 0) << "128 + 14: the watchdog ended it";
+        EXPECT_EQ(spill_files(dir.path(), "remote-stats").size(), 1u);
+        const auto shown = Store(config).remote_stats();
+        EXPECT_EQ(shown.errors, 2u);
+        EXPECT_EQ(shown.skipped, 2u);
+    }
+    two_lookups("c");
+    EXPECT_TRUE(spill_files(dir.path(), "remote-stats").empty());
+    const auto stats = Store(config).remote_stats();
+    EXPECT_EQ(stats.errors, 3u);
+    EXPECT_EQ(stats.skipped, 3u);
+}
+
 TEST(RemoteFailures, AWrongPasswordIsOneErrorThenSkipped) {
     auto server = RedisServer::start_or_skip({"--requirepass", "right"});
     if (!server) return;

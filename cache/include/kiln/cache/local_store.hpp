@@ -116,6 +116,16 @@ struct PruneResult {
     int error = 0;                 ///< why the first of those could not be (an errno), or 0
 };
 
+/// What zero_stats() could not reset.
+struct ZeroResult {
+    /// Each counter file left as it was, and why (another process holds its lock past a brief
+    /// wait, or it is not a file Kiln made).
+    std::vector<std::pair<std::filesystem::path, std::string>> not_zeroed;
+    /// Whether every counter file was reset.
+    /// @return not_zeroed.empty().
+    explicit operator bool() const noexcept { return not_zeroed.empty(); }
+};
+
 /// What export_to() wrote or import_from() published.
 struct TransferResult {
     /// @{
@@ -189,12 +199,16 @@ class LocalStore {
     /// Write the counts this store keeps in memory to the directory now, for other processes
     /// (`kiln cache stats`) to see. A lookup writes no file: its hit or miss is written with the
     /// shard's next write, every 64 lookups, and when the store is destroyed (at exit for the
-    /// global one). Never throws; what cannot be written stays in memory.
+    /// global one). Never waits long for a counter file another process keeps locked: those
+    /// counts are left beside it, for the next process that gets the lock to add (`stats()`
+    /// counts them meanwhile). Never throws; what cannot be written stays in memory.
     void write_statistics() noexcept;
     /// Set the cumulative counters of every shard, and the remote tier's counters kept in the
-    /// directory, to zero (`kiln cache stats --zero`); entries are kept.
-    /// @return false when some counters could not be reset.
-    bool zero_stats();
+    /// directory, to zero (`kiln cache stats --zero`), counts left beside them while they were
+    /// locked included; entries are kept. A counter file another process keeps locked is waited
+    /// for a few milliseconds, then left as it is and named in the result.
+    /// @return the counter files that could not be reset; false (as a bool) when there are some.
+    ZeroResult zero_stats();
 
     /// What is wrong with the cache directory and its shards: missing or unreadable (fatal),
     /// not owned as it should be, shard directories that are links, files or unreadable.
