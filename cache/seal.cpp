@@ -69,8 +69,8 @@ std::optional<Seal> read_seal(std::string_view file, SealDomain domain) {
     const std::uint64_t hash = in.u64();
     if (!in.ok() || hash != XXH3_64bits(bytes.data(), kHashedSealSize) ||
         domain_tag != static_cast<std::uint32_t>(domain) || reserved != 0 ||
-        (provenance != static_cast<std::uint32_t>(Provenance::own_compile) &&
-         provenance != static_cast<std::uint32_t>(Provenance::imported)) ||
+        provenance < static_cast<std::uint32_t>(Provenance::own_compile) ||
+        provenance > static_cast<std::uint32_t>(Provenance::verified) ||
         (signer_tag != kUnsigned && signer_tag != kEd25519))
         return std::nullopt;
     seal.domain = domain;
@@ -79,7 +79,8 @@ std::optional<Seal> read_seal(std::string_view file, SealDomain domain) {
     std::memcpy(seal.signer.data(), signer.data(), seal.signer.size());
     std::memcpy(seal.signature.data(), signature.data(), seal.signature.size());
     // Canonical: an unsigned seal carries no key or signature bytes.
-    if (!seal.is_signed && (seal.signer != PublicKeyBytes{} || seal.signature != SignatureBytes{}))
+    if (!seal.is_signed && (seal.signer != PublicKeyBytes{} || seal.signature != SignatureBytes{} ||
+                            seal.provenance == Provenance::verified))
         return std::nullopt;
     return seal;
 }
@@ -91,7 +92,7 @@ bool set_provenance(std::string& file, Provenance provenance) {
     in.raw(kSealMagic.size());
     const auto domain = static_cast<SealDomain>(in.u32());
     auto seal = read_seal(file, domain);
-    if (!seal) return false;
+    if (!seal || (provenance == Provenance::verified && !seal->is_signed)) return false;
     seal->provenance = provenance;
     file.replace(file.size() - kSealSize, kSealSize, encode_seal(*seal));
     return true;

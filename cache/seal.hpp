@@ -10,7 +10,10 @@
 //   magic       ::= "KILNSEAL"                         8 bytes
 //   domain      ::= u32                                1 entry, 2 memo, 3 read-ahead, 4 tuning
 //   provenance  ::= u32                                1 compiled by this user into this private
-//                                                      directory, 2 anything else
+//                                                      directory, 2 anything else, 3 anything
+//                                                      else whose signature this user's Kiln
+//                                                      checked before writing it here (signed
+//                                                      seals only)
 //   signer_tag  ::= u32                                0 unsigned, 1 Ed25519
 //   reserved    ::= u32                                0
 //   signer      ::= 32 bytes                           the public key (zeros when unsigned)
@@ -56,7 +59,8 @@ std::optional<Seal> read_seal(std::string_view file, SealDomain domain);
 /// Sign @p file again with @p key, keeping its provenance (an export vouching for the
 /// exporter's own compiles). False when it has no valid seal of @p domain.
 bool reseal(std::string& file, SealDomain domain, const SigningKey& key);
-/// Rewrite the provenance in the seal that ends @p file. False when it has no valid seal.
+/// Rewrite the provenance in the seal that ends @p file. False when it has no valid seal (or
+/// `verified` is asked of an unsigned one).
 bool set_provenance(std::string& file, Provenance provenance);
 /// The trusted key whose signature the seal carries over @p file's body, or nullptr (unsigned,
 /// signed by an untrusted key, or a signature that does not verify).

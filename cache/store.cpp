@@ -112,8 +112,12 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
         // written by the tier's thread, so the caller does not wait for the disk. It is marked
         // as come from elsewhere: with trusted keys it is used again only for its signature.
         if (entry && local && !config.readonly)
-            remote->defer([&tier, key, bytes = std::move(bytes)]() mutable {
-                if (detail::set_provenance(bytes, Provenance::imported))
+            remote->defer([&tier, key, bytes = std::move(bytes),
+                           checked = static_cast<bool>(config.trusted_keys)]() mutable {
+                // With trusted keys the tier used it for a trusted signature: later processes
+                // here need not check it again (trust.hpp).
+                if (detail::set_provenance(bytes,
+                                           checked ? Provenance::verified : Provenance::imported))
                     tier.publish(key, bytes, false);
             });
         return entry;

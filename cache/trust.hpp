@@ -4,7 +4,9 @@
 // a file is used only when it was compiled by this user into this user's private directory, or
 // when one of the trusted keys signed it: everything read from a shared directory, the remote
 // tier or an archive, and whatever reached the private directory from elsewhere, needs a
-// signature. Anything else is untrusted: a miss, counted, with one warning per process.
+// signature. Anything else is untrusted: a miss, counted, with one warning per process. What a
+// reader with trusted keys writes into its private directory after checking the signature is
+// marked `verified`: later processes use it while its signer is trusted, without the check.
 
 #include "seal.hpp"
 

@@ -58,6 +58,9 @@ if(NOT TARGET kiln::sodium)
     set_target_properties(kiln::sodium PROPERTIES IMPORTED_LOCATION "${KILN_SODIUM_LIBRARY}"
                           INTERFACE_INCLUDE_DIRECTORIES "${KILN_SODIUM_INCLUDE_DIR}")
 endif()
+# Where this build found it: kilnConfig.cmake looks there too, after the usual places.
+get_filename_component(KILN_SODIUM_LIBRARY_HINT "${KILN_SODIUM_LIBRARY}" DIRECTORY)
+set(KILN_SODIUM_INCLUDE_HINT "${KILN_SODIUM_INCLUDE_DIR}")
 find_package(spdlog REQUIRED)
 
 # xxHash is used header-only (XXH_INLINE_ALL). A GPU machine without libxxhash-dev can carry the

@@ -425,16 +425,16 @@ TransferResult LocalStore::import_from(const std::filesystem::path& file, const 
                    !decode_entry(entry, span.key).entry)
             roll_back("it changed while it was being imported (record " + std::to_string(index) +
                       ")");
-        // With trusted keys only what one of them signed comes in; it is marked as come from
-        // elsewhere either way, so it never passes for this user's own compile.
-        if (const TrustedKeys* keys = m_directory->config().trusted_keys.get();
-            keys &&
+        // With trusted keys only what one of them signed comes in, marked as checked; without,
+        // as come from elsewhere. Either way it never passes for this user's own compile.
+        const TrustedKeys* keys = m_directory->config().trusted_keys.get();
+        if (keys &&
             detail::check_trust(entry, detail::SealDomain::entry, detail::Origin::archive, keys)
                     .verdict != detail::Verdict::trusted) {
             ++result.untrusted;
             continue;
         }
-        detail::set_provenance(entry, Provenance::imported);
+        detail::set_provenance(entry, keys ? Provenance::verified : Provenance::imported);
         if (peek(span.key)) {
             ++result.present; // a verified entry already: left as it is
         } else {

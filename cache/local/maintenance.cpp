@@ -124,10 +124,13 @@ Vouched vouched_for(std::string_view bytes, detail::SealDomain domain, const Con
     } else {
         result.who = own ? "unsigned, compiled by you" : "unsigned, from elsewhere";
     }
+    // verify checks every signature again, those a lookup takes on trust (`verified`) too.
     if (config.trusted_keys)
         result.untrusted =
             detail::check_trust(bytes, domain, origin, config.trusted_keys.get()).verdict ==
-            detail::Verdict::untrusted;
+                detail::Verdict::untrusted ||
+            (seal->is_signed && config.trusted_keys->find(seal->signer) &&
+             !detail::verify_seal(bytes, *seal, *config.trusted_keys));
     return result;
 }
 

@@ -280,3 +280,25 @@ TEST(Trust, AMemoSignatureIsNoEntrySignature) {
     EXPECT_EQ(check_trust(body, SealDomain::entry, Origin::remote, &keys).verdict,
               Verdict::damaged);
 }
+
+TEST(Trust, AVerifiedWriteBackIsUsedWithoutCheckingAgainWhileItsSignerIsTrusted) {
+    const auto team = SigningKey::generate("team");
+    const auto keys = trusting(team);
+    std::string file = encoded(entry_from("checked once", Provenance::imported), &team);
+    ASSERT_TRUE(kiln::cache::detail::set_provenance(file, Provenance::verified));
+    const auto check = check_trust(file, SealDomain::entry, Origin::private_directory, &keys);
+    EXPECT_EQ(check.verdict, Verdict::trusted);
+    ASSERT_NE(check.signer, nullptr);
+    // Its signer no longer trusted: untrusted, whatever the mark says.
+    const auto other = TrustedKeys::parse(
+        kiln::cache::format_public_key(SigningKey::generate("new").public_key()), "test");
+    EXPECT_EQ(verdict(file, Origin::private_directory, &other), Verdict::untrusted);
+    // The mark counts only in the private directory: elsewhere the signature is checked.
+    std::string forged = file;
+    forged[100] = static_cast<char>(forged[100] ^ 1);
+    EXPECT_EQ(verdict(forged, Origin::shared_directory, &keys), Verdict::untrusted);
+    EXPECT_EQ(verdict(forged, Origin::remote, &keys), Verdict::untrusted);
+    // An unsigned seal cannot carry the mark.
+    std::string unsigned_file = encoded(entry_from("unsigned", Provenance::imported), nullptr);
+    EXPECT_FALSE(kiln::cache::detail::set_provenance(unsigned_file, Provenance::verified));
+}

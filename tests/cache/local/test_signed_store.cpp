@@ -139,7 +139,7 @@ TEST(SignedStore, MemosAndTuningRecordsOfASharedDirectoryAreUsedOnlySigned) {
     EXPECT_TRUE(open_store.load_memo(key_of("unsigned memo")));
 }
 
-TEST(SignedStore, AnArchiveBringsInOnlySignedEntriesAndMarksThemImported) {
+TEST(SignedStore, AnArchiveBringsInOnlySignedEntriesAndMarksThemChecked) {
     TempDir source, target, files;
     const auto ci = new_key("ci");
     ASSERT_TRUE(Store(config_for(source.path())).store(own_compile("unsigned")));
@@ -157,7 +157,7 @@ TEST(SignedStore, AnArchiveBringsInOnlySignedEntriesAndMarksThemImported) {
     const auto imported = kiln::cache::decode_entry(
         read_file(entry_file(target.path(), key_of("signed"))), key_of("signed"));
     ASSERT_TRUE(imported.entry);
-    EXPECT_EQ(imported.entry->provenance, Provenance::imported);
+    EXPECT_EQ(imported.entry->provenance, Provenance::verified);
     EXPECT_TRUE(Store(reader).load(key_of("signed")));
 }
 

@@ -298,14 +298,29 @@ TEST(RemoteStore, WithTrustedKeysOnlySignedValuesAreUsed) {
     auto config = remote_config(reader_dir.path(), *server, RemoteMode::read_only);
     config.trusted_keys = std::make_shared<const kiln::cache::TrustedKeys>(
         kiln::cache::TrustedKeys::parse(kiln::cache::format_public_key(ci->public_key()), "t"));
-    Store store(config);
-    EXPECT_TRUE(store.load(key_of("signed")));
-    EXPECT_FALSE(store.load(key_of("forged")));
-    EXPECT_FALSE(store.load(key_of("unsigned")));
-    const auto stats = store.remote_stats();
-    EXPECT_EQ(stats.hits, 1u);
-    EXPECT_EQ(stats.untrusted, 2u);
-    EXPECT_EQ(stats.damaged, 0u);
+    {
+        Store store(config);
+        EXPECT_TRUE(store.load(key_of("signed")));
+        EXPECT_FALSE(store.load(key_of("forged")));
+        EXPECT_FALSE(store.load(key_of("unsigned")));
+        const auto stats = store.remote_stats();
+        EXPECT_EQ(stats.hits, 1u);
+        EXPECT_EQ(stats.untrusted, 2u);
+        EXPECT_EQ(stats.damaged, 0u);
+        EXPECT_TRUE(store.flush_remote());
+    }
+    // The signed value was checked and written back marked so: the next process uses it from
+    // disk while its signer is trusted, and not when it is not.
+    const auto written_back = kiln::cache::decode_entry(
+        read_file(entry_file(reader_dir.path(), key_of("signed"))), key_of("signed"));
+    ASSERT_TRUE(written_back.entry);
+    EXPECT_EQ(written_back.entry->provenance, kiln::cache::Provenance::verified);
+    server->kill();
+    auto local = config_for(reader_dir.path());
+    local.trusted_keys = config.trusted_keys;
+    EXPECT_TRUE(Store(local).load(key_of("signed")));
+    local.trusted_keys = std::make_shared<const kiln::cache::TrustedKeys>();
+    EXPECT_FALSE(Store(local).load(key_of("signed")));
 }
 
 // A value written back into the private directory is marked as come from elsewhere, so once

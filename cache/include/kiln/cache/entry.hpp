@@ -43,10 +43,13 @@ inline constexpr std::uint64_t kMaxMetadataSize = std::uint64_t{64} << 20;
 enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 
 /// Where an entry came from, as its seal records it: `own_compile`, compiled by this user into
-/// this user's private directory (the one thing a reader with trusted keys uses unsigned), or
-/// `imported`, anything else (a write-back from the remote tier or a shared directory, an
-/// import, a shared directory's entries).
-enum class Provenance : std::uint32_t { own_compile = 1, imported = 2 };
+/// this user's private directory (the one thing a reader with trusted keys uses unsigned);
+/// `imported`, anything else (a write-back from the remote tier, an import, a shared directory's
+/// entries); `verified`, imported after this user's Kiln checked the signature of the key the
+/// seal names (a write-back or import with trusted keys). In a private directory, which only its
+/// owner writes, a `verified` entry is used while its signer stays trusted without checking the
+/// signature again; anywhere else the field is ignored.
+enum class Provenance : std::uint32_t { own_compile = 1, imported = 2, verified = 3 };
 
 /// How the metadata and payload are stored. Version 3 defines the field; Kiln writes `none`,
 /// and reads an entry with another value as a miss (a newer Kiln's), never as damage.
