@@ -7,6 +7,7 @@
 // directory: the kernel's protected_symlinks covers only sticky world-writable ones and would
 // hide a bug elsewhere.
 
+#include "kiln/cache/signing.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/error.hpp"
 #include "kiln/log.hpp"
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -965,4 +967,59 @@ TEST(CacheHealing, ALockHeldForGoodDoesNotFillTheDirectoryWithLeftCounts) {
     EXPECT_TRUE(spill_files(shard, "stats").empty());
     const std::string stats = read_file(shard / "stats");
     EXPECT_NE(stats.find("hits 256\n"), std::string::npos) << stats;
+}
+
+// Signed entries in a team's directory, as three users: CI signs, another member plants unsigned
+// and self-signed entries, and a member who trusts only CI's key uses only CI's.
+TEST(TeamCache, WithTrustedKeysOnlyTheEntriesCiSignedAreUsed) {
+    if (!as_root()) GTEST_SKIP() << "needs root to run as three members of one group";
+    Staging staging;
+    const auto dir = staging.team / "kiln";
+    const auto ci_key =
+        std::make_shared<const kiln::cache::SigningKey>(kiln::cache::SigningKey::generate("ci"));
+    const auto member_key = std::make_shared<const kiln::cache::SigningKey>(
+        kiln::cache::SigningKey::generate("member"));
+    const auto signed_by_ci = key_in_shard(0x11, "ci");
+    const auto planted = key_in_shard(0x12, "planted");
+    const auto self_signed = key_in_shard(0x13, "self-signed");
+    const uid_t ci = kiln::test::kTeamMembers[2];
+    ASSERT_EQ(as_user(ci,
+                      [&] {
+                          Config config = shared_config(dir);
+                          config.signing_key = ci_key;
+                          return Store(config).store(make_entry(signed_by_ci)) ? 0 : 1;
+                      }),
+              0);
+    ASSERT_EQ(as_user(kAttacker,
+                      [&] {
+                          Config config = shared_config(dir);
+                          if (!Store(config).store(make_entry(planted))) return 1;
+                          config.signing_key = member_key;
+                          return Store(config).store(make_entry(self_signed)) ? 0 : 2;
+                      }),
+              0);
+    const auto reader = run_as(kVictim, [&] {
+        Config config = shared_config(dir);
+        config.trusted_keys =
+            std::make_shared<const kiln::cache::TrustedKeys>(kiln::cache::TrustedKeys::parse(
+                kiln::cache::format_public_key(ci_key->public_key()), "trusted"));
+        Store store(config);
+        int code = 0;
+        if (!store.load(signed_by_ci)) code |= 1;
+        if (store.load(planted)) code |= 2;
+        if (store.load(self_signed)) code |= 4;
+        store.local().write_statistics();
+        if (store.local().stats().untrusted != 2) code |= 8;
+        return code;
+    });
+    EXPECT_EQ(reader.code, 0) << reader.log;
+    EXPECT_NE(reader.log.find("not signed by a key in KILN_TRUSTED_KEYS"), std::string::npos)
+        << reader.log;
+    // Without trusted keys every member's entry is used, as the README says shared mode does.
+    EXPECT_EQ(as_user(kVictim,
+                      [&] {
+                          Store store(shared_config(dir));
+                          return store.load(planted) && store.load(self_signed) ? 0 : 1;
+                      }),
+              0);
 }
