@@ -1,6 +1,7 @@
 #include "kiln/cache/entry.hpp"
 
 #include "bytes.hpp"
+#include "compression.hpp"
 #include "seal.hpp"
 
 #include <xxhash.h>
@@ -17,15 +18,17 @@
 //   magic          ::= "KILNCCH" 0x00             (8 bytes, offset 0)
 //   version        ::= u32                        format version, 3 (offset 8)
 //   kind           ::= u16                        1 = cubin, 2 = ptx (offset 12)
-//   compression    ::= u16                        0 = none (offset 14); the only value this
-//                                                  version writes; another is a newer Kiln's
-//                                                  entry, read as a miss
+//   compression    ::= u16                        (offset 14) 0 = none: metadata and payload
+//                                                  as below; 1 = zstd with dictionary 1:
+//                                                  stored_metadata and stored_payload instead
+//                                                  (what Kiln writes); another is a newer
+//                                                  Kiln's entry, read as a miss
 //   key            ::= 16 bytes                   the entry's key; equals its file name (offset 16)
-//   metadata_size  ::= u64                        at most 64 MiB (offset 32)
-//   payload_size   ::= u64                        at most 1 GiB (offset 40)
-//   payload_hash   ::= u64                        XXH3-64 of payload (offset 48)
+//   metadata_size  ::= u64                        at most 64 MiB (offset 32): the bytes stored
+//   payload_size   ::= u64                        at most 1 GiB (offset 40): the bytes stored
+//   payload_hash   ::= u64                        XXH3-64 of payload (offset 48), as stored
 //   head_hash      ::= u64                        XXH3-64 of header bytes 0..55 followed by
-//                                                  metadata (offset 56)
+//                                                  metadata (offset 56), as stored
 //   metadata       ::= nvrtc_version arch compile_ms log name_count name_pair{name_count}
 //                      kernel_count kernel{kernel_count} recipe_tag recipe? link_count
 //                      link_input{link_count}      exactly metadata_size bytes
@@ -60,6 +63,25 @@
 //   payload        ::= payload_size bytes         the raw cubin
 //   seal           ::= 128 bytes                  provenance and signature (seal.hpp)
 //
+// Compression 1 stores, in place of metadata and payload (metadata_size and payload_size then
+// count these stored bytes; the hashes and the seal's signature cover them, so damage and forgery
+// are caught before anything is decompressed):
+//
+//   stored_metadata ::= content_size frame        metadata_size bytes
+//   content_size   ::= u64                        the payload's decompressed size, at most 1 GiB
+//                                                  (a listing reads the head only)
+//   frame          ::= one zstd frame             compressed with dictionary 1, recording its
+//                                                  content size, no checksum, nothing after it;
+//                                                  here it holds metadata (at most 64 MiB)
+//   stored_payload ::= frame                      payload_size bytes; holds payload, exactly
+//                                                  content_size bytes
+//
+// Dictionary 1 is cache/dictionary/zstd_v1.dict (Kiln's device headers of 2026-11-29, as raw
+// content), built into Kiln and frozen: new headers would get a new dictionary and compression
+// value. A reader learns each frame's size from its header and refuses one over the limit before
+// allocating anything. Compressed bytes are not canonical (another zstd may compress otherwise):
+// what is canonical is what they decompress to.
+//
 // Version 2 is the same without the seal (the file ends with the payload), with kind a u32 and
 // no compression field. Version 1 is version 2 but for its metadata, which ends after the name
 // pairs: it has no kernel names, recipe or link inputs. Keys name the format version, so a program
@@ -68,13 +90,15 @@
 // meaning is rejected.
 //
 // The recipe sits in the metadata, not beside the payload, so that a listing reads everything but
-// the payload in one go; sources and headers are usually smaller than the cubins they produce.
+// the payload in one go; sources and headers are usually smaller than the cubins they produce,
+// and compressed, Kiln's own headers (the dictionary's content) cost next to nothing.
 //
 // The hashes together cover every byte, so a flipped bit anywhere is detected: in magic or
 // version directly, elsewhere in the header or metadata by head_hash, in the payload by
 // payload_hash, in the seal by its own hash. The seal's signature covers every byte before it. A
 // reader checks magic and version first (their place never changes between versions), then sizes,
-// head_hash, key, metadata and payload_hash.
+// head_hash, key, compression, payload_hash and the seal, and only then decompresses and reads
+// the metadata and payload.
 
 namespace kiln::cache {
 
@@ -367,25 +391,19 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         result.error = DecodeError::bad_key;
         return result;
     }
-    if (header.compression != static_cast<std::uint32_t>(Compression::none)) {
+    const bool zstd = header.compression == static_cast<std::uint32_t>(Compression::zstd_v1);
+    if (header.compression != static_cast<std::uint32_t>(Compression::none) && !zstd) {
         result.error = DecodeError::unsupported;
         return result;
     }
     Entry entry;
     entry.key = header.key;
-    if (header.kind != static_cast<std::uint32_t>(PayloadKind::cubin) &&
-        header.kind != static_cast<std::uint32_t>(PayloadKind::ptx)) {
-        result.error = DecodeError::malformed;
-        return result;
-    }
-    entry.kind = static_cast<PayloadKind>(header.kind);
-    if (!decode_metadata(metadata, header.version, entry, parts)) {
-        result.error = DecodeError::malformed;
-        return result;
-    }
+    entry.compression = static_cast<Compression>(header.compression);
+    // Every hash before any decompression.
+    std::string_view payload;
     if (with_payload) {
-        const std::string_view payload = bytes.substr(
-            static_cast<std::size_t>(head_size), static_cast<std::size_t>(header.payload_size));
+        payload = bytes.substr(static_cast<std::size_t>(head_size),
+                               static_cast<std::size_t>(header.payload_size));
         if (hash_payload(payload) != header.payload_hash) {
             result.error = DecodeError::bad_checksum;
             return result;
@@ -399,7 +417,37 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
             entry.provenance = seal->provenance;
             if (seal->is_signed) entry.signer = seal->signer;
         }
-        if (owned) {
+    }
+    if (header.kind != static_cast<std::uint32_t>(PayloadKind::cubin) &&
+        header.kind != static_cast<std::uint32_t>(PayloadKind::ptx)) {
+        result.error = DecodeError::malformed;
+        return result;
+    }
+    entry.kind = static_cast<PayloadKind>(header.kind);
+    std::uint64_t payload_size = header.payload_size;
+    std::string decompressed;
+    if (zstd) {
+        detail::ByteReader in(metadata);
+        payload_size = in.u64();
+        if (!in.ok() || payload_size > kMaxPayloadSize ||
+            !detail::zstd_decompress_v1(metadata.substr(8), kMaxMetadataSize, decompressed)) {
+            result.error = DecodeError::malformed;
+            return result;
+        }
+    }
+    if (!decode_metadata(zstd ? std::string_view(decompressed) : metadata, header.version, entry,
+                         parts)) {
+        result.error = DecodeError::malformed;
+        return result;
+    }
+    if (with_payload) {
+        if (zstd) {
+            if (!detail::zstd_decompress_v1(payload, payload_size, entry.payload) ||
+                entry.payload.size() != payload_size) {
+                result.error = DecodeError::malformed;
+                return result;
+            }
+        } else if (owned) {
             owned->resize(static_cast<std::size_t>(head_size + header.payload_size));
             owned->erase(0, static_cast<std::size_t>(head_size));
             entry.payload = std::move(*owned);
@@ -407,7 +455,8 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
             entry.payload = std::string(payload);
         }
     }
-    result.payload_size = header.payload_size;
+    result.payload_size = payload_size;
+    result.stored_payload_size = header.payload_size;
     result.entry = std::move(entry);
     return result;
 }
@@ -421,27 +470,48 @@ std::string encode_entry(const Entry& entry) {
 std::string encode_entry(const Entry& entry, const SigningKey* key) {
     if (entry.payload.size() > kMaxPayloadSize)
         throw std::length_error("cache entry: payload over the size limit");
-    const std::string metadata = encode_metadata(entry);
+    std::string metadata = encode_metadata(entry);
     std::string bytes;
     const bool sealed = entry.format_version >= 3;
     if (key && !sealed)
         throw std::invalid_argument("cache entry: format version " +
                                     std::to_string(entry.format_version) + " cannot be signed");
-    bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size() +
+    if (sealed && entry.compression != Compression::none &&
+        entry.compression != Compression::zstd_v1)
+        throw std::invalid_argument("cache entry: unknown compression");
+    // Versions 1 and 2 have no compression field.
+    Compression compression = sealed ? entry.compression : Compression::none;
+    std::string_view payload = entry.payload;
+    std::string stored_payload;
+    if (compression == Compression::zstd_v1) {
+        std::string stored_metadata;
+        detail::ByteWriter(stored_metadata).u64(entry.payload.size());
+        stored_metadata += detail::zstd_compress_v1(metadata);
+        stored_payload = detail::zstd_compress_v1(entry.payload);
+        // Incompressible data near a limit stays as it is.
+        if (stored_metadata.size() > kMaxMetadataSize || stored_payload.size() > kMaxPayloadSize) {
+            compression = Compression::none;
+        } else {
+            metadata = std::move(stored_metadata);
+            payload = stored_payload;
+        }
+    }
+    bytes.reserve(kEntryHeaderSize + metadata.size() + payload.size() +
                   (sealed ? detail::kSealSize : 0));
     detail::ByteWriter out(bytes);
     out.raw(std::string_view(kEntryMagic, sizeof kEntryMagic));
     out.u32(entry.format_version);
-    // Version 3: kind in the low half, compression (none) in the high half.
-    out.u32(static_cast<std::uint32_t>(entry.kind));
+    // Version 3: kind in the low half, compression in the high half.
+    out.u32(static_cast<std::uint32_t>(entry.kind) |
+            static_cast<std::uint32_t>(compression) << 16);
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),
                              entry.key.bytes.size()));
     out.u64(metadata.size());
-    out.u64(entry.payload.size());
-    out.u64(hash_payload(entry.payload));
+    out.u64(payload.size());
+    out.u64(hash_payload(payload));
     out.u64(hash_head(bytes, metadata));
     out.raw(metadata);
-    out.raw(entry.payload);
+    out.raw(payload);
     if (sealed) detail::append_seal(bytes, detail::SealDomain::entry, entry.provenance, key);
     return bytes;
 }
