@@ -71,9 +71,8 @@ bool zstd_decompress_v1(std::string_view frame, std::uint64_t limit, std::string
     thread_local std::unique_ptr<ZSTD_DCtx, FreeDCtx> dctx(ZSTD_createDCtx());
     if (!dicts.decompress || !dctx) return false;
     out.resize(static_cast<std::size_t>(size));
-    const std::size_t got = ZSTD_decompress_usingDDict(dctx.get(), out.data(), out.size(),
-                                                       frame.data(), frame.size(),
-                                                       dicts.decompress);
+    const std::size_t got = ZSTD_decompress_usingDDict(
+        dctx.get(), out.data(), out.size(), frame.data(), frame.size(), dicts.decompress);
     return !ZSTD_isError(got) && got == size;
 }
 

@@ -5,6 +5,7 @@
 #include "seal.hpp"
 
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -67,12 +68,14 @@
 // count these stored bytes; the hashes and the seal's signature cover them, so damage and forgery
 // are caught before anything is decompressed):
 //
-//   stored_metadata ::= content_size frame        metadata_size bytes
+//   stored_metadata ::= content_size frame frame  metadata_size bytes
 //   content_size   ::= u64                        the payload's decompressed size, at most 1 GiB
 //                                                  (a listing reads the head only)
 //   frame          ::= one zstd frame             compressed with dictionary 1, recording its
-//                                                  content size, no checksum, nothing after it;
-//                                                  here it holds metadata (at most 64 MiB)
+//                                                  content size, no checksum; the first holds
+//                                                  metadata from nvrtc_version to kernel{} (what
+//                                                  a load reads), the second the rest, from
+//                                                  recipe_tag on (64 MiB in all)
 //   stored_payload ::= frame                      payload_size bytes; holds payload, exactly
 //                                                  content_size bytes
 //
@@ -198,7 +201,9 @@ void encode_link_input(const LinkInput& input, MetadataWriter& out) {
     }
 }
 
-std::string encode_metadata(const Entry& entry) {
+// The metadata, and in @p loading_size how many of its leading bytes hold the fields a load
+// reads (nvrtc_version to kernel names).
+std::string encode_metadata(const Entry& entry, std::size_t& loading_size) {
     if (entry.format_version < kOldestEntryFormatVersion ||
         entry.format_version > kEntryFormatVersion)
         throw std::invalid_argument("cache entry: cannot write format version " +
@@ -214,8 +219,10 @@ std::string encode_metadata(const Entry& entry) {
     out.raw().f64(entry.compile_ms);
     out.string(entry.log);
     out.pairs(entry.lowered_names);
+    loading_size = metadata.size();
     if (!v1) {
         out.strings(entry.kernel_names);
+        loading_size = metadata.size();
         out.raw().u32(entry.recipe ? 1 : 0);
         if (entry.recipe) encode_recipe(*entry.recipe, out);
         out.count(entry.link_inputs.size());
@@ -310,26 +317,56 @@ void decode_link_inputs(MetadataReader& in, std::vector<LinkInput>& out) {
     }
 }
 
-bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry,
-                     EntryParts parts) {
-    MetadataReader in(metadata);
+// nvrtc_version to kernel names: what a load reads.
+void decode_loading_fields(MetadataReader& in, std::uint32_t version, Entry& entry) {
     entry.format_version = version;
     entry.nvrtc_version = in.string();
     entry.arch = in.string();
     entry.compile_ms = in.raw().f64();
     entry.log = in.string();
     in.pairs(entry.lowered_names);
+    if (version >= 2) in.strings(entry.kernel_names);
+}
+
+// recipe_tag to the link inputs (version 2 on).
+void decode_other_fields(MetadataReader& in, Entry& entry) {
+    const std::uint32_t recipe_tag = in.raw().u32();
+    if (recipe_tag > 1) in.fail();
+    if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
+    decode_link_inputs(in, entry.link_inputs);
+}
+
+bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry,
+                     EntryParts parts) {
+    MetadataReader in(metadata);
+    decode_loading_fields(in, version, entry);
     if (version >= 2) {
-        in.strings(entry.kernel_names);
         // What follows (recipe, link inputs: the source and headers, tens of KB) is verified by
         // the head hash already; a load that only runs the payload need not copy it out.
         if (parts == EntryParts::for_loading) return in.ok();
-        const std::uint32_t recipe_tag = in.raw().u32();
-        if (recipe_tag > 1) in.fail();
-        if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
-        decode_link_inputs(in, entry.link_inputs);
+        decode_other_fields(in, entry);
     }
     return in.ok() && in.remaining() == 0;
+}
+
+// Compression 1's stored metadata after content_size: two frames, the fields a load reads and the
+// others, each exactly its fields; a load decompresses only the first.
+bool decode_compressed_metadata(std::string_view frames, std::uint32_t version, Entry& entry,
+                                EntryParts parts) {
+    const std::size_t first = ZSTD_findFrameCompressedSize(frames.data(), frames.size());
+    if (ZSTD_isError(first) || first >= frames.size()) return false;
+    std::string loading, other;
+    if (!detail::zstd_decompress_v1(frames.substr(0, first), kMaxMetadataSize, loading))
+        return false;
+    MetadataReader in(loading);
+    decode_loading_fields(in, version, entry);
+    if (!in.ok() || in.remaining() != 0) return false;
+    if (parts == EntryParts::for_loading) return true;
+    if (!detail::zstd_decompress_v1(frames.substr(first), kMaxMetadataSize - loading.size(), other))
+        return false;
+    MetadataReader rest(other);
+    decode_other_fields(rest, entry);
+    return rest.ok() && rest.remaining() == 0;
 }
 
 // Magic, version and the fixed fields; nothing about the rest of the file yet.
@@ -425,18 +462,16 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
     }
     entry.kind = static_cast<PayloadKind>(header.kind);
     std::uint64_t payload_size = header.payload_size;
-    std::string decompressed;
+    bool metadata_ok = false;
     if (zstd) {
         detail::ByteReader in(metadata);
         payload_size = in.u64();
-        if (!in.ok() || payload_size > kMaxPayloadSize ||
-            !detail::zstd_decompress_v1(metadata.substr(8), kMaxMetadataSize, decompressed)) {
-            result.error = DecodeError::malformed;
-            return result;
-        }
+        metadata_ok = in.ok() && payload_size <= kMaxPayloadSize &&
+                      decode_compressed_metadata(metadata.substr(8), header.version, entry, parts);
+    } else {
+        metadata_ok = decode_metadata(metadata, header.version, entry, parts);
     }
-    if (!decode_metadata(zstd ? std::string_view(decompressed) : metadata, header.version, entry,
-                         parts)) {
+    if (!metadata_ok) {
         result.error = DecodeError::malformed;
         return result;
     }
@@ -470,7 +505,8 @@ std::string encode_entry(const Entry& entry) {
 std::string encode_entry(const Entry& entry, const SigningKey* key) {
     if (entry.payload.size() > kMaxPayloadSize)
         throw std::length_error("cache entry: payload over the size limit");
-    std::string metadata = encode_metadata(entry);
+    std::size_t loading_size = 0;
+    std::string metadata = encode_metadata(entry, loading_size);
     std::string bytes;
     const bool sealed = entry.format_version >= 3;
     if (key && !sealed)
@@ -486,7 +522,10 @@ std::string encode_entry(const Entry& entry, const SigningKey* key) {
     if (compression == Compression::zstd_v1) {
         std::string stored_metadata;
         detail::ByteWriter(stored_metadata).u64(entry.payload.size());
-        stored_metadata += detail::zstd_compress_v1(metadata);
+        stored_metadata +=
+            detail::zstd_compress_v1(std::string_view(metadata).substr(0, loading_size));
+        stored_metadata +=
+            detail::zstd_compress_v1(std::string_view(metadata).substr(loading_size));
         stored_payload = detail::zstd_compress_v1(entry.payload);
         // Incompressible data near a limit stays as it is.
         if (stored_metadata.size() > kMaxMetadataSize || stored_payload.size() > kMaxPayloadSize) {
@@ -502,8 +541,7 @@ std::string encode_entry(const Entry& entry, const SigningKey* key) {
     out.raw(std::string_view(kEntryMagic, sizeof kEntryMagic));
     out.u32(entry.format_version);
     // Version 3: kind in the low half, compression in the high half.
-    out.u32(static_cast<std::uint32_t>(entry.kind) |
-            static_cast<std::uint32_t>(compression) << 16);
+    out.u32(static_cast<std::uint32_t>(entry.kind) | static_cast<std::uint32_t>(compression) << 16);
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),
                              entry.key.bytes.size()));
     out.u64(metadata.size());

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -456,6 +457,11 @@ std::string u64_bytes(std::uint64_t value) {
     return bytes;
 }
 
+// The size of the second of the two frames in @p frames.
+std::size_t frame_after_first(const std::string& frames) {
+    return frames.size() - ZSTD_findFrameCompressedSize(frames.data(), frames.size());
+}
+
 // A zstd frame that claims @p claimed bytes of content and holds one RLE block of @p held.
 std::string frame_claiming(std::uint64_t claimed, std::uint32_t held) {
     std::string frame = "\x28\xb5\x2f\xfd";
@@ -498,8 +504,8 @@ TEST(CompressedEntry, RoundTripsCompressedAndNot) {
         auto in_place = decode_entry_in_place(std::string(bytes), entry.key);
         ASSERT_TRUE(in_place.entry) << to_string(in_place.error);
         expect_same(*in_place.entry, entry);
-        auto loading =
-            decode_entry_in_place(std::string(bytes), entry.key, kiln::cache::EntryParts::for_loading);
+        auto loading = decode_entry_in_place(std::string(bytes), entry.key,
+                                             kiln::cache::EntryParts::for_loading);
         ASSERT_TRUE(loading.entry) << to_string(loading.error);
         EXPECT_EQ(loading.entry->payload, entry.payload);
         EXPECT_FALSE(loading.entry->recipe);
@@ -540,15 +546,16 @@ TEST(CompressedEntry, KilnsOwnDeviceHeadersCostAlmostNothing) {
 TEST(CompressedEntry, DictionaryOneIsFrozen) {
     const std::string_view dict = kiln::cache::detail::zstd_dictionary_v1();
     EXPECT_EQ(dict.size(), 31257u);
-    EXPECT_EQ(XXH3_64bits(dict.data(), dict.size()), 0xb2df7859e334d4d4ull) << std::hex
-                                                            << XXH3_64bits(dict.data(), dict.size());
+    EXPECT_EQ(XXH3_64bits(dict.data(), dict.size()), 0xb2df7859e334d4d4ull)
+        << std::hex << XXH3_64bits(dict.data(), dict.size());
 }
 
 // Regenerate (only with a new dictionary version, as a new file beside this one) with:
 // KILN_WRITE_GOLDEN=1 test_entry --gtest_filter='CompressedEntry.Golden*'
 TEST(CompressedEntry, GoldenFileDecodesToTheKnownFields) {
     const Entry entry = golden_entry_v3_zstd();
-    if (std::getenv("KILN_WRITE_GOLDEN")) kiln::test::write_file(kGoldenV3Zstd, encode_entry(entry));
+    if (std::getenv("KILN_WRITE_GOLDEN"))
+        kiln::test::write_file(kGoldenV3Zstd, encode_entry(entry));
     const std::string golden = kiln::test::read_file(kGoldenV3Zstd);
     ASSERT_FALSE(golden.empty()) << "missing " << kGoldenV3Zstd;
     EXPECT_EQ(golden[14], 1);
@@ -639,17 +646,23 @@ TEST(CompressedEntry, ABombIsRefusedBeforeAnythingIsAllocated) {
     EXPECT_EQ(error(u64_bytes(over_payload) + stored_metadata.substr(8),
                     frame_claiming(over_payload, 1000)),
               DecodeError::malformed);
-    EXPECT_EQ(error(u64_bytes(100) + frame_claiming(kiln::cache::kMaxMetadataSize + 1, 1000),
+    // The metadata's frames: the first over 64 MiB, or the second over what the first leaves.
+    const std::string frames = stored_metadata.substr(8);
+    const std::size_t first = frames.size() - frame_after_first(frames);
+    EXPECT_EQ(error(u64_bytes(100) + frame_claiming(kiln::cache::kMaxMetadataSize + 1, 1000) +
+                        frames.substr(first),
+                    payload_frame),
+              DecodeError::malformed);
+    EXPECT_EQ(error(u64_bytes(100) + frames.substr(0, first) +
+                        frame_claiming(kiln::cache::kMaxMetadataSize, 1000),
                     payload_frame),
               DecodeError::malformed);
     // A frame whose claim is within the limits but not what it holds.
     EXPECT_EQ(error(u64_bytes(100) + stored_metadata.substr(8), frame_claiming(100, 50)),
               DecodeError::malformed);
     // The same frame, honest, is read: the refusals above are the sizes'.
-    const auto honest =
-        decode_entry(assembled(key, u64_bytes(100) + stored_metadata.substr(8),
-                               frame_claiming(100, 100)),
-                     key);
+    const auto honest = decode_entry(
+        assembled(key, u64_bytes(100) + stored_metadata.substr(8), frame_claiming(100, 100)), key);
     ASSERT_TRUE(honest.entry) << to_string(honest.error);
     EXPECT_EQ(honest.entry->payload, std::string(100, 'A'));
 }
