@@ -3,7 +3,7 @@
 bench_entry_size: python3 bench/generated_kernels_manifest.py > /tmp/kernels.json"""
 import json
 
-dtypes = ["float32", "float64", "int32", "int64", "float16"]
+dtypes = ["float32", "float64", "int32", "int64", "uint32"]
 kernels = []
 for i in range(100):
     dtype = dtypes[i % len(dtypes)]
