@@ -1,9 +1,11 @@
 #include "kiln/cache/entry.hpp"
 
 #include "bytes.hpp"
+#include "compression.hpp"
 #include "seal.hpp"
 
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -17,15 +19,17 @@
 //   magic          ::= "KILNCCH" 0x00             (8 bytes, offset 0)
 //   version        ::= u32                        format version, 3 (offset 8)
 //   kind           ::= u16                        1 = cubin, 2 = ptx (offset 12)
-//   compression    ::= u16                        0 = none (offset 14); the only value this
-//                                                  version writes; another is a newer Kiln's
-//                                                  entry, read as a miss
+//   compression    ::= u16                        (offset 14) 0 = none: metadata and payload
+//                                                  as below; 1 = zstd with dictionary 1:
+//                                                  stored_metadata and stored_payload instead
+//                                                  (what Kiln writes); another is a newer
+//                                                  Kiln's entry, read as a miss
 //   key            ::= 16 bytes                   the entry's key; equals its file name (offset 16)
-//   metadata_size  ::= u64                        at most 64 MiB (offset 32)
-//   payload_size   ::= u64                        at most 1 GiB (offset 40)
-//   payload_hash   ::= u64                        XXH3-64 of payload (offset 48)
+//   metadata_size  ::= u64                        at most 64 MiB (offset 32): the bytes stored
+//   payload_size   ::= u64                        at most 1 GiB (offset 40): the bytes stored
+//   payload_hash   ::= u64                        XXH3-64 of payload (offset 48), as stored
 //   head_hash      ::= u64                        XXH3-64 of header bytes 0..55 followed by
-//                                                  metadata (offset 56)
+//                                                  metadata (offset 56), as stored
 //   metadata       ::= nvrtc_version arch compile_ms log name_count name_pair{name_count}
 //                      kernel_count kernel{kernel_count} recipe_tag recipe? link_count
 //                      link_input{link_count}      exactly metadata_size bytes
@@ -60,6 +64,27 @@
 //   payload        ::= payload_size bytes         the raw cubin
 //   seal           ::= 128 bytes                  provenance and signature (seal.hpp)
 //
+// Compression 1 stores, in place of metadata and payload (metadata_size and payload_size then
+// count these stored bytes; the hashes and the seal's signature cover them, so damage and forgery
+// are caught before anything is decompressed):
+//
+//   stored_metadata ::= content_size frame frame  metadata_size bytes
+//   content_size   ::= u64                        the payload's decompressed size, at most 1 GiB
+//                                                  (a listing reads the head only)
+//   frame          ::= one zstd frame             compressed with dictionary 1, recording its
+//                                                  content size, no checksum; the first holds
+//                                                  metadata from nvrtc_version to kernel{} (what
+//                                                  a load reads), the second the rest, from
+//                                                  recipe_tag on (64 MiB in all)
+//   stored_payload ::= frame                      payload_size bytes; holds payload, exactly
+//                                                  content_size bytes
+//
+// Dictionary 1 is cache/dictionary/zstd_v1.dict (Kiln's device headers of 2026-11-29, as raw
+// content), built into Kiln and frozen: new headers would get a new dictionary and compression
+// value. A reader learns each frame's size from its header and refuses one over the limit before
+// allocating anything. Compressed bytes are not canonical (another zstd may compress otherwise):
+// what is canonical is what they decompress to.
+//
 // Version 2 is the same without the seal (the file ends with the payload), with kind a u32 and
 // no compression field. Version 1 is version 2 but for its metadata, which ends after the name
 // pairs: it has no kernel names, recipe or link inputs. Keys name the format version, so a program
@@ -68,13 +93,15 @@
 // meaning is rejected.
 //
 // The recipe sits in the metadata, not beside the payload, so that a listing reads everything but
-// the payload in one go; sources and headers are usually smaller than the cubins they produce.
+// the payload in one go; sources and headers are usually smaller than the cubins they produce,
+// and compressed, Kiln's own headers (the dictionary's content) cost next to nothing.
 //
 // The hashes together cover every byte, so a flipped bit anywhere is detected: in magic or
 // version directly, elsewhere in the header or metadata by head_hash, in the payload by
 // payload_hash, in the seal by its own hash. The seal's signature covers every byte before it. A
 // reader checks magic and version first (their place never changes between versions), then sizes,
-// head_hash, key, metadata and payload_hash.
+// head_hash, key, compression, payload_hash and the seal, and only then decompresses and reads
+// the metadata and payload.
 
 namespace kiln::cache {
 
@@ -174,7 +201,9 @@ void encode_link_input(const LinkInput& input, MetadataWriter& out) {
     }
 }
 
-std::string encode_metadata(const Entry& entry) {
+// The metadata, and in @p loading_size how many of its leading bytes hold the fields a load
+// reads (nvrtc_version to kernel names).
+std::string encode_metadata(const Entry& entry, std::size_t& loading_size) {
     if (entry.format_version < kOldestEntryFormatVersion ||
         entry.format_version > kEntryFormatVersion)
         throw std::invalid_argument("cache entry: cannot write format version " +
@@ -190,8 +219,10 @@ std::string encode_metadata(const Entry& entry) {
     out.raw().f64(entry.compile_ms);
     out.string(entry.log);
     out.pairs(entry.lowered_names);
+    loading_size = metadata.size();
     if (!v1) {
         out.strings(entry.kernel_names);
+        loading_size = metadata.size();
         out.raw().u32(entry.recipe ? 1 : 0);
         if (entry.recipe) encode_recipe(*entry.recipe, out);
         out.count(entry.link_inputs.size());
@@ -286,26 +317,56 @@ void decode_link_inputs(MetadataReader& in, std::vector<LinkInput>& out) {
     }
 }
 
-bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry,
-                     EntryParts parts) {
-    MetadataReader in(metadata);
+// nvrtc_version to kernel names: what a load reads.
+void decode_loading_fields(MetadataReader& in, std::uint32_t version, Entry& entry) {
     entry.format_version = version;
     entry.nvrtc_version = in.string();
     entry.arch = in.string();
     entry.compile_ms = in.raw().f64();
     entry.log = in.string();
     in.pairs(entry.lowered_names);
+    if (version >= 2) in.strings(entry.kernel_names);
+}
+
+// recipe_tag to the link inputs (version 2 on).
+void decode_other_fields(MetadataReader& in, Entry& entry) {
+    const std::uint32_t recipe_tag = in.raw().u32();
+    if (recipe_tag > 1) in.fail();
+    if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
+    decode_link_inputs(in, entry.link_inputs);
+}
+
+bool decode_metadata(std::string_view metadata, std::uint32_t version, Entry& entry,
+                     EntryParts parts) {
+    MetadataReader in(metadata);
+    decode_loading_fields(in, version, entry);
     if (version >= 2) {
-        in.strings(entry.kernel_names);
         // What follows (recipe, link inputs: the source and headers, tens of KB) is verified by
         // the head hash already; a load that only runs the payload need not copy it out.
         if (parts == EntryParts::for_loading) return in.ok();
-        const std::uint32_t recipe_tag = in.raw().u32();
-        if (recipe_tag > 1) in.fail();
-        if (recipe_tag == 1 && in.ok()) entry.recipe = decode_recipe(in);
-        decode_link_inputs(in, entry.link_inputs);
+        decode_other_fields(in, entry);
     }
     return in.ok() && in.remaining() == 0;
+}
+
+// Compression 1's stored metadata after content_size: two frames, the fields a load reads and the
+// others, each exactly its fields; a load decompresses only the first.
+bool decode_compressed_metadata(std::string_view frames, std::uint32_t version, Entry& entry,
+                                EntryParts parts) {
+    const std::size_t first = ZSTD_findFrameCompressedSize(frames.data(), frames.size());
+    if (ZSTD_isError(first) || first >= frames.size()) return false;
+    std::string loading, other;
+    if (!detail::zstd_decompress_v1(frames.substr(0, first), kMaxMetadataSize, loading))
+        return false;
+    MetadataReader in(loading);
+    decode_loading_fields(in, version, entry);
+    if (!in.ok() || in.remaining() != 0) return false;
+    if (parts == EntryParts::for_loading) return true;
+    if (!detail::zstd_decompress_v1(frames.substr(first), kMaxMetadataSize - loading.size(), other))
+        return false;
+    MetadataReader rest(other);
+    decode_other_fields(rest, entry);
+    return rest.ok() && rest.remaining() == 0;
 }
 
 // Magic, version and the fixed fields; nothing about the rest of the file yet.
@@ -367,25 +428,19 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
         result.error = DecodeError::bad_key;
         return result;
     }
-    if (header.compression != static_cast<std::uint32_t>(Compression::none)) {
+    const bool zstd = header.compression == static_cast<std::uint32_t>(Compression::zstd_v1);
+    if (header.compression != static_cast<std::uint32_t>(Compression::none) && !zstd) {
         result.error = DecodeError::unsupported;
         return result;
     }
     Entry entry;
     entry.key = header.key;
-    if (header.kind != static_cast<std::uint32_t>(PayloadKind::cubin) &&
-        header.kind != static_cast<std::uint32_t>(PayloadKind::ptx)) {
-        result.error = DecodeError::malformed;
-        return result;
-    }
-    entry.kind = static_cast<PayloadKind>(header.kind);
-    if (!decode_metadata(metadata, header.version, entry, parts)) {
-        result.error = DecodeError::malformed;
-        return result;
-    }
+    entry.compression = static_cast<Compression>(header.compression);
+    // Every hash before any decompression.
+    std::string_view payload;
     if (with_payload) {
-        const std::string_view payload = bytes.substr(
-            static_cast<std::size_t>(head_size), static_cast<std::size_t>(header.payload_size));
+        payload = bytes.substr(static_cast<std::size_t>(head_size),
+                               static_cast<std::size_t>(header.payload_size));
         if (hash_payload(payload) != header.payload_hash) {
             result.error = DecodeError::bad_checksum;
             return result;
@@ -399,7 +454,35 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
             entry.provenance = seal->provenance;
             if (seal->is_signed) entry.signer = seal->signer;
         }
-        if (owned) {
+    }
+    if (header.kind != static_cast<std::uint32_t>(PayloadKind::cubin) &&
+        header.kind != static_cast<std::uint32_t>(PayloadKind::ptx)) {
+        result.error = DecodeError::malformed;
+        return result;
+    }
+    entry.kind = static_cast<PayloadKind>(header.kind);
+    std::uint64_t payload_size = header.payload_size;
+    bool metadata_ok = false;
+    if (zstd) {
+        detail::ByteReader in(metadata);
+        payload_size = in.u64();
+        metadata_ok = in.ok() && payload_size <= kMaxPayloadSize &&
+                      decode_compressed_metadata(metadata.substr(8), header.version, entry, parts);
+    } else {
+        metadata_ok = decode_metadata(metadata, header.version, entry, parts);
+    }
+    if (!metadata_ok) {
+        result.error = DecodeError::malformed;
+        return result;
+    }
+    if (with_payload) {
+        if (zstd) {
+            if (!detail::zstd_decompress_v1(payload, payload_size, entry.payload) ||
+                entry.payload.size() != payload_size) {
+                result.error = DecodeError::malformed;
+                return result;
+            }
+        } else if (owned) {
             owned->resize(static_cast<std::size_t>(head_size + header.payload_size));
             owned->erase(0, static_cast<std::size_t>(head_size));
             entry.payload = std::move(*owned);
@@ -407,7 +490,8 @@ DecodeResult decode(std::string_view bytes, std::uint64_t file_size, const Key& 
             entry.payload = std::string(payload);
         }
     }
-    result.payload_size = header.payload_size;
+    result.payload_size = payload_size;
+    result.stored_payload_size = header.payload_size;
     result.entry = std::move(entry);
     return result;
 }
@@ -421,27 +505,51 @@ std::string encode_entry(const Entry& entry) {
 std::string encode_entry(const Entry& entry, const SigningKey* key) {
     if (entry.payload.size() > kMaxPayloadSize)
         throw std::length_error("cache entry: payload over the size limit");
-    const std::string metadata = encode_metadata(entry);
+    std::size_t loading_size = 0;
+    std::string metadata = encode_metadata(entry, loading_size);
     std::string bytes;
     const bool sealed = entry.format_version >= 3;
     if (key && !sealed)
         throw std::invalid_argument("cache entry: format version " +
                                     std::to_string(entry.format_version) + " cannot be signed");
-    bytes.reserve(kEntryHeaderSize + metadata.size() + entry.payload.size() +
+    if (sealed && entry.compression != Compression::none &&
+        entry.compression != Compression::zstd_v1)
+        throw std::invalid_argument("cache entry: unknown compression");
+    // Versions 1 and 2 have no compression field.
+    Compression compression = sealed ? entry.compression : Compression::none;
+    std::string_view payload = entry.payload;
+    std::string stored_payload;
+    if (compression == Compression::zstd_v1) {
+        std::string stored_metadata;
+        detail::ByteWriter(stored_metadata).u64(entry.payload.size());
+        stored_metadata +=
+            detail::zstd_compress_v1(std::string_view(metadata).substr(0, loading_size));
+        stored_metadata +=
+            detail::zstd_compress_v1(std::string_view(metadata).substr(loading_size));
+        stored_payload = detail::zstd_compress_v1(entry.payload);
+        // Incompressible data near a limit stays as it is.
+        if (stored_metadata.size() > kMaxMetadataSize || stored_payload.size() > kMaxPayloadSize) {
+            compression = Compression::none;
+        } else {
+            metadata = std::move(stored_metadata);
+            payload = stored_payload;
+        }
+    }
+    bytes.reserve(kEntryHeaderSize + metadata.size() + payload.size() +
                   (sealed ? detail::kSealSize : 0));
     detail::ByteWriter out(bytes);
     out.raw(std::string_view(kEntryMagic, sizeof kEntryMagic));
     out.u32(entry.format_version);
-    // Version 3: kind in the low half, compression (none) in the high half.
-    out.u32(static_cast<std::uint32_t>(entry.kind));
+    // Version 3: kind in the low half, compression in the high half.
+    out.u32(static_cast<std::uint32_t>(entry.kind) | static_cast<std::uint32_t>(compression) << 16);
     out.raw(std::string_view(reinterpret_cast<const char*>(entry.key.bytes.data()),
                              entry.key.bytes.size()));
     out.u64(metadata.size());
-    out.u64(entry.payload.size());
-    out.u64(hash_payload(entry.payload));
+    out.u64(payload.size());
+    out.u64(hash_payload(payload));
     out.u64(hash_head(bytes, metadata));
     out.raw(metadata);
-    out.raw(entry.payload);
+    out.raw(payload);
     if (sealed) detail::append_seal(bytes, detail::SealDomain::entry, entry.provenance, key);
     return bytes;
 }

@@ -61,6 +61,24 @@ endif()
 # Where this build found it: kilnConfig.cmake looks there too, after the usual places.
 get_filename_component(KILN_SODIUM_LIBRARY_HINT "${KILN_SODIUM_LIBRARY}" DIRECTORY)
 set(KILN_SODIUM_INCLUDE_HINT "${KILN_SODIUM_INCLUDE_DIR}")
+# libzstd compresses cache entries (with a dictionary built into Kiln), as kiln::zstd. Debian:
+# libzstd-dev; a GPU machine without its headers carries them in .deps/ (the machine's own
+# libzstd.so.1 is preferred). kilnConfig.cmake does the same.
+if(NOT TARGET kiln::zstd)
+    find_path(KILN_ZSTD_INCLUDE_DIR zstd.h HINTS ${_kiln_deps_root}/include
+              DOC "Directory holding zstd.h (Debian: libzstd-dev)")
+    find_library(KILN_ZSTD_LIBRARY NAMES zstd libzstd.so.1
+                 HINTS ${_kiln_deps_root}/lib/x86_64-linux-gnu ${_kiln_deps_root}/lib/aarch64-linux-gnu)
+    if(NOT KILN_ZSTD_INCLUDE_DIR OR NOT KILN_ZSTD_LIBRARY)
+        message(FATAL_ERROR "libzstd not found: install libzstd-dev, or run "
+                            "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
+    endif()
+    add_library(kiln::zstd UNKNOWN IMPORTED)
+    set_target_properties(kiln::zstd PROPERTIES IMPORTED_LOCATION "${KILN_ZSTD_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${KILN_ZSTD_INCLUDE_DIR}")
+endif()
+get_filename_component(KILN_ZSTD_LIBRARY_HINT "${KILN_ZSTD_LIBRARY}" DIRECTORY)
+set(KILN_ZSTD_INCLUDE_HINT "${KILN_ZSTD_INCLUDE_DIR}")
 find_package(spdlog REQUIRED)
 
 # xxHash is used header-only (XXH_INLINE_ALL). A GPU machine without libxxhash-dev can carry the

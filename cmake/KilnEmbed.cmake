@@ -23,3 +23,30 @@ ${body}    };
 } // namespace kiln::detail
 " @ONLY)
 endfunction()
+
+# kiln_embed_file(OUTPUT FILE FUNCTION): write a .cpp defining std::string_view
+# kiln::cache::detail::FUNCTION() with FILE's bytes (any bytes: written as a hex array).
+function(kiln_embed_file output file function)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${file})
+    file(READ ${file} hex HEX)
+    string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+    string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){16})" "\\1\n    " bytes "${bytes}")
+    file(RELATIVE_PATH name ${PROJECT_SOURCE_DIR} ${file})
+    file(CONFIGURE OUTPUT ${output} CONTENT
+"// Generated from ${name} by cmake/KilnEmbed.cmake: do not edit.
+#include <string_view>
+
+namespace kiln::cache::detail {
+
+namespace {
+const unsigned char kBytes[] = {
+    ${bytes}};
+} // namespace
+
+std::string_view ${function}() {
+    return {reinterpret_cast<const char*>(kBytes), sizeof kBytes};
+}
+
+} // namespace kiln::cache::detail
+" @ONLY)
+endfunction()

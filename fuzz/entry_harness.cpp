@@ -82,14 +82,26 @@ void read(std::string_view bytes, const Key& key) {
     if (full.entry) {
         check(full.entry->key == key, "an accepted entry holds the expected key");
         check(full.payload_size == full.entry->payload.size(), "payload_size is the payload's");
-        // The format is canonical: what was accepted re-encodes to the very same bytes.
-        check(cache::encode_entry(*full.entry) == bytes, "an accepted entry re-encodes alike");
+        // The format is canonical: what was accepted re-encodes to the very same bytes (compressed
+        // bytes are not: another frame may decompress alike, so those re-encode to the same
+        // entry).
+        if (full.entry->compression == cache::Compression::none) {
+            check(cache::encode_entry(*full.entry) == bytes, "an accepted entry re-encodes alike");
+        } else {
+            const DecodeResult again = cache::decode_entry(cache::encode_entry(*full.entry), key);
+            check(again.entry && again.entry->payload == full.entry->payload &&
+                      again.entry->recipe == full.entry->recipe,
+                  "an accepted compressed entry re-encodes to the same entry");
+        }
     }
 
     // As listings read: the head first, then the rest of the file is only counted.
     const std::uint64_t head_size =
         cache::entry_head_size(bytes.substr(0, std::min(bytes.size(), kEntryHeaderSize)));
-    if (full.entry) check(head_size == bytes.size() - full.payload_size, "entry_head_size()");
+    if (full.entry)
+        check(head_size == bytes.size() - full.stored_payload_size -
+                               (full.entry->format_version >= 3 ? cache::kEntrySealSize : 0),
+              "entry_head_size()");
     if (head_size == 0) return;
     const std::string_view head = bytes.substr(0, std::min<std::uint64_t>(head_size, bytes.size()));
     const DecodeResult listed = cache::decode_entry_head(head, bytes.size(), key);
@@ -102,6 +114,7 @@ void read(std::string_view bytes, const Key& key) {
     if (full.entry && listed.entry) {
         check(listed.entry->payload.empty(), "decode_entry_head() leaves the payload out");
         check(listed.payload_size == full.payload_size &&
+                  listed.stored_payload_size == full.stored_payload_size &&
                   listed.entry->lowered_names == full.entry->lowered_names &&
                   listed.entry->log == full.entry->log && listed.entry->arch == full.entry->arch &&
                   listed.entry->nvrtc_version == full.entry->nvrtc_version &&

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(cmake g++ make pkg-config libspdlog-dev libfmt-dev libxxhash-dev libdlpack-dev
-          libcli11-dev nlohmann-json3-dev libssl-dev libsodium-dev libgtest-dev libbenchmark-dev binutils doxygen
+          libcli11-dev nlohmann-json3-dev libssl-dev libsodium-dev libzstd-dev libgtest-dev libbenchmark-dev binutils doxygen
           redis-server)
 had_redis=0
 dpkg -s redis-server >/dev/null 2>&1 && had_redis=1

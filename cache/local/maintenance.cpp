@@ -64,7 +64,7 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
     // lowered names.
     std::string payload;
     std::optional<std::vector<std::string>> kernels;
-    if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.payload_size),
+    if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.stored_payload_size),
                         payload) == 0)
         kernels = cubin_kernel_names(payload);
     if (kernels) {

@@ -58,6 +58,27 @@ inline cache::Entry make_entry(const cache::Key& key, std::size_t payload_size =
     return entry;
 }
 
+/// An entry whose payload and recipe compress well, as a real cubin and Kiln's headers do.
+inline cache::Entry make_compressible_entry(const cache::Key& key) {
+    cache::Entry entry = make_entry(key, 256);
+    entry.payload += std::string(6000, '\0');
+    cache::Recipe recipe;
+    recipe.source = "extern \"C\" __global__ void k(float* x) { x[threadIdx.x] *= 2; }\n";
+    std::string header;
+    for (int i = 0; i < 200; ++i)
+        header += "template <class T> __device__ T twice_" + std::to_string(i % 10) +
+                  "(T x) { return x + x; }\n";
+    recipe.headers = {{"kiln/twice.cuh", header}};
+    entry.recipe = recipe;
+    return entry;
+}
+
+/// @p entry encoded uncompressed, as a Kiln before compression wrote it.
+inline std::string encode_uncompressed(cache::Entry entry) {
+    entry.compression = cache::Compression::none;
+    return cache::encode_entry(entry);
+}
+
 inline cache::Config config_for(const std::filesystem::path& dir) {
     cache::Config config;
     config.dir = dir;

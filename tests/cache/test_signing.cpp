@@ -158,7 +158,7 @@ TEST(EntrySeal, VersionThreeRecordsProvenanceAndSigner) {
 TEST(EntrySeal, AnotherCompressionIsANewerKilnsEntryNotDamage) {
     const auto entry = make_entry(key_of("compressed"));
     std::string bytes = encoded(entry, nullptr);
-    bytes[14] = 1; // compression: zstd, for a Kiln that reads it
+    bytes[14] = 2; // a compression for a Kiln that reads it (1 is zstd, read here)
     // The head hash covers the field: recompute it as a writer would.
     const std::uint64_t metadata_size = [&] {
         std::uint64_t v = 0;
@@ -174,6 +174,33 @@ TEST(EntrySeal, AnotherCompressionIsANewerKilnsEntryNotDamage) {
     for (int i = 0; i < 8; ++i)
         bytes[56 + i] = static_cast<char>(head_hash >> (8 * i));
     EXPECT_EQ(kiln::cache::decode_entry(bytes, entry.key).error, DecodeError::unsupported);
+}
+
+TEST(EntrySeal, ASignedCompressedEntryVerifiesAndItsSignatureCoversTheStoredBytes) {
+    const auto key = SigningKey::generate("ci");
+    const auto keys = trusting(key);
+    auto entry = entry_from("signed compressed", Provenance::imported);
+    entry.payload.append(4000, '\0'); // compressible
+    ASSERT_EQ(entry.compression, kiln::cache::Compression::zstd_v1);
+    const std::string good = encoded(entry, &key);
+    ASSERT_EQ(good[14], 1);
+    ASSERT_LT(good.size(), entry.payload.size());
+    EXPECT_EQ(verdict(good, Origin::shared_directory, &keys), Verdict::trusted);
+    const auto decoded = kiln::cache::decode_entry(good, entry.key);
+    ASSERT_TRUE(decoded.entry);
+    EXPECT_EQ(decoded.entry->payload, entry.payload);
+    ASSERT_TRUE(decoded.entry->signer);
+    EXPECT_EQ(*decoded.entry->signer, key.public_key().bytes);
+    // Every stored (compressed) byte is signed: a flipped one is refused before decompressing.
+    for (std::size_t i = 0; i < good.size() - kSealSize; ++i) {
+        std::string bad = good;
+        bad[i] = static_cast<char>(bad[i] ^ 0x01);
+        EXPECT_EQ(verdict(bad, Origin::shared_directory, &keys), Verdict::untrusted)
+            << "byte " << i;
+    }
+    // The same entry unsigned is untrusted.
+    EXPECT_EQ(verdict(encoded(entry, nullptr), Origin::shared_directory, &keys),
+              Verdict::untrusted);
 }
 
 TEST(EntrySeal, TheSignatureCoversEveryByteBeforeTheSeal) {

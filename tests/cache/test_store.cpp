@@ -255,3 +255,32 @@ TEST(Store, APlantedFifoNeitherBlocksNorCounts) {
     EXPECT_NO_THROW(store.local().stats());
     EXPECT_TRUE(std::filesystem::is_regular_file(path.parent_path() / "stats")) << "replaced";
 }
+
+TEST(Store, EntriesAreStoredCompressedAndOlderUncompressedOnesStillHit) {
+    TempDir dir;
+    Store store(config_for(dir.path()));
+    const auto entry = kiln::test::make_compressible_entry(key_of("compressed"));
+    ASSERT_TRUE(store.store(entry));
+    const std::string file = kiln::test::read_file(entry_file(dir.path(), entry.key));
+    EXPECT_EQ(file[14], 1); // zstd
+    EXPECT_LT(file.size() * 4, kiln::test::encode_uncompressed(entry).size());
+    auto loaded = store.load(entry.key);
+    ASSERT_TRUE(loaded);
+    EXPECT_EQ(loaded->payload, entry.payload);
+    EXPECT_EQ(loaded->recipe, entry.recipe);
+    // An entry an older Kiln wrote (uncompressed, same key) is a hit, listed and verified.
+    const auto old = kiln::test::make_compressible_entry(key_of("uncompressed"));
+    std::filesystem::create_directories(entry_file(dir.path(), old.key).parent_path());
+    kiln::test::write_file(entry_file(dir.path(), old.key), kiln::test::encode_uncompressed(old));
+    auto old_loaded = store.load(old.key);
+    ASSERT_TRUE(old_loaded);
+    EXPECT_EQ(old_loaded->payload, old.payload);
+    const auto listed = store.local().list();
+    ASSERT_EQ(listed.size(), 2u);
+    for (const auto& info : listed) {
+        EXPECT_EQ(info.payload_size, entry.payload.size()); // decompressed, from the head
+        EXPECT_EQ(info.kernel_count, 0u);
+    }
+    EXPECT_EQ(store.local().verify(false).damaged, 0u);
+    EXPECT_EQ(store.local().verify(false).ok, 2u);
+}

@@ -18,6 +18,7 @@ dpkg-deb --field "$deb" Package Version Depends | tee "$work/fields"
 grep -qx "Package: kiln-dev" "$work/fields"
 grep -q "^Depends: .*libspdlog-dev" "$work/fields"
 grep -q "^Depends: .*libsodium-dev" "$work/fields"
+grep -q "^Depends: .*libzstd-dev" "$work/fields"
 root="$work/root"
 dpkg-deb -x "$deb" "$root"
 for f in usr/include/kiln/kiln.hpp usr/lib/libkiln_runtime.a usr/lib/cmake/kiln/kilnConfig.cmake \

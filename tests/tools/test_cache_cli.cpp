@@ -43,10 +43,15 @@ class CacheCli : public ::testing::Test {
     kiln::cache::Entry add(const std::string& name, std::size_t payload_size = 3000) {
         kiln::cache::Entry entry;
         entry.key = kiln::cache::KeyBuilder().add("cli", name).finish();
+        // Bytes that do not compress, so that an entry's file is about its payload's size.
         entry.payload = std::string("\x7f"
                                     "ELF",
-                                    4) +
-                        std::string(payload_size - 4, name[0]);
+                                    4);
+        std::uint64_t state = static_cast<unsigned char>(name[0]);
+        for (std::size_t i = 4; i < payload_size; ++i) {
+            state = state * 6364136223846793005ull + 1442695040888963407ull;
+            entry.payload.push_back(static_cast<char>(state >> 56));
+        }
         entry.lowered_names = {{"k<float>", "_Z1kIfEvv"}};
         entry.kernel_names = {"_Z1kIfEvv"};
         entry.nvrtc_version = "13.0.88";

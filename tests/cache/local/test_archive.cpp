@@ -343,3 +343,37 @@ TEST(Archive, ACheckedImportRefusesASavedSourceThatIsNotTheRecipes) {
                                                       entry.recipe->source)}));
     EXPECT_EQ(store.local().import_from(dir / "b", accept).sources, 1u);
 }
+
+TEST(Archive, CarriesEntriesCompressedAndLoadsThemBack) {
+    TempDir dir;
+    Store source_store(config_for(dir / "from"));
+    std::vector<kiln::cache::Entry> entries;
+    std::size_t uncompressed = 0;
+    for (int i = 0; i < 20; ++i) {
+        entries.push_back(
+            kiln::test::make_compressible_entry(key_of("small " + std::to_string(i))));
+        uncompressed += kiln::test::encode_uncompressed(entries.back()).size();
+        ASSERT_TRUE(source_store.store(entries.back()));
+    }
+    // One an older Kiln wrote travels as it is.
+    const auto old = kiln::test::make_compressible_entry(key_of("old"));
+    std::filesystem::create_directories(entry_file(dir / "from", old.key).parent_path());
+    kiln::test::write_file(entry_file(dir / "from", old.key), kiln::test::encode_uncompressed(old));
+    ASSERT_EQ(source_store.local().export_to(dir / "cache.kilnarc").entries, 21u);
+    const auto archive_size = std::filesystem::file_size(dir / "cache.kilnarc");
+    EXPECT_LT(archive_size * 4, uncompressed);
+
+    Store target(config_for(dir / "to"));
+    EXPECT_EQ(target.local().import_from(dir / "cache.kilnarc").entries, 21u);
+    for (const auto& entry : entries) {
+        EXPECT_EQ(kiln::test::read_file(entry_file(dir / "to", entry.key))[14], 1);
+        auto loaded = target.load(entry.key);
+        ASSERT_TRUE(loaded);
+        EXPECT_EQ(loaded->payload, entry.payload);
+        EXPECT_EQ(loaded->recipe, entry.recipe);
+    }
+    auto loaded = target.load(old.key);
+    ASSERT_TRUE(loaded);
+    EXPECT_EQ(loaded->payload, old.payload);
+    EXPECT_EQ(target.local().verify(false).damaged, 0u);
+}

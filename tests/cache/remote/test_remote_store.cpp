@@ -350,3 +350,32 @@ TEST(RemoteStore, AWriteBackIsNeverTakenForTheUsersOwnCompile) {
     EXPECT_FALSE(Store(config).load(entry.key));
     EXPECT_TRUE(Store(config_for(reader_dir.path())).load(entry.key));
 }
+
+TEST(RemoteStore, ValuesAreCompressedEntriesAndOlderUncompressedOnesStillHit) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir first, second;
+    const auto entry = make_compressible_entry(key_of("compressed remotely"));
+    {
+        Store store(remote_config(first.path(), *server));
+        ASSERT_TRUE(store.store(entry));
+        ASSERT_TRUE(store.flush_remote());
+    }
+    const auto value = server->call({"GET", redis_key(entry.key)});
+    ASSERT_FALSE(value.nil);
+    EXPECT_EQ(value.text[14], 1); // zstd
+    EXPECT_LT(value.text.size() * 4, encode_uncompressed(entry).size());
+    // An older Kiln's value, uncompressed.
+    const auto old = make_compressible_entry(key_of("uncompressed remotely"));
+    server->call({"SET", redis_key(old.key), encode_uncompressed(old)});
+    Store store(remote_config(second.path(), *server));
+    auto hit = store.load(entry.key);
+    ASSERT_TRUE(hit);
+    expect_same_entry(*hit, entry);
+    EXPECT_EQ(hit->recipe, entry.recipe);
+    auto old_hit = store.load(old.key);
+    ASSERT_TRUE(old_hit);
+    expect_same_entry(*old_hit, old);
+    EXPECT_EQ(store.remote_stats().hits, 2u);
+    EXPECT_EQ(store.remote_stats().damaged, 0u);
+}

@@ -51,9 +51,11 @@ enum class PayloadKind : std::uint32_t { cubin = 1, ptx = 2 };
 /// signature again; anywhere else the field is ignored.
 enum class Provenance : std::uint32_t { own_compile = 1, imported = 2, verified = 3 };
 
-/// How the metadata and payload are stored. Version 3 defines the field; Kiln writes `none`,
-/// and reads an entry with another value as a miss (a newer Kiln's), never as damage.
-enum class Compression : std::uint16_t { none = 0 };
+/// How the metadata and payload are stored (format version 3; older versions store them as they
+/// are): `none`, as they are; `zstd_v1`, each a zstd frame compressed with Kiln's dictionary of
+/// version 1 (built from its device headers and frozen), what encode_entry() writes by default.
+/// An entry with another value is a newer Kiln's: read as a miss, never as damage.
+enum class Compression : std::uint16_t { none = 0, zstd_v1 = 1 };
 
 /// What a link input is, as the device linker takes it.
 enum class LinkInputKind : std::uint32_t {
@@ -115,6 +117,9 @@ struct Entry {
     std::vector<LinkInput> link_inputs;
     /// Version 3: where it came from; encode_entry() writes it, decode_entry() reads it.
     Provenance provenance = Provenance::imported;
+    /// Version 3: how the metadata and payload are stored; encode_entry() writes it (versions 1
+    /// and 2 have no compression and ignore it), decode_entry() reads it.
+    Compression compression = Compression::zstd_v1;
     /// Version 3, as read: the key the entry's signature names (not verified: verification
     /// needs the trusted keys, trust.hpp); nullopt for an unsigned entry.
     std::optional<PublicKeyBytes> signer;
@@ -161,7 +166,10 @@ struct DecodeResult {
     std::optional<Entry> entry;
     /// Why the bytes were rejected; meaningless when #entry holds a value.
     DecodeError error = DecodeError::malformed;
-    std::uint64_t payload_size = 0; ///< set on success, also by decode_entry_head()
+    /// The payload's size (decompressed); set on success, also by decode_entry_head().
+    std::uint64_t payload_size = 0;
+    /// The payload's bytes in the file, compressed or not; set with #payload_size.
+    std::uint64_t stored_payload_size = 0;
 };
 /// Parse and verify on-disk bytes. Never throws on bad input.
 /// @param bytes the whole file.
@@ -182,7 +190,8 @@ enum class EntryParts {
 DecodeResult decode_entry(std::string_view bytes, const Key& expected, EntryParts parts);
 
 /// decode_entry() that takes the file's bytes and keeps their buffer as the payload (the header
-/// and metadata are cut off in place): a hit copies nothing. @p bytes is left unspecified.
+/// and metadata are cut off in place): a hit on an uncompressed entry copies nothing (a
+/// compressed one decompresses into a buffer of its own). @p bytes is left unspecified.
 /// @param bytes the whole file.
 /// @param expected the key the file name promised.
 /// @param parts what to read out: everything, or what running the payload needs.
@@ -197,7 +206,7 @@ DecodeResult decode_entry_in_place(std::string&& bytes, const Key& expected,
 std::uint64_t entry_head_size(std::string_view header);
 
 /// decode_entry() for listings. Verifies everything but the payload checksum; Entry::payload stays
-/// empty.
+/// empty (and compressed, is not decompressed: the head records the payload's size).
 /// @param head the first entry_head_size() bytes of the file.
 /// @param file_size the file's size, which must be the head plus the payload.
 /// @param expected the key the file name promised.
