@@ -106,7 +106,7 @@ void run_compile(const CompileArgs& args) {
         j["lowered_names"] = lowered;
         j["log"] = program->log();
         if (program->source_path()) j["source_path"] = program->source_path()->string();
-        std::printf("%s\n", j.dump().c_str());
+        std::printf("%s\n", json_text(j).c_str());
     } else {
         std::printf("%s %s %.2f ms\n", hit ? "hit" : "miss", program->key().hex().c_str(), ms);
         for (const auto& [name, mangled] : program->lowered_names())

@@ -16,8 +16,12 @@ namespace {
 bool g_json_errors = false;
 } // namespace
 
+std::string json_text(const nlohmann::json& value, int indent) {
+    return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void print_json(const nlohmann::json& value) {
-    std::cout << value.dump(2) << '\n';
+    std::cout << json_text(value, 2) << '\n';
 }
 
 void set_json_errors(bool on) {

@@ -12,6 +12,10 @@ namespace kiln::tools {
 /// Print @p value on stdout as one JSON document, indented.
 void print_json(const nlohmann::json& value);
 
+/// @p value as JSON text (@p indent as nlohmann's dump()); bytes that are not UTF-8 (an NVRTC log
+/// quoting a source's bytes, a file name) become U+FFFD instead of aborting the command.
+std::string json_text(const nlohmann::json& value, int indent = -1);
+
 /// A command given --json calls this, so that an error it ends with is also a JSON object on
 /// stdout: {"error": MESSAGE, "kind": KIND, ...}.
 void set_json_errors(bool on);

@@ -100,7 +100,7 @@ void run_warm(const WarmArgs& args) {
                          // NVRTC compiles run (by this process or its workers): 0 when every
                          // kernel came from a cache tier (the local directory or the remote one).
                          {"compiles", done.compiles}};
-        std::cout << j.dump() << '\n';
+        std::cout << json_text(j) << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {
         std::printf("warmed %zu kernels for %s: %zu hits, %zu misses, %zu errors in %.2f s\n",

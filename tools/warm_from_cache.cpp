@@ -197,20 +197,19 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     for (const auto& a : arches)
         arch_list += (arch_list.empty() ? "" : ",") + a;
     if (args.json) {
-        std::cout << nlohmann::json{{"from", args.dir},
-                                    {"entries", entries},
-                                    {"kernels", sources.size()},
-                                    {"without_recipe", without_recipe},
-                                    {"unreadable", unreadable},
-                                    {"untrusted", untrusted},
-                                    {"arches", arches},
-                                    {"compiles", total},
-                                    {"hits", hits},
-                                    {"misses", misses},
-                                    {"errors", errors},
-                                    {"seconds", seconds},
-                                    {"jobs", workers}}
-                         .dump()
+        std::cout << json_text(nlohmann::json{{"from", args.dir},
+                                              {"entries", entries},
+                                              {"kernels", sources.size()},
+                                              {"without_recipe", without_recipe},
+                                              {"unreadable", unreadable},
+                                              {"untrusted", untrusted},
+                                              {"arches", arches},
+                                              {"compiles", total},
+                                              {"hits", hits},
+                                              {"misses", misses},
+                                              {"errors", errors},
+                                              {"seconds", seconds},
+                                              {"jobs", workers}})
                   << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {

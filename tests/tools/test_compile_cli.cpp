@@ -276,3 +276,15 @@ TEST_F(CompileCli, LinksDeviceLibrariesIntoRelocatableCode) {
     EXPECT_NE(bad.status, 0);
     EXPECT_NE(bad.err.find("notes.txt"), std::string::npos) << bad.err;
 }
+
+// NVRTC's log quotes a source's bytes, valid UTF-8 or not: --json still prints one parseable
+// object (the bytes replaced) instead of aborting.
+TEST_F(CompileCli, JsonSurvivesALogThatIsNotUtf8) {
+    const auto bad = (m_dir / "bad.cu").string();
+    kiln::test::write_file(bad, "@\xe9\n");
+    auto result = run_command(kiln("compile " + bad + " --arch sm_90 --json"));
+    EXPECT_EQ(result.status, 1) << result.err;
+    const auto j = nlohmann::json::parse(result.out);
+    EXPECT_EQ(j.at("kind"), "compile");
+    EXPECT_NE(j.at("log").get<std::string>().find("\xef\xbf\xbd"), std::string::npos) << result.out;
+}
