@@ -58,6 +58,11 @@ std::string read_user_file(const std::filesystem::path& path, const std::string&
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) cannot_read(path, what, errno);
         if (n == 0) return bytes;
+        // Counted as read, never from a reported size: /dev/zero and pipes report none.
+        if (bytes.size() + static_cast<std::size_t>(n) > kMaxUserFile)
+            throw ArgumentError(what + " '" + path.string() + "' is larger than 64 MiB (" +
+                                "Kiln reads no larger source or manifest); is it the file you "
+                                "meant?");
         bytes.append(buffer, static_cast<std::size_t>(n));
     }
 }

@@ -288,3 +288,16 @@ TEST_F(CompileCli, JsonSurvivesALogThatIsNotUtf8) {
     EXPECT_EQ(j.at("kind"), "compile");
     EXPECT_NE(j.at("log").get<std::string>().find("\xef\xbf\xbd"), std::string::npos) << result.out;
 }
+
+// A "file" with no end (/dev/zero reports no size) is refused once it passes 64 MiB, not read
+// until memory runs out; so is a manifest.
+TEST_F(CompileCli, AnEndlessFileIsRefusedNotReadForever) {
+    // Address space capped, so that a Kiln that reads on fails fast instead of filling memory.
+    const std::string cap = "ulimit -v 4000000; ";
+    auto result = run_command(cap + kiln("compile /dev/zero --arch sm_90"));
+    EXPECT_EQ(result.status, 1) << result.err;
+    EXPECT_NE(result.err.find("larger than 64 MiB"), std::string::npos) << result.err;
+    auto warm = run_command(cap + kiln("warm /dev/zero --arch sm_90"));
+    EXPECT_EQ(warm.status, 1) << warm.err;
+    EXPECT_NE(warm.err.find("larger than 64 MiB"), std::string::npos) << warm.err;
+}
