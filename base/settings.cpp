@@ -22,6 +22,8 @@ using std::chrono::milliseconds;
 constexpr milliseconds kZero{0};
 constexpr milliseconds kMillisecond{1};
 constexpr milliseconds kSecond{1000};
+constexpr milliseconds kMinute{60000};
+constexpr milliseconds kDay{86400000};
 
 // The fields every row has; the others stay empty (zero, or "" for text).
 constexpr Definition row(Variable variable, const char* name, Type type, const char* description) {
@@ -55,10 +57,11 @@ constexpr Definition size_row(Variable variable, const char* name, const char* d
     return d;
 }
 
-// @p minimum and @p step are the range: kMillisecond for "positive", kSecond for whole seconds.
+// @p minimum, @p maximum and @p step are the range: kMillisecond for "positive", kSecond for
+// whole seconds.
 constexpr Definition duration_row(Variable variable, const char* name, const char* default_text,
                                   milliseconds fallback, milliseconds bare_unit,
-                                  milliseconds minimum, milliseconds step,
+                                  milliseconds minimum, milliseconds step, milliseconds maximum,
                                   const char* description) {
     Definition d = row(variable, name, Type::duration, description);
     d.default_text = default_text;
@@ -66,6 +69,7 @@ constexpr Definition duration_row(Variable variable, const char* name, const cha
     d.bare_unit = bare_unit;
     d.minimum = minimum;
     d.step = step;
+    d.maximum = maximum;
     return d;
 }
 
@@ -165,15 +169,16 @@ constexpr Definition kTable[] = {
              "", "the URL's password, if any", "a file holding the password on one line",
              "The Redis password, kept out of the URL and the process list."),
     duration_row(Variable::remote_cache_ttl, "KILN_REMOTE_CACHE_TTL", "0", kZero, kSecond, kZero,
-                 kSecond, "Expiry of published entries (Redis keeps seconds); `0`: none."),
+                 kSecond, kDay * 3650,
+                 "Expiry of published entries (Redis keeps seconds); `0`: none."),
     duration_row(Variable::remote_cache_connect_timeout, "KILN_REMOTE_CACHE_CONNECT_TIMEOUT",
-                 "100ms", milliseconds(100), kMillisecond, kMillisecond, kMillisecond,
+                 "100ms", milliseconds(100), kMillisecond, kMillisecond, kMillisecond, kMinute * 10,
                  "Deadline for connecting to the server and authenticating."),
     duration_row(Variable::remote_cache_timeout, "KILN_REMOTE_CACHE_TIMEOUT", "50ms",
-                 milliseconds(50), kMillisecond, kMillisecond, kMillisecond,
+                 milliseconds(50), kMillisecond, kMillisecond, kMillisecond, kMinute * 10,
                  "Deadline of each operation (a lookup, a publish, a probe)."),
     duration_row(Variable::remote_cache_retry, "KILN_REMOTE_CACHE_RETRY", "30s",
-                 milliseconds(30000), kSecond, kMillisecond, kMillisecond,
+                 milliseconds(30000), kSecond, kMillisecond, kMillisecond, kDay,
                  "How long a failing server is skipped before a background probe."),
 };
 
@@ -199,6 +204,10 @@ const Definition& of_type(Variable variable, Type type) {
 
 std::string shown_duration(milliseconds value) {
     if (value.count() == 0) return "0";
+    if (value.count() % kDay.count() == 0)
+        return std::to_string(value.count() / kDay.count()) + "d";
+    if (value.count() % kMinute.count() == 0 && value >= kMinute * 10)
+        return std::to_string(value.count() / kMinute.count()) + "m";
     if (value.count() % 1000 == 0) return std::to_string(value.count() / 1000) + "s";
     return std::to_string(value.count()) + "ms";
 }
@@ -226,6 +235,9 @@ milliseconds parse_duration(const Definition& d, const std::string& value) {
                           (d.bare_unit == kSecond ? "a bare number is seconds"
                                                   : "a bare number is milliseconds") +
                           "), e.g. 250ms or 2s");
+    if (result > d.maximum)
+        throw ConfigError(std::string(d.name) + "='" + value + "' is more than " +
+                          shown_duration(d.maximum) + ", the most it accepts");
     if (result.count() % d.step.count() != 0)
         throw ConfigError(
             std::string(d.name) + "='" + value + "' is not a whole number of " +
@@ -367,6 +379,7 @@ std::string range_text(const Definition& d) {
         return "a number of bytes, or with `K`, `M`, `G` or `T` (binary), e.g. `500M`";
     case Type::duration: {
         std::string range = d.minimum.count() > 0 ? "more than `0`" : "`0` or more";
+        range += ", up to `" + shown_duration(d.maximum) + "`";
         if (d.step == kSecond) range += ", in whole seconds";
         return range +
                ": a number (up to 9 digits) with `ms`, `s`, `m`, `h` or `d`; a bare "

@@ -247,7 +247,7 @@ TEST(Settings, ValuesAreReadByType) {
     EXPECT_EQ(duration_of(Variable::remote_cache_ttl, "7d"), milliseconds(7 * 86400000LL));
     EXPECT_EQ(duration_of(Variable::remote_cache_timeout, "2s"), milliseconds(2000));
     EXPECT_EQ(duration_of(Variable::remote_cache_retry, "5m"), milliseconds(300000));
-    EXPECT_EQ(duration_of(Variable::remote_cache_timeout, "1h"), milliseconds(3600000));
+    EXPECT_EQ(duration_of(Variable::remote_cache_retry, "1h"), milliseconds(3600000));
     // A bare number is in the variable's own unit.
     EXPECT_EQ(duration_of(Variable::remote_cache_connect_timeout, "250"), milliseconds(250));
     EXPECT_EQ(duration_of(Variable::remote_cache_retry, "5"), milliseconds(5000));
@@ -278,8 +278,19 @@ TEST(Settings, RangesAreEnforced) {
     EXPECT_NE(error_for(Variable::remote_cache_ttl, "1500ms").find("whole number of seconds"),
               std::string::npos);
     EXPECT_EQ(error_for(Variable::remote_cache_ttl, "2000ms"), "");
-    EXPECT_EQ(error_for(Variable::remote_cache_retry, "999999999ms"), "");
+    EXPECT_EQ(error_for(Variable::remote_cache_retry, "86399999ms"), "");
     EXPECT_NE(error_for(Variable::remote_cache_retry, "1000000000ms"), "");
+    // Each duration has a greatest value: the 200000d overflowed the clock.
+    EXPECT_EQ(error_for(Variable::remote_cache_retry, "1d"), "");
+    EXPECT_NE(error_for(Variable::remote_cache_retry, "200000d").find("more than 1d"),
+              std::string::npos);
+    EXPECT_NE(error_for(Variable::remote_cache_retry, "200000d").find("KILN_REMOTE_CACHE_RETRY"),
+              std::string::npos);
+    EXPECT_EQ(error_for(Variable::remote_cache_timeout, "10m"), "");
+    EXPECT_NE(error_for(Variable::remote_cache_timeout, "11m"), "");
+    EXPECT_NE(error_for(Variable::remote_cache_connect_timeout, "999999999d"), "");
+    EXPECT_EQ(error_for(Variable::remote_cache_ttl, "3650d"), "");
+    EXPECT_NE(error_for(Variable::remote_cache_ttl, "3651d"), "");
     for (const char* bad : {"-5", "5 s", "5S", "s", "1.5s", "5w"})
         EXPECT_NE(error_for(Variable::remote_cache_connect_timeout, bad), "") << bad;
     // Choices are spelled exactly; spdlog's other names for two levels are accepted.

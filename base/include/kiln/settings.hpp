@@ -100,6 +100,9 @@ struct Definition {
     std::chrono::milliseconds minimum;
     /// A Type::duration: values must be whole multiples of this (1 s where only seconds are kept).
     std::chrono::milliseconds step;
+    /// A Type::duration: the greatest value accepted (a deadline of days is no deadline, and a
+    /// retry interval of years would overflow the clock it is added to).
+    std::chrono::milliseconds maximum;
     /// A Type::choice: the values accepted, separated by `|` (`"read-write|read-only"`).
     const char* choices;
     /// A Type::text or Type::path: the form of the value, Markdown (`"a directory"`).
