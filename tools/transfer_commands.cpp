@@ -19,6 +19,8 @@
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -68,7 +70,20 @@ void run_export(const TransferArgs& args) {
     set_json_errors(args.json);
     cache::LocalStore store(cache_config());
     check_cache_dir(store);
-    const auto result = store.export_to(args.file);
+    // `-`: the archive is standard output, so the summary goes to standard error.
+    const bool to_stdout = args.file == "-";
+    if (to_stdout && ::isatty(STDOUT_FILENO))
+        throw ArgumentError("kiln export -: standard output is a terminal; redirect it to a file "
+                            "or a pipe");
+    std::fflush(stdout);
+    const auto result = to_stdout ? store.export_to(STDOUT_FILENO) : store.export_to(args.file);
+    if (to_stdout) {
+        std::fprintf(stderr, "exported %llu entries (%llu sources, %s) to standard output\n",
+                     static_cast<unsigned long long>(result.entries),
+                     static_cast<unsigned long long>(result.sources),
+                     format_size(result.bytes).c_str());
+        return;
+    }
     if (args.json) {
         print_json({{"file", args.file},
                     {"entries", result.entries},
@@ -123,7 +138,10 @@ void add_transfer_commands(CLI::App& app) {
     auto export_args = std::make_shared<TransferArgs>();
     auto* export_cmd =
         app.add_subcommand("export", "Write every verified cache entry (and saved source) to FILE");
-    export_cmd->add_option("file", export_args->file, "archive to write (replaced atomically)")
+    export_cmd
+        ->add_option("file", export_args->file,
+                     "archive to write: a new or regular file, replaced atomically; `-`: "
+                     "standard output")
         ->required();
     export_cmd->add_flag("--json", export_args->json, "print a JSON object");
     export_cmd->callback([export_args] { run_export(*export_args); });

@@ -266,16 +266,43 @@ struct Published {
 } // namespace
 
 TransferResult LocalStore::export_to(const std::filesystem::path& file) {
+    // Only a new or regular file is replaced (by a rename): a FIFO, a device or a directory at
+    // that name would silently become a regular file. `kiln export -` writes to a stream.
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+        fail(file, "it exists and is not a regular file; an archive goes to a new or regular file "
+                   "(or to standard output: `kiln export -`)");
     detail::AtomicFile out(file, 0644, false);
+    if (int error = out.error()) fail(file, std::strerror(error));
+    TransferResult result =
+        export_records(file, [&](std::string_view bytes) { return out.write(bytes); });
+    if (int error = out.commit()) fail(file, std::strerror(error));
+    return result;
+}
+
+TransferResult LocalStore::export_to(int fd) {
+    const std::filesystem::path name = "standard output";
+    return export_records(name, [fd](std::string_view bytes) {
+        while (!bytes.empty()) {
+            const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) return n < 0 ? errno : EIO;
+            bytes.remove_prefix(static_cast<std::size_t>(n));
+        }
+        return 0;
+    });
+}
+
+TransferResult LocalStore::export_records(const std::filesystem::path& file,
+                                          const std::function<int(std::string_view)>& write_bytes) {
     auto check = [&](int error) {
         if (error != 0) fail(file, std::strerror(error));
     };
-    check(out.error());
     std::string buffer;
     detail::ByteWriter header(buffer);
     header.raw(std::string_view(kArchiveMagic, sizeof kArchiveMagic));
     header.u32(kArchiveVersion);
-    check(out.write(buffer));
+    check(write_bytes(buffer));
 
     TransferResult result;
     std::uint64_t records = 0;
@@ -318,12 +345,12 @@ TransferResult LocalStore::export_to(const std::filesystem::path& file) {
             XXH3_64bits_update(&hash, buffer.data() + 1, buffer.size() - 1);
             XXH3_64bits_update(&hash, entry.data(), entry.size());
             XXH3_64bits_update(&hash, source.data(), source.size());
-            check(out.write(buffer));
-            check(out.write(entry));
-            check(out.write(source));
+            check(write_bytes(buffer));
+            check(write_bytes(entry));
+            check(write_bytes(source));
             buffer.clear();
             record.u64(XXH3_64bits_digest(&hash));
-            check(out.write(buffer));
+            check(write_bytes(buffer));
             ++records;
             ++result.entries;
             result.sources += !source.empty();
@@ -334,8 +361,7 @@ TransferResult LocalStore::export_to(const std::filesystem::path& file) {
     detail::ByteWriter end(buffer);
     end.raw(std::string_view(&kEndTag, 1));
     end.u64(records);
-    check(out.write(buffer));
-    check(out.commit());
+    check(write_bytes(buffer));
     return result;
 }
 

@@ -600,3 +600,25 @@ TEST_F(CacheCli, Version1EntriesAreListedShownVerifiedAndPruned) {
     ASSERT_EQ(pruned.status, 0) << pruned.err;
     EXPECT_TRUE(m_store.local().list().empty());
 }
+
+// `kiln export` replaces only a new or regular file; a FIFO or another non-file at the name is
+// refused and left as it is, and `-` writes the archive to standard output, which imports.
+TEST_F(CacheCli, ExportWritesOnlyToARegularFileOrToStandardOutput) {
+    add("exported");
+    const auto fifo = m_dir / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    auto refused = run_command(kiln("export " + fifo.string()));
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_NE(refused.err.find("not a regular file"), std::string::npos) << refused.err;
+    struct stat st {};
+    ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO was replaced";
+
+    const auto archive = m_dir / "piped.kar";
+    auto piped = run_command(kiln("export - > " + archive.string()));
+    ASSERT_EQ(piped.status, 0) << piped.err;
+    EXPECT_NE(piped.err.find("exported 1 entries"), std::string::npos) << piped.err;
+    auto imported = run_command(kiln("import " + archive.string(), m_dir / "other"));
+    ASSERT_EQ(imported.status, 0) << imported.err;
+    EXPECT_NE(imported.out.find("imported 1 entries"), std::string::npos) << imported.out;
+}

@@ -253,10 +253,15 @@ class LocalStore {
     /// @return the source, or nullopt when none is saved or it cannot be read.
     std::optional<std::string> read_source(const Key& key);
     /// Write every verified entry and its source to one archive file (format in archive.cpp).
-    /// @param file the archive to write; replaced atomically.
+    /// @param file the archive to write: a new file, or a regular file replaced atomically.
     /// @return what was written, and the damaged entries left out.
-    /// @throws kiln::Error when @p file cannot be written.
+    /// @throws kiln::Error when @p file cannot be written, or exists and is not a regular file.
     TransferResult export_to(const std::filesystem::path& file);
+    /// export_to() into an open file descriptor, written in order (standard output, a pipe).
+    /// @param fd where the archive goes; not closed.
+    /// @return what was written, and the damaged entries left out.
+    /// @throws kiln::Error when writing fails (a closed pipe, a full disk).
+    TransferResult export_to(int fd);
     /// Publish the entries of an archive: all or nothing. The whole archive is read and every
     /// entry decoded and verified against its key before anything is published; when publishing
     /// then fails part-way, what this import published is removed again (entries that were there
@@ -276,6 +281,11 @@ class LocalStore {
     /// @}
 
   private:
+    /// The archive's bytes, in order, through @p write_bytes (0 or an errno); @p file names the
+    /// target in errors.
+    TransferResult export_records(const std::filesystem::path& file,
+                                  const std::function<int(std::string_view)>& write_bytes);
+
     // The façade's lookups go through the same directory and counters as the maintenance.
     friend class Store;
     std::unique_ptr<detail::Directory> m_directory;
