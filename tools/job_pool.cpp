@@ -5,12 +5,14 @@
 
 #include <pthread.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -147,9 +149,15 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
     } else {
         std::fflush(nullptr); // what is buffered is printed once, not once per worker
         std::vector<pid_t> children;
+        const pid_t parent = ::getpid();
         for (unsigned w = 0; w < totals.workers; ++w) {
             const pid_t pid = ::fork();
             if (pid == 0) {
+                // A worker dies with `kiln warm`, however it ends (SIGKILL, SIGTERM, a crash):
+                // no orphan goes on compiling the rest of the manifest. Checked once more after
+                // asking, in case the parent died in between.
+                ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (::getppid() != parent) ::_exit(1);
                 int status = 0;
                 try {
                     work(shared, output, total, run, progress);

@@ -218,3 +218,25 @@ TEST_F(WarmCli, UnknownFieldsAndEntryKindsAreErrors) {
     EXPECT_NE(unknown_kind.err.find("kernel 0: unknown field \"fusion\""), std::string::npos)
         << unknown_kind.err;
 }
+
+// Killing `kiln warm` (here with SIGKILL, which it cannot catch) ends its worker processes too:
+// none goes on compiling the rest of the manifest.
+TEST_F(WarmCli, WorkersDieWithTheCommand) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (int i = 0; i < 400; ++i)
+        kernels.push_back({{"source", "extern \"C\" __global__ void k(int* p) { *p = " +
+                                          std::to_string(i) + "; }\n"}});
+    const auto path = manifest("many.json", kernels);
+    const std::string script =
+        kiln("warm " + path + " --arch sm_90 -j 2") +
+        " >/dev/null 2>&1 & p=$!\n"
+        "c=''; for i in $(seq 200); do c=$(cat /proc/$p/task/*/children 2>/dev/null); "
+        "[ -n \"$c\" ] && break; sleep 0.05; done\n"
+        "sleep 0.3; kill -9 $p; sleep 1\n"
+        "alive=0; for w in $c; do s=$(awk '{print $3}' /proc/$w/stat 2>/dev/null); "
+        "[ -n \"$s\" ] && [ \"$s\" != Z ] && alive=$((alive+1)); done\n"
+        "echo \"workers $(echo $c | wc -w) alive $alive\"; kill -9 $c 2>/dev/null; true\n";
+    kiln::test::write_file(m_dir / "kill.sh", script);
+    const auto result = run_command("sh " + (m_dir / "kill.sh").string());
+    EXPECT_EQ(result.out, "workers 2 alive 0\n") << result.err;
+}
