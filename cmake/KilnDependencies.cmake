@@ -42,43 +42,35 @@ if(_kiln_deps_multiarch)
     set_property(TARGET OpenSSL::Crypto APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
                  ${_kiln_deps_multiarch})
 endif()
-# libsodium signs and verifies (Ed25519, about twice as fast to verify as OpenSSL 3), as
-# kiln::sodium. Debian: libsodium-dev; a GPU machine without it carries it in .deps/ (the
-# machine's own libsodium.so.23 is preferred when it has one). kilnConfig.cmake does the same.
-if(NOT TARGET kiln::sodium)
-    find_path(KILN_SODIUM_INCLUDE_DIR sodium.h HINTS ${_kiln_deps_root}/include
-              DOC "Directory holding sodium.h (Debian: libsodium-dev)")
-    find_library(KILN_SODIUM_LIBRARY NAMES sodium libsodium.so.23
-                 HINTS ${_kiln_deps_root}/lib/x86_64-linux-gnu ${_kiln_deps_root}/lib/aarch64-linux-gnu)
-    if(NOT KILN_SODIUM_INCLUDE_DIR OR NOT KILN_SODIUM_LIBRARY)
-        message(FATAL_ERROR "libsodium not found: install libsodium-dev, or run "
-                            "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
+# kiln_carried_library(NAME HEADER SONAME PACKAGE): the library NAME as kiln::NAME, from the
+# system or, on a GPU machine without its -dev package, from .deps/ (the machine's own SONAME is
+# preferred when it has one). Sets KILN_<NAME>_LIBRARY_HINT and KILN_<NAME>_INCLUDE_HINT, where
+# kilnConfig.cmake looks too, after the usual places.
+function(kiln_carried_library name header soname package)
+    string(TOUPPER ${name} upper)
+    if(NOT TARGET kiln::${name})
+        find_path(KILN_${upper}_INCLUDE_DIR ${header} HINTS ${_kiln_deps_root}/include
+                  DOC "Directory holding ${header} (Debian: ${package})")
+        find_library(KILN_${upper}_LIBRARY NAMES ${name} ${soname}
+                     HINTS ${_kiln_deps_root}/lib/x86_64-linux-gnu
+                           ${_kiln_deps_root}/lib/aarch64-linux-gnu)
+        if(NOT KILN_${upper}_INCLUDE_DIR OR NOT KILN_${upper}_LIBRARY)
+            message(FATAL_ERROR "lib${name} not found: install ${package}, or run "
+                                "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
+        endif()
+        add_library(kiln::${name} UNKNOWN IMPORTED)
+        set_target_properties(kiln::${name} PROPERTIES
+            IMPORTED_LOCATION "${KILN_${upper}_LIBRARY}"
+            INTERFACE_INCLUDE_DIRECTORIES "${KILN_${upper}_INCLUDE_DIR}")
     endif()
-    add_library(kiln::sodium UNKNOWN IMPORTED)
-    set_target_properties(kiln::sodium PROPERTIES IMPORTED_LOCATION "${KILN_SODIUM_LIBRARY}"
-                          INTERFACE_INCLUDE_DIRECTORIES "${KILN_SODIUM_INCLUDE_DIR}")
-endif()
-# Where this build found it: kilnConfig.cmake looks there too, after the usual places.
-get_filename_component(KILN_SODIUM_LIBRARY_HINT "${KILN_SODIUM_LIBRARY}" DIRECTORY)
-set(KILN_SODIUM_INCLUDE_HINT "${KILN_SODIUM_INCLUDE_DIR}")
-# libzstd compresses cache entries (with a dictionary built into Kiln), as kiln::zstd. Debian:
-# libzstd-dev; a GPU machine without its headers carries them in .deps/ (the machine's own
-# libzstd.so.1 is preferred). kilnConfig.cmake does the same.
-if(NOT TARGET kiln::zstd)
-    find_path(KILN_ZSTD_INCLUDE_DIR zstd.h HINTS ${_kiln_deps_root}/include
-              DOC "Directory holding zstd.h (Debian: libzstd-dev)")
-    find_library(KILN_ZSTD_LIBRARY NAMES zstd libzstd.so.1
-                 HINTS ${_kiln_deps_root}/lib/x86_64-linux-gnu ${_kiln_deps_root}/lib/aarch64-linux-gnu)
-    if(NOT KILN_ZSTD_INCLUDE_DIR OR NOT KILN_ZSTD_LIBRARY)
-        message(FATAL_ERROR "libzstd not found: install libzstd-dev, or run "
-                            "scripts/fetch_device_deps.sh and carry .deps/ to this machine")
-    endif()
-    add_library(kiln::zstd UNKNOWN IMPORTED)
-    set_target_properties(kiln::zstd PROPERTIES IMPORTED_LOCATION "${KILN_ZSTD_LIBRARY}"
-                          INTERFACE_INCLUDE_DIRECTORIES "${KILN_ZSTD_INCLUDE_DIR}")
-endif()
-get_filename_component(KILN_ZSTD_LIBRARY_HINT "${KILN_ZSTD_LIBRARY}" DIRECTORY)
-set(KILN_ZSTD_INCLUDE_HINT "${KILN_ZSTD_INCLUDE_DIR}")
+    get_filename_component(hint "${KILN_${upper}_LIBRARY}" DIRECTORY)
+    set(KILN_${upper}_LIBRARY_HINT "${hint}" PARENT_SCOPE)
+    set(KILN_${upper}_INCLUDE_HINT "${KILN_${upper}_INCLUDE_DIR}" PARENT_SCOPE)
+endfunction()
+# libsodium signs and verifies (Ed25519, about twice as fast to verify as OpenSSL 3).
+kiln_carried_library(sodium sodium.h libsodium.so.23 libsodium-dev)
+# libzstd compresses cache entries (with a dictionary built into Kiln).
+kiln_carried_library(zstd zstd.h libzstd.so.1 libzstd-dev)
 find_package(spdlog REQUIRED)
 
 # xxHash is used header-only (XXH_INLINE_ALL). A GPU machine without libxxhash-dev can carry the

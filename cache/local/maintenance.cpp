@@ -105,32 +105,23 @@ Vouched vouched_for(std::string_view bytes, detail::SealDomain domain, const Con
     Vouched result;
     const auto seal = detail::read_seal(bytes, domain);
     if (!seal) return {"no seal (an older format)", false};
-    const detail::Origin origin =
-        config.shared ? detail::Origin::shared_directory : detail::Origin::private_directory;
+    const TrustedKeys* keys = config.trusted_keys.get();
     const bool own = !config.shared && seal->provenance == Provenance::own_compile;
-    if (seal->is_signed) {
-        const PublicKey* signer =
-            config.trusted_keys ? detail::verify_seal(bytes, *seal, *config.trusted_keys) : nullptr;
-        if (signer)
-            result.who =
-                "signed by " +
-                (signer->comment.empty() ? std::string("a trusted key") : signer->comment) + " (" +
-                fingerprint(signer->bytes) + ")";
-        else if (config.trusted_keys && config.trusted_keys->find(seal->signer))
-            result.who = "a signature by " + fingerprint(seal->signer) + " that does not verify";
-        else
-            result.who = "signed by " + fingerprint(seal->signer) +
-                         (config.trusted_keys ? ", not a trusted key" : "");
-    } else {
+    // Every signature is checked, once: also those a lookup takes on trust (`verified`).
+    const PublicKey* signer =
+        seal->is_signed && keys ? detail::verify_seal(bytes, *seal, *keys) : nullptr;
+    if (signer)
+        result.who = "signed by " +
+                     (signer->comment.empty() ? std::string("a trusted key") : signer->comment) +
+                     " (" + fingerprint(signer->bytes) + ")";
+    else if (seal->is_signed && keys && keys->find(seal->signer))
+        result.who = "a signature by " + fingerprint(seal->signer) + " that does not verify";
+    else if (seal->is_signed)
+        result.who = "signed by " + fingerprint(seal->signer) + (keys ? ", not a trusted key" : "");
+    else
         result.who = own ? "unsigned, compiled by you" : "unsigned, from elsewhere";
-    }
-    // verify checks every signature again, those a lookup takes on trust (`verified`) too.
-    if (config.trusted_keys)
-        result.untrusted =
-            detail::check_trust(bytes, domain, origin, config.trusted_keys.get()).verdict ==
-                detail::Verdict::untrusted ||
-            (seal->is_signed && config.trusted_keys->find(seal->signer) &&
-             !detail::verify_seal(bytes, *seal, *config.trusted_keys));
+    // What check_trust() decides, with the signature checked even where the seal says it was.
+    result.untrusted = keys && !own && !signer;
     return result;
 }
 
