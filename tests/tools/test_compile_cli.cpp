@@ -292,8 +292,13 @@ TEST_F(CompileCli, JsonSurvivesALogThatIsNotUtf8) {
 // A "file" with no end (/dev/zero reports no size) is refused once it passes 64 MiB, not read
 // until memory runs out; so is a manifest.
 TEST_F(CompileCli, AnEndlessFileIsRefusedNotReadForever) {
-    // Address space capped, so that a Kiln that reads on fails fast instead of filling memory.
-    const std::string cap = "ulimit -v 4000000; ";
+    // Memory capped, so that a Kiln that reads on fails fast instead of filling the machine: the
+    // address space, or under a sanitizer (whose shadow memory needs terabytes of address space)
+    // the resident size, which the sanitizer runtime enforces.
+    const std::string cap = "if [ -n \"${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}\" ]; then "
+                            "export ASAN_OPTIONS=\"${ASAN_OPTIONS:-}:hard_rss_limit_mb=4000\" "
+                            "TSAN_OPTIONS=\"${TSAN_OPTIONS:-}:hard_rss_limit_mb=4000\"; "
+                            "else ulimit -v 4000000; fi; ";
     auto result = run_command(cap + kiln("compile /dev/zero --arch sm_90"));
     EXPECT_EQ(result.status, 1) << result.err;
     EXPECT_NE(result.err.find("larger than 64 MiB"), std::string::npos) << result.err;
