@@ -120,6 +120,11 @@ constexpr Definition kTable[] = {
              "Use an entry from a shared directory, the remote cache, an archive, or one that "
              "reached the private directory from elsewhere, only when one of these keys signed "
              "it; others are misses, counted `untrusted`."),
+    duration_row(Variable::compile_wait, "KILN_COMPILE_WAIT", "10s", milliseconds(10000), kSecond,
+                 kZero, kMillisecond, kMinute * 10,
+                 "How long a process waits for another one (here, or another host through the "
+                 "remote cache) compiling the same kernel, before it compiles it too; `0`: never "
+                 "wait."),
     // Compiling.
     flag_row(Variable::lineinfo, "KILN_LINEINFO", true,
              "`0`: compile without `-lineinfo` (a compile's own option wins)."),

@@ -49,6 +49,7 @@ Config config_without_settings() {
     Config config;
     config.save_source = settings::flag(Variable::cache_save_source);
     config.max_size = settings::size(Variable::cache_max_size);
+    config.compile_wait = settings::duration(Variable::compile_wait);
     config.disabled = settings::flag(Variable::cache_disable);
     config.readonly = settings::flag(Variable::cache_readonly);
     config.shared = settings::flag(Variable::cache_shared);

@@ -6,42 +6,18 @@
 #include "kiln/cache/store.hpp"
 
 #include "seal.hpp"
+#include "store_impl.hpp"
 #include "warn.hpp"
 
-#include "local/directory.hpp"
 #include "local/layout.hpp"
-#include "local/local_tier.hpp"
 #include "local/read_scratch.hpp"
 #include "remote/backend.hpp"
 #include "remote/remote_stats_file.hpp"
-#include "remote/tier.hpp"
 
 #include <exception>
 #include <mutex>
 
 namespace kiln::cache {
-
-struct Store::Impl {
-    explicit Impl(Config config);
-    ~Impl();
-
-    detail::LocalTier& tier() { return *local.m_tier; }
-    detail::Directory& directory() { return *local.m_directory; }
-    /// Add the remote tier's unsaved counters to `<dir>/remote-stats` (kept in memory when the
-    /// directory is not used, read-only or unwritable).
-    void save_remote_stats();
-    /// This process's remote counters not yet in the file.
-    RemoteStats remote_unsaved();
-
-    LocalStore local;
-    /// The remote tier, when configured and the cache is not disabled. Declared after `local`:
-    /// its thread writes remote hits back into the directory, so it ends first.
-    std::unique_ptr<remote::Tier> remote;
-
-  private:
-    std::mutex m_remote_stats_mutex;
-    RemoteStats m_remote_unsaved; ///< taken from the tier, not yet in the file
-};
 
 Store::Impl::Impl(Config config)
     : local(config) {
@@ -78,6 +54,18 @@ void Store::Impl::save_remote_stats() {
         m_remote_unsaved = {};
 }
 
+void Store::Impl::keep_remote_hit(const Key& key, std::string bytes) {
+    if (!directory().in_use() || local.config().readonly || !remote) return;
+    // Kept locally, so the next process on this machine finds it on disk. It is marked as come
+    // from elsewhere: with trusted keys it is used again only for its signature, which the tier
+    // checked (trust.hpp), so later processes here need not check it again.
+    remote->defer([&tier = tier(), key, bytes = std::move(bytes),
+                   checked = static_cast<bool>(local.config().trusted_keys)]() mutable {
+        if (detail::set_provenance(bytes, checked ? Provenance::verified : Provenance::imported))
+            tier.publish(key, bytes, false);
+    });
+}
+
 Store::Store(Config config)
     : m_impl(std::make_unique<Impl>(std::move(config))) {}
 
@@ -108,18 +96,7 @@ std::optional<Entry> Store::load(const Key& key, EntryParts parts) {
     try {
         std::string bytes;
         auto entry = remote->load(key, &bytes);
-        // A remote hit is kept locally, so the next process on this machine finds it on disk;
-        // written by the tier's thread, so the caller does not wait for the disk. It is marked
-        // as come from elsewhere: with trusted keys it is used again only for its signature.
-        if (entry && local && !config.readonly)
-            remote->defer([&tier, key, bytes = std::move(bytes),
-                           checked = static_cast<bool>(config.trusted_keys)]() mutable {
-                // With trusted keys the tier used it for a trusted signature: later processes
-                // here need not check it again (trust.hpp).
-                if (detail::set_provenance(bytes,
-                                           checked ? Provenance::verified : Provenance::imported))
-                    tier.publish(key, bytes, false);
-            });
+        if (entry) m_impl->keep_remote_hit(key, std::move(bytes));
         return entry;
     } catch (const std::exception& e) {
         detail::warn(std::string("remote kernel cache lookup failed: ") + e.what());

@@ -96,6 +96,8 @@ void run_compile(const CompileArgs& args) {
         j["key"] = program->key().hex();
         j["cache"] = hit ? "hit" : "miss";
         j["ms"] = ms;
+        // A hit that waited for another process's compile of the same key says how long.
+        if (program->phases().wait_ms > 0) j["waited_ms"] = program->phases().wait_ms;
         j["cubin_bytes"] = program->cubin().size();
         j["arch"] = program->arch();
         j["nvrtc"] = nvrtc_version();

@@ -362,7 +362,7 @@ PruneResult Directory::evict(std::uint64_t max_bytes, std::optional<std::int64_t
     if (remote_spills) add_spills(root_fd->get(), kRemoteStatsName);
     for (int shard = 0; shard < kShardCount; ++shard) {
         if (by_shard[shard].empty() && contents[shard].stale_temps.empty() &&
-            contents[shard].spills.empty())
+            contents[shard].spills.empty() && contents[shard].claims.empty())
             continue;
         auto ref = open_shard(shard, false);
         if (!ref) continue;

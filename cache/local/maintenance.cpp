@@ -5,6 +5,7 @@
 #include "seal.hpp"
 #include "trust.hpp"
 
+#include "claim_file.hpp"
 #include "directory.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
@@ -320,6 +321,16 @@ VerifyResult LocalStore::verify(bool fix) {
         for (const auto& name : contents.spills)
             check_spill_file(ref.get(), m_directory->shard_dir(shard) / name, shared, fix_spills,
                              result);
+        // A claim whose holder died is harmless (the next compile of its key takes it over), so
+        // only --fix speaks of it, removing it; a held one belongs to a compile running now.
+        if (fix_spills)
+            for (const auto& name : contents.claims)
+                if (detail::remove_claim_if_stale(ref.get(), name)) {
+                    ++result.damaged;
+                    ++result.removed;
+                    result.problems.emplace_back(m_directory->shard_dir(shard) / name,
+                                                 "a claim left by a process that died (removed)");
+                }
         for (const auto& item : contents.items) {
             const std::string hex = item.key.hex();
             if (item.has_memo) {

@@ -1,5 +1,6 @@
 #include "shard.hpp"
 
+#include "claim_file.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
 #include "stats_file.hpp"
@@ -83,6 +84,8 @@ int scan_shard(int shard_fd, std::int64_t stale_before_ns, ShardContents& out) {
             item.mtime_ns = file.mtime_ns;
         } else if (is_spill_name(file.name, kStatsName)) {
             out.spills.push_back(file.name); // a directory there too: it is not to be trusted
+        } else if (is_claim_name(file.name)) {
+            out.claims.push_back(file.name); // whatever it is: maintenance checks it
         } else if (file.is_dir) {
             continue; // only an entry's name is checked for a directory in its place
         } else if (Key named; const Companion* companion = companion_of(file.name, named)) {
@@ -124,6 +127,8 @@ std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents) {
     std::uint64_t removed = 0;
     for (const auto& name : contents.stale_temps)
         removed += ::unlinkat(shard_fd, name.c_str(), 0) == 0;
+    for (const auto& name : contents.claims)
+        removed += remove_claim_if_stale(shard_fd, name);
     return removed;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // What one shard directory holds, read with one directory listing: the entries and saved
-// sources grouped by key, the memos, and the temporaries that killed writers left behind.
+// sources grouped by key, the memos, and the temporaries and claims that killed writers left
+// behind.
 
 #include "kiln/cache/key.hpp"
 
@@ -42,6 +43,9 @@ struct ShardContents {
     /// Names at which counts left for the shard's locked stats file may be (stats_file.hpp),
     /// whatever is there.
     std::vector<std::string> spills;
+    /// Names of claim files (claim_file.hpp), whatever is there: held by a compiling process, or
+    /// left by one that died.
+    std::vector<std::string> claims;
     std::uint64_t entries() const;
     std::uint64_t memos() const;
     std::uint64_t bytes() const;
@@ -65,7 +69,8 @@ struct RemovedItem {
 };
 RemovedItem remove_item(int shard_fd, const ShardItem& item);
 
-/// Unlink the stale temporaries found by the scan; returns how many went.
+/// Unlink the stale temporaries found by the scan, and the claim files no process holds; returns
+/// how many went.
 std::uint64_t remove_stale_temps(int shard_fd, const ShardContents& contents);
 
 } // namespace kiln::cache::detail

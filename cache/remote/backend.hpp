@@ -16,6 +16,8 @@
 //   remove      delete a key
 //   claim       hold a key for a short lease, the first caller only (one compile per key across
 //               hosts: the others wait for the value instead of compiling it too)
+//   renew       extend a lease, only while the caller still holds it
+//   release     end a lease early, only while the caller still holds it
 //   ping        a fresh connection and one round trip: is the server there now
 //   info        the server's version, memory and eviction policy (`kiln cache remote stats`)
 //   count_keys  how many keys start with a prefix, in steps that never block the server
@@ -145,6 +147,14 @@ class Backend {
     /// ends by itself; remove() ends it early.
     virtual Result<bool> claim(std::string_view key, std::string_view owner,
                                std::chrono::milliseconds lease, const Deadline& deadline) = 0;
+    /// Extend the lease on @p key to @p lease from now, only when @p owner still holds it: true
+    /// when extended, false when the lease had ended (or another caller holds it now).
+    virtual Result<bool> renew(std::string_view key, std::string_view owner,
+                               std::chrono::milliseconds lease, const Deadline& deadline) = 0;
+    /// End the lease on @p key now, only when @p owner holds it: true when it ended here, false
+    /// when it had ended already (another caller's lease is left alone).
+    virtual Result<bool> release(std::string_view key, std::string_view owner,
+                                 const Deadline& deadline) = 0;
     /// Make a fresh connection and make one round trip on it.
     virtual Result<Pong> ping(const Deadline& deadline) = 0;
     /// The server's version, memory and eviction policy.

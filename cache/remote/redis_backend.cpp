@@ -8,6 +8,8 @@
 //   put         SET key value [NX] [EX s | PX ms]
 //   remove      DEL key
 //   claim       SET key owner NX PX lease
+//   renew       EVAL: PEXPIRE key lease, when GET key is owner
+//   release     EVAL: DEL key, when GET key is owner
 //   ping        PING on a fresh connection
 //   info        INFO memory, then INFO server (its version, when it tells)
 //   count_keys  SCAN cursor MATCH prefix* COUNT 1000, until the cursor is 0
@@ -120,6 +122,10 @@ class RedisBackend final : public Backend {
     Result<bool> remove(std::string_view key, const Deadline& deadline) override;
     Result<bool> claim(std::string_view key, std::string_view owner,
                        std::chrono::milliseconds lease, const Deadline& deadline) override;
+    Result<bool> renew(std::string_view key, std::string_view owner,
+                       std::chrono::milliseconds lease, const Deadline& deadline) override;
+    Result<bool> release(std::string_view key, std::string_view owner,
+                         const Deadline& deadline) override;
     Result<Pong> ping(const Deadline& deadline) override;
     Result<ServerInfo> info(const Deadline& deadline) override;
     Result<std::uint64_t> count_keys(std::string_view prefix, const Deadline& deadline) override;
@@ -240,6 +246,34 @@ Result<bool> RedisBackend::claim(std::string_view key, std::string_view owner,
     if (r.type == RedisReply::Type::nil) return false; // another holds it
     if (!r.is_status("OK")) return failure(r, "SET", "an unexpected reply");
     return true;
+}
+
+// Compare and act in one step on the server: a lease that ended and was taken by another caller
+// must not be extended or deleted by its former holder.
+constexpr std::string_view kRenewScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
+constexpr std::string_view kReleaseScript =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+    "return redis.call('DEL', KEYS[1]) else return 0 end";
+
+Result<bool> RedisBackend::renew(std::string_view key, std::string_view owner,
+                                 std::chrono::milliseconds lease, const Deadline& deadline) {
+    const std::string ms = std::to_string(std::max<std::int64_t>(lease.count(), 1));
+    auto reply = exchange("EVAL", {"EVAL", kRenewScript, "1", key, owner, ms}, deadline);
+    if (!reply.ok()) return reply.failure();
+    const RedisReply& r = reply.value();
+    if (r.type != RedisReply::Type::integer) return failure(r, "EVAL", "an unexpected reply");
+    return r.integer > 0;
+}
+
+Result<bool> RedisBackend::release(std::string_view key, std::string_view owner,
+                                   const Deadline& deadline) {
+    auto reply = exchange("EVAL", {"EVAL", kReleaseScript, "1", key, owner}, deadline);
+    if (!reply.ok()) return reply.failure();
+    const RedisReply& r = reply.value();
+    if (r.type != RedisReply::Type::integer) return failure(r, "EVAL", "an unexpected reply");
+    return r.integer > 0;
 }
 
 Result<Pong> RedisBackend::ping(const Deadline& deadline) {

@@ -140,7 +140,7 @@ void Tier::start_thread_locked() {
     }
 }
 
-std::optional<Entry> Tier::load(const Key& key, std::string* encoded) {
+std::optional<Entry> Tier::lookup(const Key& key, std::string* encoded, bool count_miss) {
     if (open()) {
         m_skipped.add();
         return std::nullopt;
@@ -171,7 +171,7 @@ std::optional<Entry> Tier::load(const Key& key, std::string* encoded) {
         return std::nullopt;
     }
     if (!got.value()) {
-        m_misses.add();
+        if (count_miss) m_misses.add();
         return std::nullopt;
     }
     std::string& bytes = *got.value();
@@ -239,6 +239,10 @@ void Tier::publish(const Key& key, std::string encoded) {
     Job job;
     job.key = key;
     job.replace = m_damaged.erase(key) != 0;
+    if (auto claim = m_claims.find(key); claim != m_claims.end()) {
+        job.claim_owner = std::move(claim->second); // ended once the value is there
+        m_claims.erase(claim);
+    }
     job.bytes = std::move(encoded);
     m_queued_bytes += job.bytes.size();
     m_queue.push_back(std::move(job));
@@ -280,6 +284,10 @@ void Tier::publish_one(Job& job) {
     deadline.reply = m_config.op_timeout + std::chrono::milliseconds(job.bytes.size() >> 18);
     deadline.at_most = exit_deadline;
     auto put = m_backend->put(remote_key(job.key), job.bytes, options, deadline);
+    // The claim ends once the value is there; a server that just failed is not asked again (the
+    // lease runs out by itself).
+    if (!job.claim_owner.empty() && (put.ok() || put.failure().kind == Failure::Kind::full))
+        end_claim(job.key, job.claim_owner);
     if (!put.ok()) {
         const Failure& failure = put.failure();
         if (failure.kind != Failure::Kind::full) {
@@ -303,6 +311,14 @@ void Tier::publish_one(Job& job) {
     // A value already there (only_if_absent) counts as published too: the server has it.
     m_stores.add();
     m_bytes_written.add(job.bytes.size());
+}
+
+Deadline Tier::claim_deadline() const {
+    Deadline deadline;
+    deadline.connect = m_config.connect_timeout;
+    deadline.reply = m_config.op_timeout;
+    deadline.at_most = from_steady_ns(m_exit_deadline.load());
+    return deadline;
 }
 
 bool Tier::probe() {

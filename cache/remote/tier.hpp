@@ -30,10 +30,37 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 namespace kiln::cache::remote {
+
+class Tier;
+
+/// A claim on compiling one key across hosts (Tier::try_claim): a lease on the server under
+/// kClaimKeyPrefix and the key, renewed by a thread of its own every quarter lease while held.
+/// Its destruction ends the lease, or, when the entry was queued for publishing meanwhile, leaves
+/// that to the publish once the value is on the server, so that waiters find the value before
+/// they can take the claim.
+class RemoteClaim {
+  public:
+    RemoteClaim(Tier& tier, Key key, std::string owner);
+    ~RemoteClaim();
+    RemoteClaim(const RemoteClaim&) = delete;
+    RemoteClaim& operator=(const RemoteClaim&) = delete;
+
+  private:
+    void renew_until_stopped();
+
+    Tier& m_tier;
+    const Key m_key;
+    const std::string m_owner;
+    std::mutex m_mutex;
+    std::condition_variable m_stop_cv;
+    bool m_stop = false;
+    std::thread m_renewer;
+};
 
 class Tier {
   public:
@@ -54,11 +81,27 @@ class Tier {
     /// A verified entry and its encoded bytes, or nullopt (a miss, a damaged value, a failure,
     /// or the breaker is open). A damaged value is remembered: the next publish of its key
     /// replaces it.
-    std::optional<Entry> load(const Key& key, std::string* encoded = nullptr);
+    std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
+        return lookup(key, encoded, true);
+    }
 
+    /// load() for a process waiting for another's compile: the same, but a miss is not counted
+    /// (a waiter asks many times).
+    std::optional<Entry> poll(const Key& key, std::string* encoded = nullptr);
     /// Queue @p encoded for publishing under @p key (nothing in read-only mode). Never blocks on
-    /// the server.
+    /// the server. When this process holds the key's claim, the publish ends it.
     void publish(const Key& key, std::string encoded);
+
+    /// What try_claim() found.
+    enum class ClaimOutcome {
+        held,        ///< this process holds the claim now (in @p out)
+        busy,        ///< another process, here or on another host, holds it
+        unavailable, ///< no claim: read-only mode, the breaker is open, or the server failed now
+    };
+    /// Try once, within one deadline, to take the claim of compiling @p key.
+    ClaimOutcome try_claim(const Key& key, std::unique_ptr<RemoteClaim>& out);
+    /// How long a claim lasts without renewal: a holder this silent is taken for dead.
+    static constexpr std::chrono::milliseconds kClaimLease{2000};
     /// Run @p task on the background thread: the local write-back of a remote hit, so the caller
     /// does not wait for the disk. Tasks are not given up when the breaker opens; at shutdown,
     /// those not started by the exit deadline are dropped (a write-back is only a copy).
@@ -82,16 +125,24 @@ class Tier {
     bool open() const noexcept { return m_open.load(std::memory_order_acquire); }
 
   private:
+    friend class RemoteClaim;
     struct Job {
         Key key;
         std::string bytes;
         bool replace = false;
+        std::string claim_owner; ///< this process's claim of the key, ended once published
     };
     struct Counter {
         std::atomic<std::uint64_t> value{0};
         void add(std::uint64_t n = 1) { value.fetch_add(n, std::memory_order_relaxed); }
     };
 
+    std::optional<Entry> lookup(const Key& key, std::string* encoded, bool count_miss);
+    /// End the lease @p owner holds on @p key's claim (one deadline; a failure is only logged:
+    /// the lease runs out by itself).
+    void end_claim(const Key& key, const std::string& owner);
+    /// Deadline of one operation of a claim.
+    Deadline claim_deadline() const;
     /// Count @p failure (a timeout or an error) and open the breaker.
     void record_failure(const Failure& failure);
     void trip(const std::string& why);
@@ -123,6 +174,8 @@ class Tier {
     bool m_stop = false;
     Clock::time_point m_probe_at{};
     std::unordered_set<Key, KeyHash> m_damaged;
+    /// The claims this process holds, with their owner names; a publish takes its key's out.
+    std::unordered_map<Key, std::string, KeyHash> m_claims;
     std::thread m_thread;
     pid_t m_thread_pid = 0;
 

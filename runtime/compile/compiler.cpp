@@ -411,10 +411,17 @@ struct Compiler::Impl {
         const bool disk = use != DiskUse::none && disk_usable() && !time_trace;
         const bool save_source = disk && store->config().save_source;
 
+        // Held while this process compiles the key, so that others wait for its entry instead
+        // of compiling it too; let go once the entry is stored (or the compile failed).
+        cache::CompileClaim claim;
         if (disk && use == DiskUse::read_write) {
             nvtx::TimeRange range("cache load " + r.key.hex(), nvtx::kCyan);
-            auto entry = store->load(r.key, cache::EntryParts::for_loading);
+            auto found = store->load_or_claim(r.key, cache::EntryParts::for_loading);
             program->m_phases.lookup_ms = ms_since(start);
+            program->m_phases.wait_ms =
+                std::chrono::duration<double, std::milli>(found.waited).count();
+            claim = std::move(found.claim);
+            auto& entry = found.entry;
             detail::trace_mark("cache lookup (key, entry read and verified)");
             if (entry) {
                 program->m_cubin = std::move(entry->payload);

@@ -36,6 +36,7 @@ enum class Variable : std::uint8_t {
     read_ahead,                   ///< KILN_READ_AHEAD
     signing_key_file,             ///< KILN_SIGNING_KEY_FILE
     trusted_keys,                 ///< KILN_TRUSTED_KEYS
+    compile_wait,                 ///< KILN_COMPILE_WAIT
     lineinfo,                     ///< KILN_LINEINFO
     nvrtc_cache,                  ///< KILN_NVRTC_CACHE
     dump_source_on_error,         ///< KILN_DUMP_SOURCE_ON_ERROR

@@ -43,6 +43,13 @@ class PlantedServer : public Backend {
                        const Deadline&) override {
         return true;
     }
+    Result<bool> renew(std::string_view, std::string_view, std::chrono::milliseconds,
+                       const Deadline&) override {
+        return true;
+    }
+    Result<bool> release(std::string_view, std::string_view, const Deadline&) override {
+        return true;
+    }
     Result<Pong> ping(const Deadline&) override { return Pong{}; }
     Result<ServerInfo> info(const Deadline&) override { return ServerInfo{}; }
     Result<std::uint64_t> count_keys(std::string_view, const Deadline&) override {

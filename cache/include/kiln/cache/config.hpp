@@ -8,6 +8,7 @@
 #include "kiln/cache/remote.hpp"
 #include "kiln/cache/signing.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -28,6 +29,10 @@ struct Config {
     bool read_ahead = false;
     /// KILN_CACHE_MAX_SIZE: bytes of entries and sources together; 0 means no limit.
     std::uint64_t max_size = std::uint64_t{2} << 30;
+    /// KILN_COMPILE_WAIT: how long Store::load_or_claim() waits for another process's compile of
+    /// the same key (its claim, in the directory or on the remote server) before this process
+    /// compiles the key itself; zero: no claims, no waiting.
+    std::chrono::milliseconds compile_wait{10000};
     /// KILN_REMOTE_CACHE and companions: the Redis tier after the directory
     /// (kiln/cache/remote.hpp). Not used when `disabled` (KILN_CACHE_DISABLE=1 means memory only).
     /// In remote-only mode the directory is neither read nor written by lookups and stores.

@@ -28,6 +28,53 @@
 
 namespace kiln::cache {
 
+/// A hold on compiling one key, from Store::load_or_claim(). While it is held, other processes on
+/// this cache directory, and through a read-write remote tier other hosts, that miss the same
+/// key wait for its entry instead of compiling it too. Store the entry first, then let the claim
+/// go: destroy it, or call release(). A process that dies lets its claims go by itself (the
+/// directory's is a lock the kernel drops; the remote one a lease that runs out, 2 s unrenewed).
+class CompileClaim {
+  public:
+    /// No claim.
+    CompileClaim() noexcept;
+    /// Lets the claim go.
+    ~CompileClaim();
+    /// Moves the claim; @p other holds none afterwards.
+    /// @param other the claim to take over.
+    CompileClaim(CompileClaim&& other) noexcept;
+    /// Lets this claim go and takes @p other's.
+    /// @param other the claim to take over.
+    /// @return this claim.
+    CompileClaim& operator=(CompileClaim&& other) noexcept;
+    /// Not copyable: a claim is held once.
+    CompileClaim(const CompileClaim&) = delete;
+    /// Not copyable.
+    CompileClaim& operator=(const CompileClaim&) = delete;
+
+    /// Whether a claim is held (in the directory, on the remote server, or both).
+    /// @return whether a claim is held.
+    bool held() const noexcept;
+    /// Let the claim go now; waiters then find the entry, or compile the key themselves.
+    void release() noexcept;
+
+    struct State; ///< the claims held (private to the store)
+
+  private:
+    friend class Store;
+    std::unique_ptr<State> m_state;
+};
+
+/// What Store::load_or_claim() found.
+struct ClaimedLoad {
+    /// The entry: found at once, or published by the process this one waited for.
+    std::optional<Entry> entry;
+    /// Without an entry: the claim on compiling it (which may hold nothing: claims off, a
+    /// read-only or unusable cache, or the wait ran out).
+    CompileClaim claim;
+    /// How long this call waited for another process's compile; zero when it did not wait.
+    std::chrono::nanoseconds waited{0};
+};
+
 /// The kernel cache: the directory (local()), then the remote tier when one is configured. Its
 /// methods may be called from any thread, and several processes may share one directory and one
 /// server. Most programs use global(); the compiler consults it on every compile that misses in
@@ -59,6 +106,19 @@ class Store {
     /// then copies only what running the payload needs).
     /// @return the entry, or nullopt.
     std::optional<Entry> load(const Key& key, EntryParts parts = EntryParts::all);
+
+    /// load(), and on a miss the claim on compiling @p key, so that a fleet compiles each key
+    /// once: the directory's claim first (a lock file in the key's shard), then the remote
+    /// tier's (a lease on the server; not in read-only remote mode). While another process holds
+    /// either, this one polls for the entry (the directory every few milliseconds, the server
+    /// every few dozen) and returns it when it appears; it takes the claim when the holder lets
+    /// go without an entry, and gives up waiting after Config::compile_wait (KILN_COMPILE_WAIT),
+    /// returning no entry and no claim. A frozen or failing server costs one deadline (the
+    /// breaker then skips it). Never throws for a cache failure.
+    /// @param key the entry's key.
+    /// @param parts as for load().
+    /// @return the entry, or the claim to compile under.
+    ClaimedLoad load_or_claim(const Key& key, EntryParts parts = EntryParts::all);
 
     /// Publish atomically, replacing any entry of the same key, then evict least recently used
     /// entries when the size limit is passed. With a remote tier (read-write or remote-only) the

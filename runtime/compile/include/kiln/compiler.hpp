@@ -118,11 +118,14 @@ struct CompileOptions {
 enum class ProgramOrigin { compiled, disk_cache };
 
 /// Where a compile's time went, in milliseconds (all zero for a program read from the disk cache,
-/// except `lookup_ms`). For benchmarks and diagnostics: the parts Kiln adds to NVRTC are the lookup
+/// except `lookup_ms` and `wait_ms`). For benchmarks and diagnostics: the parts Kiln adds to NVRTC are the lookup
 /// and the store.
 struct CompilePhases {
-    /// Looking the key up in the disk cache (a miss, for a compiled program).
+    /// Looking the key up in the disk cache (a miss, for a compiled program), waits included.
     double lookup_ms = 0;
+    /// Of lookup_ms, the time spent waiting for another process (or host) compiling the same key
+    /// (kiln::cache::Store::load_or_claim); zero when it did not wait.
+    double wait_ms = 0;
     /// NVRTC: creating, compiling and reading back the program (and linking, for -dc).
     double nvrtc_ms = 0;
     /// Writing the entry (and the saved source) to the disk cache.
