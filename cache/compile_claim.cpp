@@ -88,8 +88,8 @@ ClaimedLoad Store::load_or_claim(const Key& key, EntryParts parts) {
             auto shard = directory.open_shard(detail::shard_of(key), true);
             while (shard) {
                 using Outcome = detail::ClaimFile::Outcome;
-                const Outcome outcome = detail::ClaimFile::try_take(shard.get(), key,
-                                                                    directory.modes(), state->local);
+                const Outcome outcome =
+                    detail::ClaimFile::try_take(shard.get(), key, directory.modes(), state->local);
                 if (outcome == Outcome::unusable) break;
                 // Held: the holder before may have published between the lookup and the lock.
                 if (outcome == Outcome::held || Clock::now() >= deadline) {

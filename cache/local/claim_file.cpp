@@ -50,8 +50,8 @@ ClaimFile::Outcome ClaimFile::try_take(int shard_fd, const Key& key, const Modes
     // unlinked by its previous holder (then the name holds a new claim, or none).
     for (int round = 0; round < 3; ++round) {
         // O_NONBLOCK: a FIFO planted at the name cannot block the open.
-        UniqueFd fd = open_at(shard_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK,
-                              modes.file);
+        UniqueFd fd =
+            open_at(shard_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, modes.file);
         struct stat st {};
         const bool ok = fd && ::fstat(fd.get(), &st) == 0 && acceptable(st, shard, modes);
         if (!ok) {
@@ -89,7 +89,8 @@ ClaimFile::Outcome ClaimFile::try_take(int shard_fd, const Key& key, const Modes
 void ClaimFile::release() noexcept {
     if (!m_fd) return;
     // Only the file this process locked: a name that now holds another file is not ours.
-    struct stat mine {}, now {};
+    struct stat mine {
+    }, now{};
     if (::fstat(m_fd.get(), &mine) == 0 &&
         ::fstatat(m_shard.get(), m_name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 &&
         same_file(mine, now))

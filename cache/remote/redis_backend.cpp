@@ -253,9 +253,8 @@ Result<bool> RedisBackend::claim(std::string_view key, std::string_view owner,
 constexpr std::string_view kRenewScript =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then "
     "return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end";
-constexpr std::string_view kReleaseScript =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then "
-    "return redis.call('DEL', KEYS[1]) else return 0 end";
+constexpr std::string_view kReleaseScript = "if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                            "return redis.call('DEL', KEYS[1]) else return 0 end";
 
 Result<bool> RedisBackend::renew(std::string_view key, std::string_view owner,
                                  std::chrono::milliseconds lease, const Deadline& deadline) {
