@@ -63,8 +63,10 @@ void ProgressLine::finish() {
         m_finished = true;
         m_stop = true;
     }
+    // Never started (the work ended before it began): no line to end.
+    if (!m_thread.joinable()) return;
     m_stop_signal.notify_all();
-    if (m_thread.joinable()) m_thread.join();
+    m_thread.join();
     draw();
     m_write("\n");
 }

@@ -57,7 +57,8 @@ class ProgressLine {
 
     /// Start redrawing (a thread: call it after any fork). Does nothing when disabled or started.
     void start();
-    /// Stop redrawing, draw the final counts, end the line with a newline. Idempotent.
+    /// Stop redrawing, draw the final counts, end the line with a newline (nothing when never
+    /// started). Idempotent.
     void finish();
 
   private:

@@ -138,3 +138,12 @@ TEST(Progress, WarmDrawsTheLineOnATerminalOnly) {
     ASSERT_EQ(piped.status, 0) << piped.err;
     EXPECT_EQ(piped.err, "");
 }
+
+TEST(Progress, ALineNeverStartedEndsNothing) {
+    std::vector<std::string> written;
+    ProgressLine line(
+        true, [] { return ProgressCounts{}; },
+        [&](const std::string& text) { written.push_back(text); });
+    line.finish(); // e.g. an import that failed before its first check
+    EXPECT_TRUE(written.empty());
+}
