@@ -5,6 +5,8 @@
 #include "kiln/error.hpp"
 #include "kiln/settings.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -55,6 +57,33 @@ void require_writable(const cache::Config& config, const std::string& command) {
         throw Error("`" + command + "` would change the kernel cache, which is turned off here (" +
                     "KILN_CACHE_DISABLE=" + settings::raw(Variable::cache_disable).value_or("1") +
                     "); unset KILN_CACHE_DISABLE to run it");
+}
+
+cache::Key resolve_key(cache::LocalStore& store, std::string text) {
+    std::transform(text.begin(), text.end(), text.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (auto key = cache::Key::from_hex(text)) return *key;
+    const bool hex =
+        !text.empty() && text.size() < 32 &&
+        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isxdigit(c); });
+    if (!hex)
+        throw ArgumentError("'" + text +
+                            "' is not a cache key: expected hex digits, all 32 or the first few "
+                            "(see `kiln cache ls`)");
+    check_cache_dir(store);
+    std::vector<cache::Key> matches;
+    for (const auto& info : store.list())
+        if (info.key.hex().compare(0, text.size(), text) == 0) matches.push_back(info.key);
+    if (matches.empty())
+        throw Error("no entry's key starts with " + text + " in " + store.config().dir.string() +
+                    " (see `kiln cache ls`)");
+    if (matches.size() > 1) {
+        std::sort(matches.begin(), matches.end());
+        throw ArgumentError("'" + text + "' is the start of " + std::to_string(matches.size()) +
+                            " keys (" + matches[0].hex() + ", " + matches[1].hex() +
+                            (matches.size() > 2 ? ", ..." : "") + "): give more digits");
+    }
+    return matches.front();
 }
 
 } // namespace kiln::tools

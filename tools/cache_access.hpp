@@ -28,4 +28,9 @@ nlohmann::json problems_json(const std::vector<cache::DirProblem>& problems);
 /// KILN_CACHE_READONLY or KILN_CACHE_DISABLE. @throws kiln::Error naming the variable.
 void require_writable(const cache::Config& config, const std::string& command);
 
+/// The key @p text names: all 32 hex digits, or the first few of exactly one entry's key in
+/// @p store. @throws kiln::ArgumentError for text that is not hex or names several keys,
+/// kiln::Error when no entry's key starts with it.
+cache::Key resolve_key(cache::LocalStore& store, std::string text);
+
 } // namespace kiln::tools

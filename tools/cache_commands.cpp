@@ -284,6 +284,7 @@ void add_cache_commands(CLI::App& app) {
     stats->callback([stats_args] { run_stats(*stats_args); });
 
     add_entry_commands(*cache_cmd);
+    add_explain_command(*cache_cmd);
 
     auto verify_args = std::make_shared<VerifyArgs>();
     auto* verify = cache_cmd->add_subcommand(

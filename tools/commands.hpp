@@ -19,6 +19,8 @@ void add_warm_command(CLI::App& app);
 void add_cache_commands(CLI::App& app);
 /// `kiln cache ls`, `kiln cache show` (on the `cache` subcommand)
 void add_entry_commands(CLI::App& cache_cmd);
+/// `kiln cache explain FILE|KEY`: why a key misses (on the `cache` subcommand)
+void add_explain_command(CLI::App& cache_cmd);
 /// `kiln cache config [KEY [VALUE]]` (on the `cache` subcommand)
 void add_config_command(CLI::App& cache_cmd);
 /// `kiln cache remote ping|stats` (on the `cache` subcommand)

@@ -3,9 +3,11 @@
 #include "commands.hpp"
 #include "compile_error.hpp"
 #include "core/device_headers.hpp"
+#include "miss_reason.hpp"
 #include "output.hpp"
 #include "source_file.hpp"
 
+#include "kiln/cache/explain.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
@@ -95,6 +97,13 @@ void run_compile(const CompileArgs& args) {
         nlohmann::json j;
         j["key"] = program->key().hex();
         j["cache"] = hit ? "hit" : "miss";
+        // Why it missed: explained only here, after the compile, never on the compile's path.
+        if (!hit) {
+            auto* store = Compiler::global().store();
+            j["why"] = store ? why_stored(cache::MissExplainer(store->local()), store->local(),
+                                          program->key())
+                             : nlohmann::json(nullptr);
+        }
         j["ms"] = ms;
         // A hit that waited for another process's compile of the same key says how long.
         if (program->phases().wait_ms > 0) j["waited_ms"] = program->phases().wait_ms;

@@ -100,34 +100,6 @@ void run_ls(bool json) {
     }
 }
 
-// The key @p text names: all 32 hex digits, or a prefix of exactly one entry's key.
-cache::Key resolve_key(cache::LocalStore& store, std::string text) {
-    std::transform(text.begin(), text.end(), text.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (auto key = cache::Key::from_hex(text)) return *key;
-    const bool hex =
-        !text.empty() && text.size() < 32 &&
-        std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isxdigit(c); });
-    if (!hex)
-        throw ArgumentError("'" + text +
-                            "' is not a cache key: expected hex digits, all 32 or the first few "
-                            "(see `kiln cache ls`)");
-    check_cache_dir(store);
-    std::vector<cache::Key> matches;
-    for (const auto& info : store.list())
-        if (info.key.hex().compare(0, text.size(), text) == 0) matches.push_back(info.key);
-    if (matches.empty())
-        throw Error("no entry's key starts with " + text + " in " + store.config().dir.string() +
-                    " (see `kiln cache ls`)");
-    if (matches.size() > 1) {
-        std::sort(matches.begin(), matches.end());
-        throw ArgumentError("'" + text + "' is the start of " + std::to_string(matches.size()) +
-                            " keys (" + matches[0].hex() + ", " + matches[1].hex() +
-                            (matches.size() > 2 ? ", ..." : "") + "): give more digits");
-    }
-    return matches.front();
-}
-
 void write_stdout(const std::string& bytes, const char* what) {
     if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() ||
         std::fflush(stdout) != 0)

@@ -1,5 +1,7 @@
 #include "job_pool.hpp"
 
+#include "progress.hpp"
+
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -40,23 +42,93 @@ static_assert(std::atomic<std::size_t>::is_always_lock_free, "atomics must work 
 
 class SharedOutput final : public JobOutput {
   public:
-    SharedOutput(Shared& shared, std::size_t slots)
+    SharedOutput(Shared& shared, std::size_t slots, bool progress, int records_fd)
         : m_shared(shared)
-        , m_slots(slots) {}
+        , m_slots(slots)
+        , m_progress(progress)
+        , m_records_fd(records_fd) {}
     void print(const std::string& text) override {
-        const int locked = pthread_mutex_lock(&m_shared.output);
-        if (locked == EOWNERDEAD) pthread_mutex_consistent(&m_shared.output);
-        std::fwrite(text.data(), 1, text.size(), stderr);
-        std::fflush(stderr);
-        if (locked == 0 || locked == EOWNERDEAD) pthread_mutex_unlock(&m_shared.output);
+        // Above the progress line: erased here, redrawn by its next tick.
+        write(m_progress ? kEraseLine + text : text);
     }
     bool first_failure(std::size_t slot) override {
         return slot < m_slots && m_shared.failed[slot].exchange(1) == 0;
     }
+    void record(const std::string& line) override {
+        Locked locked(m_shared.output);
+        const std::string text = line + "\n";
+        // The file's offset is shared with every worker process: under the lock, appends.
+        for (std::size_t at = 0; at < text.size() && m_records_fd >= 0;) {
+            const ssize_t n = ::write(m_records_fd, text.data() + at, text.size() - at);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            at += static_cast<std::size_t>(n);
+        }
+    }
+    // @p text on stderr whole, under the lock every worker's output takes.
+    void write(const std::string& text) {
+        Locked locked(m_shared.output);
+        std::fwrite(text.data(), 1, text.size(), stderr);
+        std::fflush(stderr);
+    }
 
   private:
+    // The process-shared, robust output lock, held for a scope.
+    class Locked {
+      public:
+        explicit Locked(pthread_mutex_t& mutex)
+            : m_mutex(mutex)
+            , m_result(pthread_mutex_lock(&mutex)) {
+            if (m_result == EOWNERDEAD) pthread_mutex_consistent(&m_mutex);
+        }
+        ~Locked() {
+            if (m_result == 0 || m_result == EOWNERDEAD) pthread_mutex_unlock(&m_mutex);
+        }
+        Locked(const Locked&) = delete;
+        Locked& operator=(const Locked&) = delete;
+
+      private:
+        pthread_mutex_t& m_mutex;
+        int m_result;
+    };
+
     Shared& m_shared;
     std::size_t m_slots;
+    bool m_progress;
+    int m_records_fd;
+};
+
+// An unnamed temporary file for the jobs' records, shared with the worker processes.
+class RecordsFile {
+  public:
+    RecordsFile()
+        : m_file(std::tmpfile()) {}
+    ~RecordsFile() {
+        if (m_file) std::fclose(m_file);
+    }
+    RecordsFile(const RecordsFile&) = delete;
+    RecordsFile& operator=(const RecordsFile&) = delete;
+    int fd() const { return m_file ? ::fileno(m_file) : -1; }
+    // Every line written, in order.
+    std::vector<std::string> lines() const {
+        std::vector<std::string> lines;
+        if (!m_file) return lines;
+        std::string text, chunk(1 << 16, '\0');
+        for (off_t at = 0;;) {
+            const ssize_t n = ::pread(fd(), chunk.data(), chunk.size(), at);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            text.append(chunk.data(), static_cast<std::size_t>(n));
+            at += n;
+        }
+        for (std::size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos;
+             start = end + 1)
+            lines.push_back(text.substr(start, end - start));
+        return lines;
+    }
+
+  private:
+    std::FILE* m_file;
 };
 
 // The block of shared memory, unmapped when the run ends.
@@ -104,23 +176,17 @@ std::size_t thread_count() {
 }
 
 void work(Shared& shared, SharedOutput& output, std::size_t total,
-          const std::function<JobOutcome(std::size_t, JobOutput&)>& run, bool progress) {
+          const std::function<JobOutcome(std::size_t, JobOutput&)>& run) {
     for (std::size_t job; (job = shared.next++) < total;) {
         JobOutcome outcome = JobOutcome::error;
         try {
             outcome = run(job, output);
         } catch (const std::exception& e) {
-            output.print(std::string(progress ? "\n" : "") + "job " + std::to_string(job) + ": " +
-                         e.what() + "\n");
+            output.print("job " + std::to_string(job) + ": " + e.what() + "\n");
         }
         (outcome == JobOutcome::hit    ? shared.hits
          : outcome == JobOutcome::miss ? shared.misses
                                        : shared.errors)++;
-        if (progress)
-            output.print("\r[" + std::to_string(shared.hits + shared.misses + shared.errors) + "/" +
-                         std::to_string(total) + "] hits " + std::to_string(shared.hits) +
-                         " misses " + std::to_string(shared.misses) + " errors " +
-                         std::to_string(shared.errors));
     }
 }
 
@@ -135,14 +201,30 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
     totals.processes = !threads && totals.workers > 1 && thread_count() == 1;
     SharedBlock block(failure_slots, totals.processes);
     Shared& shared = block.get();
-    SharedOutput output(shared, failure_slots);
+    const RecordsFile records;
+    SharedOutput output(shared, failure_slots, progress, records.fd());
     const std::uint64_t compiles_before = Compiler::global().statistics().compiles;
+    // Drawn by this process alone, from the counters the workers share; its thread starts after
+    // the forks.
+    ProgressLine line(
+        progress,
+        [&] {
+            ProgressCounts counts;
+            counts.hits = shared.hits;
+            counts.compiles = shared.misses;
+            counts.failures = shared.errors;
+            counts.done = counts.hits + counts.compiles + counts.failures;
+            counts.total = total;
+            return counts;
+        },
+        [&](const std::string& text) { output.write(text); });
 
     if (!totals.processes) {
+        line.start();
         std::vector<std::thread> pool;
         for (unsigned t = 1; t < totals.workers; ++t)
-            pool.emplace_back([&] { work(shared, output, total, run, progress); });
-        work(shared, output, total, run, progress);
+            pool.emplace_back([&] { work(shared, output, total, run); });
+        work(shared, output, total, run);
         for (auto& thread : pool)
             thread.join();
         shared.compiles += Compiler::global().statistics().compiles - compiles_before;
@@ -160,7 +242,7 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
                 if (::getppid() != parent) ::_exit(1);
                 int status = 0;
                 try {
-                    work(shared, output, total, run, progress);
+                    work(shared, output, total, run);
                     shared.compiles += Compiler::global().statistics().compiles - compiles_before;
                     if (worker_done) worker_done();
                 } catch (...) {
@@ -176,16 +258,16 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
             }
             children.push_back(pid);
         }
+        line.start();
         if (children.empty()) // not one process: this one does the work
-            work(shared, output, total, run, progress);
+            work(shared, output, total, run);
         for (pid_t child : children) {
             int status = 0;
             while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
             }
             if (WIFSIGNALED(status))
-                output.print(std::string(progress ? "\n" : "") + "a warm-up worker process (pid " +
-                             std::to_string(child) + ") was killed by signal " +
-                             std::to_string(WTERMSIG(status)) + "\n");
+                output.print("a warm-up worker process (pid " + std::to_string(child) +
+                             ") was killed by signal " + std::to_string(WTERMSIG(status)) + "\n");
         }
         // Jobs a dead worker had taken and not finished are errors.
         const std::size_t done = shared.hits + shared.misses + shared.errors;
@@ -195,6 +277,8 @@ JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slot
             shared.errors += total - done;
         }
     }
+    line.finish();
+    totals.records = records.lines();
     totals.hits = shared.hits;
     totals.misses = shared.misses;
     totals.errors = shared.errors;

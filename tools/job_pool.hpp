@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln::tools {
 
@@ -27,6 +28,8 @@ class JobOutput {
     /// Whether this is the first failure recorded for @p slot (below the run's slot count): the
     /// first one prints a kernel's full error, later ones (other architectures) one line.
     virtual bool first_failure(std::size_t slot) = 0;
+    /// Keep @p line (one line, no newline in it) for the run's caller: JobTotals::records.
+    virtual void record(const std::string& line) = 0;
 };
 
 /// The totals of a run.
@@ -39,15 +42,18 @@ struct JobTotals {
     /// The workers used, and whether they were processes.
     unsigned workers = 1;
     bool processes = false;
+    /// What the jobs recorded (JobOutput::record()), one line each, in the order recorded.
+    std::vector<std::string> records;
 };
 
 /// Run jobs 0 .. @p total - 1 on up to @p workers workers, each taking the next job when it is
 /// done with one. @p run does one job; a job that throws counts as an error (its message printed).
-/// @p failure_slots: how many first_failure() slots the jobs use. @p progress: keep a
-/// "[done/total] hits misses errors" line on stderr. @p threads: use threads of this process even
-/// for several workers. A worker process calls @p worker_done (e.g. to wait for its remote
-/// publishes) after its last job, then exits, which writes its store's counters. A worker process
-/// that dies counts the job it had taken as an error, with a message.
+/// @p failure_slots: how many first_failure() slots the jobs use. @p progress: keep a progress
+/// line on stderr (progress.hpp), redrawn by this process; a job's message goes above it. @p
+/// threads: use threads of this process even for several workers. A worker process calls @p
+/// worker_done (e.g. to wait for its remote publishes) after its last job, then exits, which writes
+/// its store's counters. A worker process that dies counts the job it had taken as an error, with a
+/// message.
 JobTotals run_jobs(std::size_t total, unsigned workers, std::size_t failure_slots, bool progress,
                    bool threads,
                    const std::function<JobOutcome(std::size_t job, JobOutput& output)>& run,

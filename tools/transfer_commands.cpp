@@ -12,6 +12,7 @@
 #include "commands.hpp"
 #include "format_size.hpp"
 #include "output.hpp"
+#include "progress.hpp"
 #include "recipe_policy.hpp"
 
 #include "kiln/cache/cubin_symbols.hpp"
@@ -22,8 +23,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -110,8 +113,38 @@ void run_import(const TransferArgs& args) {
     const auto config = cache_config();
     require_writable(config, "kiln import");
     cache::LocalStore store(config);
-    const auto result = store.import_from(
-        args.file, args.verify ? cache::EntryCheck(check_against_recipe) : cache::EntryCheck());
+    // --verify compiles every entry: a progress line while it does, from the checks' counts.
+    std::atomic<std::size_t> total{0}, done{0}, refused{0};
+    const std::uint64_t compiles_before = Compiler::global().statistics().compiles;
+    std::mutex output;
+    ProgressLine line(
+        args.verify && progress_wanted(args.json),
+        [&] {
+            ProgressCounts counts;
+            counts.total = total;
+            counts.done = done;
+            counts.failures = refused;
+            counts.compiles = Compiler::global().statistics().compiles - compiles_before;
+            return counts;
+        },
+        [&](const std::string& text) {
+            std::lock_guard<std::mutex> lock(output);
+            std::fputs(text.c_str(), stderr);
+            std::fflush(stderr);
+        });
+    const cache::EntryCheck check = [&](const cache::Entry& entry) {
+        std::string why = check_against_recipe(entry);
+        refused += !why.empty();
+        ++done;
+        return why;
+    };
+    const unsigned jobs = args.jobs ? args.jobs : std::max(1u, std::thread::hardware_concurrency());
+    const auto result = store.import_from(args.file, args.verify ? check : cache::EntryCheck(),
+                                          jobs, [&](std::size_t entries) {
+                                              total = entries;
+                                              line.start();
+                                          });
+    line.finish();
     if (args.json) {
         print_json({{"file", args.file},
                     {"dir", config.dir.string()},

@@ -19,9 +19,13 @@
 #include "commands.hpp"
 #include "job_pool.hpp"
 #include "manifest.hpp"
+#include "miss_reason.hpp"
 #include "output.hpp"
+#include "progress.hpp"
 #include "warm_from_cache.hpp"
 
+#include "kiln/cache/explain.hpp"
+#include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -36,6 +40,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace kiln::tools {
@@ -59,7 +64,12 @@ void run_warm(const WarmArgs& args) {
     const unsigned workers =
         std::max(1u, std::min<unsigned>(args.jobs ? args.jobs : std::thread::hardware_concurrency(),
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
-    const bool progress = !args.json && isatty(STDERR_FILENO);
+    const bool progress = progress_wanted(args.json);
+    // --json explains each miss against the cache as it was before the run (read once, here, and
+    // shared with the worker processes), not against the entries the run itself adds.
+    std::optional<cache::MissExplainer> explainer;
+    cache::Store* store = Compiler::global().store();
+    if (args.json && store) explainer.emplace(store->local());
 
     const JobTotals done = run_jobs(
         total, workers, kernels.size(), progress, args.threads,
@@ -69,18 +79,23 @@ void run_warm(const WarmArgs& args) {
             const std::string& arch = arches[job % arches.size()];
             try {
                 auto program = k.compile(arch);
-                return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
-                                                                      : JobOutcome::miss;
+                if (program->origin() == ProgramOrigin::disk_cache) return JobOutcome::hit;
+                if (explainer)
+                    output.record(json_text(
+                        {{"job", job},
+                         {"kernel", k.label},
+                         {"arch", arch},
+                         {"key", program->key().hex()},
+                         {"why", why_stored(*explainer, store->local(), program->key())}}));
+                return JobOutcome::miss;
             } catch (const Error& e) {
-                const std::string lead = progress ? "\n" : "";
                 output.print(output.first_failure(index)
-                                 ? lead + k.label + " for " + arch + ": " + e.what() + "\n"
-                                 : lead + k.label + " also fails for " + arch + "\n");
+                                 ? k.label + " for " + arch + ": " + e.what() + "\n"
+                                 : k.label + " also fails for " + arch + "\n");
                 return JobOutcome::error;
             }
         },
         wait_for_remote_publishes);
-    if (progress) std::fprintf(stderr, "\n");
     wait_for_remote_publishes(); // the remote tier's publishes are part of warming
 
     const double seconds =
@@ -99,7 +114,8 @@ void run_warm(const WarmArgs& args) {
                          {"worker_processes", done.processes},
                          // NVRTC compiles run (by this process or its workers): 0 when every
                          // kernel came from a cache tier (the local directory or the remote one).
-                         {"compiles", done.compiles}};
+                         {"compiles", done.compiles},
+                         {"missed", missed_json(done.records)}};
         std::cout << json_text(j) << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {

@@ -15,10 +15,14 @@
 #include "cache_access.hpp"
 #include "commands.hpp"
 #include "job_pool.hpp"
+#include "miss_reason.hpp"
 #include "output.hpp"
+#include "progress.hpp"
 #include "recipe_policy.hpp"
 
+#include "kiln/cache/explain.hpp"
 #include "kiln/cache/local_store.hpp"
+#include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
 
@@ -34,6 +38,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace kiln::tools {
@@ -171,7 +176,11 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
     const unsigned workers =
         std::max(1u, std::min<unsigned>(args.jobs ? args.jobs : std::thread::hardware_concurrency(),
                                         static_cast<unsigned>(std::max<std::size_t>(total, 1))));
-    const bool progress = !args.json && isatty(STDERR_FILENO);
+    const bool progress = progress_wanted(args.json);
+    // --json explains each miss against the current cache as it was before the run.
+    std::optional<cache::MissExplainer> explainer;
+    cache::Store* store = compiler.store();
+    if (args.json && store) explainer.emplace(store->local());
     const JobTotals done = run_jobs(
         total, workers, 0, progress, args.threads,
         [&](std::size_t index, JobOutput& output) {
@@ -179,17 +188,22 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
             const Source& source = sources[job.source];
             try {
                 auto program = compiler.compile(source.recipe.source, source.options_for(job.arch));
-                return program->origin() == ProgramOrigin::disk_cache ? JobOutcome::hit
-                                                                      : JobOutcome::miss;
+                if (program->origin() == ProgramOrigin::disk_cache) return JobOutcome::hit;
+                if (explainer)
+                    output.record(json_text(
+                        {{"job", index},
+                         {"kernel", source.label},
+                         {"arch", job.arch},
+                         {"key", program->key().hex()},
+                         {"why", why_stored(*explainer, store->local(), program->key())}}));
+                return JobOutcome::miss;
             } catch (const Error& e) {
-                output.print(std::string(progress ? "\n" : "") + source.label + " for " + job.arch +
-                             ": " + e.what() + "\n");
+                output.print(source.label + " for " + job.arch + ": " + e.what() + "\n");
                 return JobOutcome::error;
             }
         },
         wait_for_remote_publishes);
     const std::size_t hits = done.hits, misses = done.misses, errors = errors_before + done.errors;
-    if (progress) std::fprintf(stderr, "\n");
 
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -209,7 +223,8 @@ void run_warm_from_cache(const WarmFromCacheArgs& args) {
                                               {"misses", misses},
                                               {"errors", errors},
                                               {"seconds", seconds},
-                                              {"jobs", workers}})
+                                              {"jobs", workers},
+                                              {"missed", missed_json(done.records)}})
                   << '\n';
         set_json_errors(false); // the summary counts the errors: one JSON document only
     } else {

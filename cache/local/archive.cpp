@@ -366,9 +366,11 @@ TransferResult LocalStore::export_records(const std::filesystem::path& file,
 }
 
 TransferResult LocalStore::import_from(const std::filesystem::path& file, const EntryCheck& check,
-                                       unsigned check_jobs) {
+                                       unsigned check_jobs,
+                                       const std::function<void(std::size_t)>& checking) {
     ArchiveReader in(file);
     std::vector<RecordSpan> spans = validate(in, static_cast<bool>(check));
+    if (check && checking) checking(spans.size());
     const std::vector<std::string> refused =
         check ? check_all(spans, check, check_jobs) : std::vector<std::string>();
     if (!refused.empty()) {

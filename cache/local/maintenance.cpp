@@ -7,6 +7,7 @@
 
 #include "claim_file.hpp"
 #include "directory.hpp"
+#include "entry_head.hpp"
 #include "fs.hpp"
 #include "layout.hpp"
 #include "read_ahead.hpp"
@@ -28,26 +29,15 @@ namespace {
 
 // The header and metadata of the entry at @p path, verified; nullopt when unreadable or damaged.
 std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key& key) {
-    detail::UniqueFd fd = detail::open_file(path, detail::kReadFlags);
-    struct stat st;
-    if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
-    const auto file_size = static_cast<std::uint64_t>(st.st_size);
-    std::string head;
-    if (file_size < kEntryHeaderSize || detail::read_at(fd.get(), 0, kEntryHeaderSize, head) != 0)
-        return std::nullopt;
-    const std::uint64_t head_size = entry_head_size(head);
-    if (head_size == 0 || head_size > file_size ||
-        detail::read_at(fd.get(), 0, static_cast<std::size_t>(head_size), head) != 0)
-        return std::nullopt;
-    DecodeResult decoded = decode_entry_head(head, file_size, key);
-    if (!decoded.entry) return std::nullopt;
+    auto head = detail::read_entry_head(path, key);
+    if (!head) return std::nullopt;
+    DecodeResult& decoded = head->decoded;
     EntryInfo info;
     info.key = key;
-    info.size = file_size;
+    info.size = head->file_size;
     info.mtime = std::chrono::system_clock::time_point(
         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-            std::chrono::seconds(st.st_mtim.tv_sec) +
-            std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+            std::chrono::nanoseconds(head->mtime_ns)));
     info.arch = decoded.entry->arch;
     info.nvrtc_version = decoded.entry->nvrtc_version;
     info.payload_size = decoded.payload_size;
@@ -65,8 +55,8 @@ std::optional<EntryInfo> read_info(const std::filesystem::path& path, const Key&
     // lowered names.
     std::string payload;
     std::optional<std::vector<std::string>> kernels;
-    if (detail::read_at(fd.get(), head_size, static_cast<std::size_t>(decoded.stored_payload_size),
-                        payload) == 0)
+    if (detail::read_at(head->fd.get(), head->head_size,
+                        static_cast<std::size_t>(decoded.stored_payload_size), payload) == 0)
         kernels = cubin_kernel_names(payload);
     if (kernels) {
         info.kernel_names = std::move(*kernels);

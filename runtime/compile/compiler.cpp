@@ -13,6 +13,7 @@
 #include "kiln/log.hpp"
 #include "kiln/nvtx.hpp"
 #include "kiln/settings.hpp"
+#include "lookup_log.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
 #include "recipe_sandbox.hpp"
@@ -237,6 +238,14 @@ std::vector<cache::LinkInput> recorded_link_inputs(const Request& r) {
     recorded.push_back({cache::LinkInputKind::library, kDeviceRuntimeName, std::string(),
                         detail::device_runtime().content});
     return recorded;
+}
+
+// What an entry of @p r would record of its inputs, for explaining a miss (lookup_log.hpp).
+cache::Entry wanted_entry(const Request& r) {
+    cache::Entry entry;
+    entry.recipe = recipe_of(r, std::string());
+    entry.link_inputs = recorded_link_inputs(r);
+    return entry;
 }
 
 // The text NVRTC gets for @p header: its source behind a #line that names it under kHeaderDir.
@@ -530,6 +539,8 @@ struct Compiler::Impl {
         bool wake = false;
         try {
             auto program = produce(r, use);
+            if (use == DiskUse::read_write && disk_usable())
+                detail::log_disk_lookup(*store, *program, [&] { return wanted_entry(r); });
             {
                 std::lock_guard<std::mutex> lock(mutex);
                 slot->program = program;

@@ -32,6 +32,7 @@
 
 namespace kiln::cache {
 
+class MissExplainer;
 class Store;
 
 namespace detail {
@@ -275,9 +276,12 @@ class LocalStore {
     /// @param file the archive, as export_to() writes it.
     /// @param check what each entry must pass (none: every verified entry is accepted).
     /// @param check_jobs how many entries are checked at once.
+    /// @param checking called once with the number of entries @p check will see, before the
+    /// first (a progress line's total); not called without @p check.
     /// @return what was published, and what the cache already held.
     TransferResult import_from(const std::filesystem::path& file, const EntryCheck& check = {},
-                               unsigned check_jobs = 1);
+                               unsigned check_jobs = 1,
+                               const std::function<void(std::size_t entries)>& checking = {});
     /// @}
 
   private:
@@ -286,7 +290,9 @@ class LocalStore {
     TransferResult export_records(const std::filesystem::path& file,
                                   const std::function<int(std::string_view)>& write_bytes);
 
-    // The façade's lookups go through the same directory and counters as the maintenance.
+    // The façade's lookups go through the same directory and counters as the maintenance, and
+    // the miss explanations (explain.hpp) scan it as list() does.
+    friend class MissExplainer;
     friend class Store;
     std::unique_ptr<detail::Directory> m_directory;
     /// Lookups and read-ahead over m_directory; destroyed first, since it files the read-ahead
