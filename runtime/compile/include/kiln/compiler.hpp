@@ -118,8 +118,8 @@ struct CompileOptions {
 enum class ProgramOrigin { compiled, disk_cache };
 
 /// Where a compile's time went, in milliseconds (all zero for a program read from the disk cache,
-/// except `lookup_ms` and `wait_ms`). For benchmarks and diagnostics: the parts Kiln adds to NVRTC are the lookup
-/// and the store.
+/// except `lookup_ms` and `wait_ms`). For benchmarks and diagnostics: the parts Kiln adds to NVRTC
+/// are the lookup and the store.
 struct CompilePhases {
     /// Looking the key up in the disk cache (a miss, for a compiled program), waits included.
     double lookup_ms = 0;
