@@ -24,8 +24,9 @@ if(NOT TARGET kiln::nvjitlink)
 endif()
 find_package(Threads REQUIRED)
 # OpenSSL 3's libcrypto signs and verifies cache entries (Ed25519) and hashes what is signed
-# (SHA-256). A GPU machine without libssl-dev can carry the unpacked packages in .deps/
-# (scripts/fetch_device_deps.sh); Debian keeps opensslconf.h under the multiarch include folder.
+# (SHA-256); its libssl speaks TLS to a rediss:// remote cache. A GPU machine without libssl-dev
+# can carry the unpacked packages in .deps/ (scripts/fetch_device_deps.sh); Debian keeps
+# opensslconf.h under the multiarch include folder.
 set(_kiln_deps_root ${PROJECT_SOURCE_DIR}/.deps/root/usr)
 if(NOT EXISTS /usr/include/openssl/evp.h AND EXISTS ${_kiln_deps_root}/include/openssl/evp.h
    AND NOT OPENSSL_ROOT_DIR)
@@ -33,11 +34,15 @@ if(NOT EXISTS /usr/include/openssl/evp.h AND EXISTS ${_kiln_deps_root}/include/o
     file(GLOB _kiln_deps_crypto /usr/lib/*-linux-gnu/libcrypto.so.3 /lib/*-linux-gnu/libcrypto.so.3
          /usr/lib64/libcrypto.so.3 ${_kiln_deps_root}/lib/*/libcrypto.so.3)
     list(GET _kiln_deps_crypto 0 _kiln_deps_crypto)
+    file(GLOB _kiln_deps_ssl /usr/lib/*-linux-gnu/libssl.so.3 /lib/*-linux-gnu/libssl.so.3
+         /usr/lib64/libssl.so.3 ${_kiln_deps_root}/lib/*/libssl.so.3)
+    list(GET _kiln_deps_ssl 0 _kiln_deps_ssl)
     file(GLOB _kiln_deps_multiarch ${_kiln_deps_root}/include/*-linux-gnu)
     set(OPENSSL_INCLUDE_DIR ${_kiln_deps_root}/include CACHE PATH "")
     set(OPENSSL_CRYPTO_LIBRARY ${_kiln_deps_crypto} CACHE FILEPATH "")
+    set(OPENSSL_SSL_LIBRARY ${_kiln_deps_ssl} CACHE FILEPATH "")
 endif()
-find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto)
+find_package(OpenSSL 3 REQUIRED COMPONENTS Crypto SSL)
 if(_kiln_deps_multiarch)
     set_property(TARGET OpenSSL::Crypto APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES
                  ${_kiln_deps_multiarch})

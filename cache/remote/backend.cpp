@@ -34,7 +34,7 @@ const char* to_string(Failure::Kind kind) {
 std::unique_ptr<Backend> make_backend(const RemoteConfig& config) {
     if (config.scheme == "redis") return make_redis_backend(config);
     throw ConfigError("no remote cache speaks " + config.scheme +
-                      "://: KILN_REMOTE_CACHE must be a redis:// URL");
+                      "://: KILN_REMOTE_CACHE must be a redis:// or rediss:// URL");
 }
 
 } // namespace kiln::cache::remote

@@ -3,8 +3,8 @@
 // that each backend implements in a file of its own (redis_backend.cpp first), so that a second
 // kind of server is a new file and one line in make_backend(), never a change to the tier. The
 // tier keeps the policy (keys, deadlines, the breaker, counting, what a failure means for the
-// cache); a backend keeps the wire: its connections (pooled, reconnected, and later encrypted
-// below it), its requests and how it reads their replies.
+// cache); a backend keeps the wire: its connections (pooled, reconnected, encrypted below it),
+// its requests and how it reads their replies.
 //
 // Every operation has a deadline and reports a failure as a typed Failure, never by throwing; a
 // backend may be called from several threads at once. Keys and values are bytes: what a value
@@ -167,7 +167,7 @@ class Backend {
 
 /// The backend for @p config's scheme (RemoteConfig::scheme): `redis` (redis_backend.hpp).
 /// Makes no connection.
-/// @throws kiln::ConfigError for a scheme no backend speaks.
+/// @throws kiln::ConfigError for a scheme no backend speaks, or TLS files it cannot use.
 std::unique_ptr<Backend> make_backend(const RemoteConfig& config);
 
 } // namespace kiln::cache::remote

@@ -1,8 +1,9 @@
 // remote::Backend for Redis. The connection handling lives here and in redis_client.cpp, below
 // the interface: a pool of idle connections shared by the callers' lookups and the tier's
-// thread, one fresh connection when an idle one turns out closed, and AUTH and SELECT on every
-// new one. What each request is on the wire, and which replies are failures of which kind, is
-// this file's too; the tier above sees only Backend's operations and Failure's kinds.
+// thread, one fresh connection when an idle one turns out closed, and the TLS handshake (one
+// context per backend, tls_stream.hpp), AUTH and SELECT on every new one. What each request is on
+// the wire, and which replies are failures of which kind, is this file's too; the tier above sees
+// only Backend's operations and Failure's kinds.
 //
 //   get         GET key                           a value over the SizeGate is refused unread
 //   put         SET key value [NX] [EX s | PX ms]
@@ -17,6 +18,7 @@
 #include "redis_backend.hpp"
 
 #include "redis_client.hpp"
+#include "tls_stream.hpp"
 
 #include <mutex>
 #include <string>
@@ -112,8 +114,10 @@ std::string prefix_pattern(std::string_view prefix) {
 
 class RedisBackend final : public Backend {
   public:
+    /// @throws kiln::ConfigError for TLS files that cannot be used.
     explicit RedisBackend(RemoteConfig config)
-        : m_config(std::move(config)) {}
+        : m_config(std::move(config))
+        , m_tls(m_config.tls ? std::make_unique<detail::TlsContext>(m_config) : nullptr) {}
 
     Result<std::optional<std::string>> get(std::string_view key, const Deadline& deadline,
                                            const SizeGate& gate) override;
@@ -141,6 +145,8 @@ class RedisBackend final : public Backend {
     void give_back(RedisClient client);
 
     const RemoteConfig m_config;
+    /// rediss://: what every connection's TLS shares; declared before the pool, so it outlives it.
+    const std::unique_ptr<detail::TlsContext> m_tls;
     std::mutex m_pool_mutex;
     std::vector<RedisClient> m_pool;
 };
@@ -165,7 +171,7 @@ Result<RedisReply> RedisBackend::exchange(std::string_view step,
         }
     }
     if (!reused) {
-        RedisResult connected = client.connect(m_config, deadline.connect_by());
+        RedisResult connected = client.connect(m_config, deadline.connect_by(), m_tls.get());
         if (!connected.ok()) return failure(connected, kConnectStep);
     }
     RedisResult result = send(client, args, deadline, gate);
@@ -174,7 +180,7 @@ Result<RedisReply> RedisBackend::exchange(std::string_view step,
     // be sent twice (SET and DEL are idempotent; a claim that did land is the caller's then).
     if (reused &&
         (result.status == RedisStatus::failed || result.status == RedisStatus::protocol)) {
-        RedisResult connected = client.connect(m_config, deadline.connect_by());
+        RedisResult connected = client.connect(m_config, deadline.connect_by(), m_tls.get());
         if (!connected.ok()) return failure(connected, kConnectStep);
         result = send(client, args, deadline, gate);
     }
@@ -279,7 +285,7 @@ Result<Pong> RedisBackend::ping(const Deadline& deadline) {
     // Always a fresh connection: an idle one says nothing about whether the server is there now.
     RedisClient client;
     const auto start = Clock::now();
-    RedisResult result = client.connect(m_config, deadline.connect_by());
+    RedisResult result = client.connect(m_config, deadline.connect_by(), m_tls.get());
     if (!result.ok()) return failure(result, kConnectStep);
     Pong pong;
     const auto before = Clock::now();

@@ -11,8 +11,9 @@
 
 namespace kiln::cache::remote {
 
-/// A backend for the Redis server @p config names (host, port, user, password, database).
-/// Makes no connection until its first operation.
+/// A backend for the Redis server @p config names (host, port, user, password, database, and
+/// TLS with its files for rediss://). Makes no connection until its first operation.
+/// @throws kiln::ConfigError for TLS files that cannot be read or used.
 std::unique_ptr<Backend> make_redis_backend(const RemoteConfig& config);
 
 } // namespace kiln::cache::remote

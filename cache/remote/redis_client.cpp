@@ -126,13 +126,15 @@ std::string encode_command(const std::vector<std::string_view>& args) {
     return out;
 }
 
-// Whether @p buffer starts with a whole bulk header ("$12\r\n"): 1 with @p length set, 0 when
-// more bytes are needed, -1 when it is no bulk header (the parser then says what it is).
-int bulk_header(std::string_view buffer, std::int64_t& length) {
+// Whether @p buffer starts with a whole bulk header ("$12\r\n"): 1 with @p length and @p size
+// (the header's bytes) set, 0 when more bytes are needed, -1 when it is no bulk header (the parser
+// then says what it is).
+int bulk_header(std::string_view buffer, std::int64_t& length, std::size_t& size) {
     if (buffer.empty()) return 0;
     if (buffer.front() != '$') return -1;
     const std::size_t eol = buffer.find("\r\n", 1);
     if (eol == std::string_view::npos) return buffer.size() > 4096 ? -1 : 0;
+    size = eol + 2;
     return parse_int(buffer.substr(1, eol - 1), length) ? 1 : -1;
 }
 
@@ -147,6 +149,7 @@ int parse_reply(std::string_view buffer, std::size_t& pos, std::uint64_t max_bul
 }
 
 void RedisClient::close() noexcept {
+    m_tls = TlsStream(); // before the socket it runs over
     m_fd = UniqueFd();
     m_in.clear();
 }
@@ -159,8 +162,70 @@ RedisResult RedisClient::fail(RedisStatus status, std::string message) {
     return result;
 }
 
-RedisResult RedisClient::connect(const RemoteConfig& config, Clock::time_point deadline) {
+RedisResult RedisClient::fail(const IoStep& step, const char* what) {
+    switch (step.status) {
+    case IoStep::Status::closed:
+        return fail(RedisStatus::failed, "the server closed the connection");
+    case IoStep::Status::refused:
+        return fail(RedisStatus::refused, step.message);
+    default:
+        return fail(RedisStatus::failed, std::string(what) + ": " + step.message);
+    }
+}
+
+RedisResult RedisClient::await(IoWait wait, Clock::time_point deadline, const char* what) {
+    for (;;) {
+        const int left = ms_left(deadline);
+        if (left < 0) return fail(RedisStatus::timeout, what);
+        pollfd p{m_fd.get(), static_cast<short>(wait == IoWait::read ? POLLIN : POLLOUT), 0};
+        const int ready = ::poll(&p, 1, left);
+        if (ready < 0 && errno != EINTR)
+            return fail(RedisStatus::failed, std::string("poll: ") + std::strerror(errno));
+        if (ready > 0) break; // ready, or an error the next step reports
+    }
+    RedisResult result;
+    result.status = RedisStatus::ok;
+    return result;
+}
+
+IoStep RedisClient::read_some(char* buffer, std::size_t size) {
+    if (m_tls) return m_tls.read(buffer, size);
+    IoStep step;
+    const ssize_t n = ::recv(m_fd.get(), buffer, size, 0);
+    if (n > 0) {
+        step.bytes = static_cast<std::size_t>(n);
+    } else if (n == 0) {
+        step.status = IoStep::Status::closed;
+    } else if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
+        step.status = IoStep::Status::wait;
+        step.wait = IoWait::read;
+    } else {
+        step.status = IoStep::Status::failed;
+        step.message = std::strerror(errno);
+    }
+    return step;
+}
+
+IoStep RedisClient::write_some(std::string_view bytes) {
+    if (m_tls) return m_tls.write(bytes.data(), bytes.size());
+    IoStep step;
+    const ssize_t n = ::send(m_fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    if (n >= 0) {
+        step.bytes = static_cast<std::size_t>(n);
+    } else if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) {
+        step.status = IoStep::Status::wait;
+        step.wait = IoWait::write;
+    } else {
+        step.status = IoStep::Status::failed;
+        step.message = std::strerror(errno);
+    }
+    return step;
+}
+
+RedisResult RedisClient::connect(const RemoteConfig& config, Clock::time_point deadline,
+                                 const TlsContext* tls) {
     close();
+    if (config.tls && !tls) return fail(RedisStatus::failed, "TLS: no context (a bug in Kiln)");
     sockaddr_storage address{};
     socklen_t address_size = 0;
     auto* v4 = reinterpret_cast<sockaddr_in*>(&address);
@@ -217,6 +282,19 @@ RedisResult RedisClient::connect(const RemoteConfig& config, Clock::time_point d
         }
     }
     m_fd = std::move(fd);
+    if (config.tls) {
+        std::string error;
+        m_tls = TlsStream::open(*tls, m_fd.get(), config.host, error);
+        if (!m_tls) return fail(RedisStatus::failed, error);
+        for (;;) {
+            const IoStep step = m_tls.handshake();
+            if (step.status == IoStep::Status::done) break;
+            if (step.status != IoStep::Status::wait) return fail(step, "TLS handshake");
+            RedisResult ready =
+                await(step.wait, deadline, "connect: timed out in the TLS handshake");
+            if (!ready.ok()) return ready;
+        }
+    }
     if (!config.password.empty()) {
         RedisResult auth = config.user.empty()
                                ? command({"AUTH", config.password}, deadline)
@@ -239,19 +317,14 @@ RedisResult RedisClient::connect(const RemoteConfig& config, Clock::time_point d
 
 RedisResult RedisClient::send_all(std::string_view bytes, Clock::time_point deadline) {
     while (!bytes.empty()) {
-        const ssize_t n = ::send(m_fd.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n > 0) {
-            bytes.remove_prefix(static_cast<std::size_t>(n));
+        const IoStep step = write_some(bytes);
+        if (step.status == IoStep::Status::done) {
+            bytes.remove_prefix(step.bytes);
             continue;
         }
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-            return fail(RedisStatus::failed, std::string("send: ") + std::strerror(errno));
-        const int wait = ms_left(deadline);
-        if (wait < 0) return fail(RedisStatus::timeout, "send: timed out");
-        pollfd p{m_fd.get(), POLLOUT, 0};
-        if (::poll(&p, 1, wait) < 0 && errno != EINTR)
-            return fail(RedisStatus::failed, std::string("poll: ") + std::strerror(errno));
+        if (step.status != IoStep::Status::wait) return fail(step, "send");
+        RedisResult ready = await(step.wait, deadline, "send: timed out");
+        if (!ready.ok()) return ready;
     }
     RedisResult result;
     result.status = RedisStatus::ok;
@@ -262,42 +335,62 @@ RedisResult RedisClient::read_reply(Clock::time_point deadline, std::uint64_t ma
                                     const BulkGate* gate) {
     RedisResult result;
     bool gated = gate == nullptr;
+    // A bulk reply the gate let through is read straight into the reply's string, sized once: a
+    // large value lands in one buffer, never copied from another (a fresh 64 MiB buffer costs
+    // its page faults as well as the copy).
+    std::string* body = nullptr;
+    std::size_t body_size = 0;
     for (;;) {
-        // The gate sees a bulk reply's length as soon as its header is in, before its bytes.
         std::int64_t length = 0;
-        const int header = gated ? 0 : bulk_header(m_in, length);
+        std::size_t header_size = 0;
+        const int header = gated ? 0 : bulk_header(m_in, length, header_size);
         if (header != 0) {
             gated = true;
             if (header > 0 && length >= 0) {
+                // The gate sees the length as soon as the header is in, before the bytes.
                 const auto by = (*gate)(static_cast<std::uint64_t>(length), deadline);
                 if (!by) return fail(RedisStatus::too_large, "a value over the size limit");
                 deadline = *by;
+                body_size = static_cast<std::size_t>(length);
+                result.reply.type = RedisReply::Type::bulk;
+                body = &result.reply.text;
+                body->reserve(body_size + 2);
+                body->assign(m_in, header_size, std::string::npos);
+                m_in.clear();
             }
         }
-        std::size_t pos = 0;
-        const int parsed = parse_reply(m_in, pos, max_bulk, result.reply);
-        if (parsed == -2) return fail(RedisStatus::too_large, "a value over the size limit");
-        if (parsed < 0) return fail(RedisStatus::protocol, "the server's reply is not RESP");
-        if (parsed > 0) {
-            m_in.erase(0, pos);
+        if (body && body->size() >= body_size + 2) {
+            // One reply and nothing after it, ended by CRLF.
+            if (body->size() != body_size + 2 || body->compare(body_size, 2, "\r\n") != 0)
+                return fail(RedisStatus::protocol, "the server's reply is not RESP");
+            body->resize(body_size);
             result.status = RedisStatus::ok;
             return result;
         }
-        const int wait = ms_left(deadline);
-        if (wait < 0) return fail(RedisStatus::timeout, "no reply before the deadline");
-        pollfd p{m_fd.get(), POLLIN, 0};
-        const int ready = ::poll(&p, 1, wait);
-        if (ready < 0 && errno != EINTR)
-            return fail(RedisStatus::failed, std::string("poll: ") + std::strerror(errno));
-        if (ready <= 0) continue;
-        char chunk[65536];
-        const ssize_t n = ::recv(m_fd.get(), chunk, sizeof chunk, 0);
-        if (n == 0) return fail(RedisStatus::failed, "the server closed the connection");
-        if (n < 0) {
-            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-            return fail(RedisStatus::failed, std::string("recv: ") + std::strerror(errno));
+        if (!body) {
+            std::size_t pos = 0;
+            const int parsed = parse_reply(m_in, pos, max_bulk, result.reply);
+            if (parsed == -2) return fail(RedisStatus::too_large, "a value over the size limit");
+            if (parsed < 0) return fail(RedisStatus::protocol, "the server's reply is not RESP");
+            if (parsed > 0) {
+                m_in.erase(0, pos);
+                result.status = RedisStatus::ok;
+                return result;
+            }
         }
-        m_in.append(chunk, static_cast<std::size_t>(n));
+        // Read what has arrived, and wait only when nothing has: TLS may hold bytes it has
+        // decrypted already, which poll() cannot see. A steady stream still meets the deadline.
+        if (Clock::now() >= deadline)
+            return fail(RedisStatus::timeout, "no reply before the deadline");
+        char chunk[65536];
+        const IoStep step = read_some(chunk, sizeof chunk);
+        if (step.status == IoStep::Status::done) {
+            (body ? *body : m_in).append(chunk, step.bytes);
+            continue;
+        }
+        if (step.status != IoStep::Status::wait) return fail(step, "recv");
+        RedisResult ready = await(step.wait, deadline, "no reply before the deadline");
+        if (!ready.ok()) return ready;
     }
 }
 

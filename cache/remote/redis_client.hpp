@@ -1,13 +1,15 @@
 #pragma once
 // A small Redis client for the Redis backend (redis_backend.cpp): one non-blocking TCP
-// connection, commands sent with send(MSG_NOSIGNAL) (never SIGPIPE), replies read with poll()
-// against one deadline per operation (not per system call), and its own RESP2 reply parser with
-// size limits. Nothing throws; every failure closes the connection, since its state is then
-// unknown. The connection layer of the Redis backend: TLS, when it comes, goes here.
+// connection, TLS over it for rediss:// (tls_stream.hpp), commands sent with send(MSG_NOSIGNAL)
+// (never SIGPIPE), replies read as they arrive and poll() only when nothing has, against one
+// deadline per operation (not per system call), and its own RESP2 reply parser with size limits.
+// Nothing throws; every failure closes the connection, since its state is then unknown.
 
 #include "kiln/cache/remote.hpp"
 
 #include "local/fs.hpp"
+
+#include "tls_stream.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -39,7 +41,7 @@ enum class RedisStatus {
     ok,        ///< a reply arrived (it may be a Redis error reply)
     timeout,   ///< the deadline passed first
     failed,    ///< no connection, refused, closed or reset
-    refused,   ///< connected, but AUTH or SELECT was refused (RedisResult::message says how)
+    refused,   ///< connected, but TLS, AUTH or SELECT refused it (RedisResult::message says how)
     too_large, ///< a bulk reply over the limit (not read; the connection is closed)
     protocol,  ///< the server sent bytes that are not a RESP reply, or more than one
 };
@@ -68,8 +70,11 @@ class RedisClient {
     RedisClient(RedisClient&&) noexcept = default;
     RedisClient& operator=(RedisClient&&) noexcept = default;
 
-    /// Connect to the configured server, then AUTH and SELECT as it asks, all before @p deadline.
-    RedisResult connect(const RemoteConfig& config, Clock::time_point deadline);
+    /// Connect to the configured server, then the TLS handshake (RemoteConfig::tls, with
+    /// @p tls, which must outlive the connection), AUTH and SELECT as it asks, all before
+    /// @p deadline.
+    RedisResult connect(const RemoteConfig& config, Clock::time_point deadline,
+                        const TlsContext* tls = nullptr);
     bool connected() const noexcept { return static_cast<bool>(m_fd); }
     void close() noexcept;
 
@@ -88,11 +93,20 @@ class RedisClient {
 
   private:
     RedisResult fail(RedisStatus status, std::string message);
+    /// The failure @p step (neither done nor wait) stands for; @p what names the step.
+    RedisResult fail(const IoStep& step, const char* what);
+    /// poll() until the socket is ready for @p wait; a timeout (@p what: what timed out) when
+    /// @p deadline passes first.
+    RedisResult await(IoWait wait, Clock::time_point deadline, const char* what);
+    /// One non-blocking read or write on the connection, plain or TLS.
+    IoStep read_some(char* buffer, std::size_t size);
+    IoStep write_some(std::string_view bytes);
     RedisResult send_all(std::string_view bytes, Clock::time_point deadline);
     RedisResult read_reply(Clock::time_point deadline, std::uint64_t max_bulk,
                            const BulkGate* gate);
 
     UniqueFd m_fd;
+    TlsStream m_tls;  ///< over m_fd for rediss://; declared after it, so it ends first
     std::string m_in; ///< bytes received and not yet parsed
 };
 

@@ -1,4 +1,4 @@
-// RemoteConfig: the Redis URL and the KILN_REMOTE_CACHE_* variables.
+// RemoteConfig: the Redis URL (redis:// or rediss://) and the KILN_REMOTE_CACHE_* variables.
 
 #include "kiln/cache/remote.hpp"
 
@@ -6,15 +6,9 @@
 #include "kiln/error.hpp"
 #include "kiln/settings.hpp"
 
-#include "local/fs.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "setting_file.hpp"
 
 #include <cctype>
-#include <cerrno>
-#include <cstring>
 
 namespace kiln::cache {
 
@@ -23,11 +17,15 @@ namespace {
 [[noreturn]] void bad_url(const std::string& what, std::string_view url, const std::string& why) {
     // The URL may hold a password: show only what comes after an '@'.
     std::string shown(url);
-    if (const auto at = shown.rfind('@'); at != std::string::npos)
-        shown = "redis://***@" + shown.substr(at + 1);
+    if (const auto at = shown.rfind('@'); at != std::string::npos) {
+        const std::string scheme = shown.rfind("rediss://", 0) == 0  ? "rediss://"
+                                   : shown.rfind("redis://", 0) == 0 ? "redis://"
+                                                                     : "";
+        shown = scheme + "***@" + shown.substr(at + 1);
+    }
     throw ConfigError(what + "='" + shown + "' is not a Redis URL (" + why +
-                      "): use redis://[[user]:password@]host[:port][/db], e.g. "
-                      "redis://127.0.0.1:6379/0");
+                      "): use redis://[[user]:password@]host[:port][/db], or rediss:// for TLS, "
+                      "e.g. redis://127.0.0.1:6379/0");
 }
 
 int hex_digit(char c) {
@@ -55,20 +53,7 @@ std::optional<std::string> percent_decode(std::string_view text) {
 
 std::string read_password_file(const std::string& path) {
     const char* name = "KILN_REMOTE_CACHE_PASSWORD_FILE";
-    // O_NONBLOCK: a FIFO at that path must not hang every command at start-up (a regular file
-    // ignores the flag); anything but a regular file is refused on the descriptor opened.
-    detail::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-    std::string bytes;
-    struct stat st {};
-    int error = fd ? (::fstat(fd.get(), &st) != 0 ? errno : 0) : errno;
-    if (!error && !S_ISREG(st.st_mode))
-        throw ConfigError(std::string(name) + "='" + path +
-                          "' is not a regular file: give a file that holds the Redis password");
-    if (!error) error = detail::read_all(fd.get(), 4096, bytes);
-    if (error)
-        throw ConfigError(std::string(name) + "='" + path + "' cannot be read (" +
-                          std::strerror(error) +
-                          "): give a readable file that holds the Redis password");
+    std::string bytes = detail::read_setting_file(name, path, "the Redis password", 4096);
     // One line: a trailing newline (as `echo` writes) is not part of the password.
     while (!bytes.empty() && (bytes.back() == '\n' || bytes.back() == '\r'))
         bytes.pop_back();
@@ -107,11 +92,18 @@ RemoteStats& RemoteStats::operator+=(const RemoteStats& o) {
 }
 
 RemoteConfig RemoteConfig::parse_url(std::string_view url, const std::string& what) {
-    constexpr std::string_view kScheme = "redis://";
-    if (url.substr(0, kScheme.size()) != kScheme) bad_url(what, url, "it must start with redis://");
-    std::string_view rest = url.substr(kScheme.size());
+    constexpr std::string_view kPlain = "redis://", kTls = "rediss://";
     RemoteConfig config;
     config.scheme = "redis";
+    std::string_view rest;
+    if (url.substr(0, kPlain.size()) == kPlain) {
+        rest = url.substr(kPlain.size());
+    } else if (url.substr(0, kTls.size()) == kTls) {
+        rest = url.substr(kTls.size());
+        config.tls = true;
+    } else {
+        bad_url(what, url, "it must start with redis:// or rediss://");
+    }
 
     // The last '@' ends the credentials: a password may hold '@' only percent-encoded, but be
     // lenient and split at the last one.
@@ -184,6 +176,16 @@ std::optional<RemoteConfig> RemoteConfig::from_environment() {
     std::optional<std::string> password;
     if (auto file = settings::text(Variable::remote_cache_password_file); !file.empty())
         password = read_password_file(file);
+    std::string ca_file = settings::text(Variable::remote_cache_ca_file);
+    std::string cert_file = settings::text(Variable::remote_cache_cert_file);
+    std::string key_file = settings::text(Variable::remote_cache_key_file);
+    if (cert_file.empty() != key_file.empty())
+        throw ConfigError(
+            std::string(cert_file.empty() ? "KILN_REMOTE_CACHE_KEY_FILE"
+                                          : "KILN_REMOTE_CACHE_CERT_FILE") +
+            " is set without " +
+            (cert_file.empty() ? "KILN_REMOTE_CACHE_CERT_FILE" : "KILN_REMOTE_CACHE_KEY_FILE") +
+            ": a client certificate needs both, the certificate and its key");
     if (!url) return std::nullopt;
 
     RemoteConfig config = parse_url(*url, "KILN_REMOTE_CACHE");
@@ -193,6 +195,15 @@ std::optional<RemoteConfig> RemoteConfig::from_environment() {
                               "KILN_REMOTE_CACHE_PASSWORD_FILE gives one too: keep only the file");
         config.password = *password;
     }
+    // Certificates for a plain-TCP URL: the user expects TLS, which this URL would not give.
+    if (!config.tls && !(ca_file.empty() && cert_file.empty()))
+        throw ConfigError(std::string(ca_file.empty() ? "KILN_REMOTE_CACHE_CERT_FILE"
+                                                      : "KILN_REMOTE_CACHE_CA_FILE") +
+                          " is set, but KILN_REMOTE_CACHE is a redis:// URL, which is not "
+                          "encrypted: use rediss:// for TLS");
+    config.ca_file = std::move(ca_file);
+    config.cert_file = std::move(cert_file);
+    config.key_file = std::move(key_file);
     config.mode = mode;
     config.ttl = std::chrono::duration_cast<std::chrono::seconds>(ttl);
     config.connect_timeout = connect_timeout;
@@ -202,7 +213,7 @@ std::optional<RemoteConfig> RemoteConfig::from_environment() {
 }
 
 std::string RemoteConfig::display_url() const {
-    std::string url = scheme + "://";
+    std::string url = scheme + (tls ? "s://" : "://");
     if (!user.empty()) url += user + "@";
     url += host.find(':') != std::string::npos ? "[" + host + "]" : host;
     url += ":" + std::to_string(port) + "/" + std::to_string(db);

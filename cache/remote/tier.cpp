@@ -38,6 +38,12 @@ Clock::time_point from_steady_ns(std::int64_t ns) {
         std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
 }
 
+/// What a value of @p bytes adds to an operation's deadline: 1 ms per 256 KiB (about 2 Gbit/s).
+/// Reads and publishes share it, so an entry published in time can be read back in time.
+Clock::duration transfer_time(std::uint64_t bytes) {
+    return std::chrono::milliseconds(bytes >> 18);
+}
+
 std::string remote_key(const Key& key) {
     return std::string(kRemoteKeyPrefix) + key.hex();
 }
@@ -149,15 +155,17 @@ std::optional<Entry> Tier::lookup(const Key& key, std::string* encoded, bool cou
     Deadline deadline;
     deadline.connect = m_config.connect_timeout;
     deadline.reply = m_config.op_timeout;
-    // A value no entry can be is refused before its bytes are read: it could not arrive within
-    // the deadline anyway.
+    deadline.at_most = from_steady_ns(m_exit_deadline.load());
+    // The reply's announced size gives the read the time a publish of that size has. A value no
+    // entry can be is refused before its bytes are read.
     const std::uint64_t max_size = m_max_bulk;
-    auto got = m_backend->get(
-        name, deadline,
-        [max_size](std::uint64_t size, Clock::time_point by) -> std::optional<Clock::time_point> {
-            if (size > max_size) return std::nullopt;
-            return by;
-        });
+    const Clock::time_point at_most = deadline.at_most;
+    auto got = m_backend->get(name, deadline,
+                              [max_size, at_most](std::uint64_t size, Clock::time_point by)
+                                  -> std::optional<Clock::time_point> {
+                                  if (size > max_size) return std::nullopt;
+                                  return std::min(by + transfer_time(size), at_most);
+                              });
     if (!got.ok()) {
         const Failure& failure = got.failure();
         // Not the server's failure: a value no entry can be. Damaged, replaced by the next
@@ -207,38 +215,55 @@ void Tier::damaged(const Key& key, const std::string& name, const std::string& w
     m_damaged_count.add();
     if (m_config.mode != RemoteMode::read_only) {
         std::lock_guard<std::mutex> lock(m_mutex);
-        m_damaged.insert(key);
+        remember_damaged_locked(key);
     }
     if (m_warned_damaged.exchange(true)) return;
     warn("the remote kernel cache " + m_config.display_url() + " holds a damaged value under " +
          name + " (" + why + "): it is treated as a miss" +
-         (m_config.mode == RemoteMode::read_only ? ""
-                                                 : " and replaced when the kernel is compiled") +
+         (m_config.mode == RemoteMode::read_only
+              ? ""
+              : " and replaced when the kernel is compiled (once per process)") +
          ". Further damaged values are not reported; `kiln cache stats` counts them.");
+}
+
+void Tier::remember_damaged_locked(const Key& key) {
+    // Once per key and process: a value damaged again after this process replaced it has another
+    // writer, and writing it back on every miss would only be a write war over that key.
+    if (m_rewritten.count(key) == 0) m_damaged.insert(key);
 }
 
 void Tier::mark_damaged(const Key& key) {
     if (m_config.mode == RemoteMode::read_only) return;
     std::lock_guard<std::mutex> lock(m_mutex);
-    m_damaged.insert(key);
+    remember_damaged_locked(key);
 }
 
 void Tier::publish(const Key& key, std::string encoded) {
     if (m_config.mode == RemoteMode::read_only) return;
     const auto now = Clock::now();
-    if (open() || encoded.size() > m_max_bulk ||
-        steady_ns(now) < m_writes_paused_until.load(std::memory_order_relaxed)) {
+    if (open() || steady_ns(now) < m_writes_paused_until.load(std::memory_order_relaxed)) {
         m_skipped.add();
         return;
     }
     std::lock_guard<std::mutex> lock(m_mutex);
-    if (m_stop || m_queued_bytes + encoded.size() > kMaxQueuedBytes) {
+    const bool too_large = encoded.size() > m_max_bulk;
+    if (m_stop || (!too_large && m_queued_bytes + encoded.size() > kMaxQueuedBytes)) {
         m_skipped.add();
         return;
     }
     Job job;
     job.key = key;
     job.replace = m_damaged.erase(key) != 0;
+    if (job.replace) m_rewritten.insert(key); // tried once, whatever comes of it
+    if (too_large) {
+        // Never published; a damaged value it would have replaced is deleted instead, so lookups
+        // elsewhere stop paying for it.
+        m_skipped.add();
+        if (!job.replace) return;
+        job.replace = false;
+        job.remove = true;
+        encoded.clear();
+    }
     if (auto claim = m_claims.find(key); claim != m_claims.end()) {
         job.claim_owner = std::move(claim->second); // ended once the value is there
         m_claims.erase(claim);
@@ -275,14 +300,21 @@ void Tier::publish_one(Job& job) {
         m_skipped.add();
         return;
     }
+    Deadline deadline;
+    deadline.connect = m_config.connect_timeout;
+    deadline.reply = m_config.op_timeout + transfer_time(job.bytes.size());
+    deadline.at_most = exit_deadline;
+    if (job.remove) {
+        auto removed = m_backend->remove(remote_key(job.key), deadline);
+        if (!removed.ok())
+            record_failure(removed.failure());
+        else if (!job.claim_owner.empty())
+            end_claim(job.key, job.claim_owner); // nothing to wait for: the entry is too large
+        return;
+    }
     PutOptions options;
     options.only_if_absent = !job.replace;
     options.ttl = m_config.ttl;
-    // No caller waits on a publish: its deadline grows with the value (1 ms per 256 KiB).
-    Deadline deadline;
-    deadline.connect = m_config.connect_timeout;
-    deadline.reply = m_config.op_timeout + std::chrono::milliseconds(job.bytes.size() >> 18);
-    deadline.at_most = exit_deadline;
     auto put = m_backend->put(remote_key(job.key), job.bytes, options, deadline);
     // The claim ends once the value is there; a server that just failed is not asked again (the
     // lease runs out by itself).

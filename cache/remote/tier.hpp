@@ -1,10 +1,21 @@
 #pragma once
 // The remote tier behind Store::load and Store::store: lookups on the caller's thread with one
 // deadline, publishes on a background thread (only where the key is absent, with the TTL when one
-// is set; a value found damaged is replaced outright), a circuit breaker that skips a failing
-// server, and probes that bring it back, all off the callers' path. It speaks to the server only
-// through a remote::Backend (backend.hpp), so it holds the policy and no wire protocol: keys,
-// deadlines, the breaker, what each Failure means for the cache, and the counters.
+// is set; a value found damaged is replaced outright, once per process), a circuit breaker that
+// skips a failing server, and probes that bring it back, all off the callers' path. It speaks to
+// the server only through a remote::Backend (backend.hpp), so it holds the policy and no wire
+// protocol: keys, deadlines, the breaker, what each Failure means for the cache, and the counters.
+//
+// Deadlines grow with the value: a read's once the reply announces its size, a publish's from the
+// start, by the same allowance (transfer_time() in tier.cpp), so a large entry this tier published
+// can also be read back in time. Nothing runs past the process's exit deadline.
+//
+// Damage: a value under a Kiln key that no entry can be (over kMaxRemoteValue, not a string, or
+// failing to decode) is a miss, counted, and remembered; the next publish of that key replaces it
+// (SET without NX). When this process's own entry for it is over the limit too, so nothing can
+// replace it, the value is deleted instead. Each key is replaced or deleted at most once per
+// process: a value damaged again after that (another writer, a poisoner) is a counted miss, never
+// a write war. Read-only mode never writes.
 //
 // Breaker: any failed or late operation (down, slow, frozen, authentication refused, a protocol
 // error) opens it, with one warning; while open, lookups and publishes are skipped (counted as
@@ -79,8 +90,8 @@ class Tier {
     const RemoteConfig& config() const noexcept { return m_config; }
 
     /// A verified entry and its encoded bytes, or nullopt (a miss, a damaged value, a failure,
-    /// or the breaker is open). A damaged value is remembered: the next publish of its key
-    /// replaces it.
+    /// or the breaker is open). The read's deadline grows with the size the server announces.
+    /// A damaged value is remembered: the next publish of its key replaces it (once per process).
     std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
         return lookup(key, encoded, true);
     }
@@ -106,7 +117,8 @@ class Tier {
     /// does not wait for the disk. Tasks are not given up when the breaker opens; at shutdown,
     /// those not started by the exit deadline are dropped (a write-back is only a copy).
     void defer(std::function<void()> task);
-    /// The local copy of @p key was rejected by the driver: its next publish replaces the value.
+    /// The local copy of @p key was rejected by the driver: its next publish replaces the value
+    /// (unless this process replaced it already).
     void mark_damaged(const Key& key);
 
     /// Wait until every deferred task and queued publish is done or given up (breaker open), or
@@ -129,8 +141,12 @@ class Tier {
     struct Job {
         Key key;
         std::string bytes;
-        bool replace = false;
-        std::string claim_owner; ///< this process's claim of the key, ended once published
+        /// or the breaker is open). The read's deadline grows with the size the server announces.
+        /// A damaged value is remembered: the next publish of its key replaces it (once per
+        /// process).
+        std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
+            return lookup(key, encoded, true);
+        }
     };
     struct Counter {
         std::atomic<std::uint64_t> value{0};
@@ -148,6 +164,8 @@ class Tier {
     void trip(const std::string& why);
     /// A value under @p key that is no entry for it: a miss, counted, replaced by the next publish.
     void damaged(const Key& key, const std::string& name, const std::string& why);
+    /// Remember @p key for replacement, unless this process replaced or deleted it already.
+    void remember_damaged_locked(const Key& key);
     void start_thread_locked();
     void run();
     void publish_one(Job& job);
@@ -173,9 +191,11 @@ class Tier {
     bool m_busy = false;
     bool m_stop = false;
     Clock::time_point m_probe_at{};
-    std::unordered_set<Key, KeyHash> m_damaged;
-    /// The claims this process holds, with their owner names; a publish takes its key's out.
-    std::unordered_map<Key, std::string, KeyHash> m_claims;
+    /// or the breaker is open). The read's deadline grows with the size the server announces.
+    /// A damaged value is remembered: the next publish of its key replaces it (once per process).
+    std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
+        return lookup(key, encoded, true);
+    }
     std::thread m_thread;
     pid_t m_thread_pid = 0;
 

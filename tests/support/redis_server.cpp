@@ -181,14 +181,38 @@ std::unique_ptr<RedisServer> RedisServer::start_or_skip(const std::vector<std::s
     }
 }
 
-RedisServer::RedisServer(const std::vector<std::string>& extra)
-    : m_extra(extra) {
+std::unique_ptr<RedisServer> RedisServer::start_tls_or_skip(const Tls& tls,
+                                                            const std::vector<std::string>& extra) {
+    if (!executable()) return start_or_skip(extra); // skips
+    try {
+        return std::make_unique<RedisServer>(extra, tls);
+    } catch (const std::exception& e) {
+        // A redis-server built without TLS refuses the TLS options at start: skip, with its words.
+        const std::string why = e.what();
+        if (why.find("TLS") != std::string::npos &&
+            (why.find("not supported") != std::string::npos ||
+             why.find("BUILD_TLS") != std::string::npos ||
+             why.find("Bad directive") != std::string::npos)) {
+            const std::string message = "this redis-server cannot listen with TLS: " + why;
+            ::testing::internal::AssertHelper(::testing::TestPartResult::kSkip, __FILE__, __LINE__,
+                                              message.c_str()) = ::testing::Message();
+            return nullptr;
+        }
+        ADD_FAILURE() << "cannot start redis-server with TLS: " << why;
+        return nullptr;
+    }
+}
+
+RedisServer::RedisServer(const std::vector<std::string>& extra, std::optional<Tls> tls)
+    : m_extra(extra)
+    , m_tls(std::move(tls)) {
     auto found = executable();
     if (!found) throw std::runtime_error("redis-server is not installed");
     m_executable = *found;
     std::string last_error;
     for (int attempt = 0; attempt < 5; ++attempt) {
         m_port = free_port();
+        if (m_tls) m_tls_port = free_port();
         try {
             launch();
             return;
@@ -207,6 +231,10 @@ std::string RedisServer::url() const {
     return "redis://127.0.0.1:" + std::to_string(m_port);
 }
 
+std::string RedisServer::tls_url() const {
+    return "rediss://127.0.0.1:" + std::to_string(m_tls_port);
+}
+
 void RedisServer::launch() {
     std::vector<std::string> args = {m_executable,
                                      "--port",
@@ -223,6 +251,15 @@ void RedisServer::launch() {
                                      (m_dir / "redis.log").string(),
                                      "--daemonize",
                                      "no"};
+    if (m_tls) {
+        const std::vector<std::string> tls = {
+            "--tls-port",         std::to_string(m_tls_port),
+            "--tls-cert-file",    m_tls->cert.string(),
+            "--tls-key-file",     m_tls->key.string(),
+            "--tls-ca-cert-file", m_tls->ca.string(),
+            "--tls-auth-clients", m_tls->auth_clients ? "yes" : "no"};
+        args.insert(args.end(), tls.begin(), tls.end());
+    }
     args.insert(args.end(), m_extra.begin(), m_extra.end());
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);

@@ -7,13 +7,15 @@
 //   if (!server) return;                                      // skipped, with the reason
 //
 // It also pauses (SIGSTOP), resumes, kills and restarts the server, and sends commands through a
-// small blocking client of its own (independent of the code under test).
+// small blocking client of its own (independent of the code under test), always on the plain TCP
+// port: a server started with TLS listens on a second port too (tls_port(), tls_url()).
 
 #include "temp_dir.hpp"
 
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -41,9 +43,24 @@ class RedisServer {
     /// gives nullptr.
     static std::unique_ptr<RedisServer> start_or_skip(const std::vector<std::string>& extra = {});
 
-    /// Start one (@p extra: more redis-server arguments). @throws std::runtime_error when it does
-    /// not answer PING within a few seconds.
-    explicit RedisServer(const std::vector<std::string>& extra = {});
+    /// What a server needs to listen with TLS too (see test_certs.hpp for making the files).
+    struct Tls {
+        std::filesystem::path cert; ///< the server's certificate (PEM)
+        std::filesystem::path key;  ///< its private key
+        std::filesystem::path ca;   ///< the CA that clients' certificates must chain to
+        bool auth_clients = false;  ///< --tls-auth-clients yes: clients must show a certificate
+    };
+
+    /// A started server that also listens with @p tls on tls_port(), or nullptr after
+    /// GTEST_SKIP() when redis-server is not installed or was built without TLS; as
+    /// start_or_skip() otherwise.
+    static std::unique_ptr<RedisServer>
+    start_tls_or_skip(const Tls& tls, const std::vector<std::string>& extra = {});
+
+    /// Start one (@p extra: more redis-server arguments; @p tls: a TLS port too). @throws
+    /// std::runtime_error when it does not answer PING within a few seconds.
+    explicit RedisServer(const std::vector<std::string>& extra = {},
+                         std::optional<Tls> tls = std::nullopt);
     ~RedisServer();
     RedisServer(const RedisServer&) = delete;
     RedisServer& operator=(const RedisServer&) = delete;
@@ -51,6 +68,10 @@ class RedisServer {
     std::uint16_t port() const { return m_port; }
     /// redis://127.0.0.1:PORT
     std::string url() const;
+    /// The TLS port; 0 for a server started without TLS.
+    std::uint16_t tls_port() const { return m_tls_port; }
+    /// rediss://127.0.0.1:TLS_PORT
+    std::string tls_url() const;
     pid_t pid() const { return m_pid; }
 
     void pause();   ///< SIGSTOP: the server stops answering, connections stay open
@@ -73,8 +94,10 @@ class RedisServer {
 
     TempDir m_dir;
     std::vector<std::string> m_extra;
+    std::optional<Tls> m_tls;
     std::string m_executable;
     std::uint16_t m_port = 0;
+    std::uint16_t m_tls_port = 0;
     pid_t m_pid = -1;
     bool m_paused = false;
 };

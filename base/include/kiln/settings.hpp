@@ -51,6 +51,9 @@ enum class Variable : std::uint8_t {
     remote_cache,                 ///< KILN_REMOTE_CACHE
     remote_cache_mode,            ///< KILN_REMOTE_CACHE_MODE
     remote_cache_password_file,   ///< KILN_REMOTE_CACHE_PASSWORD_FILE
+    remote_cache_ca_file,         ///< KILN_REMOTE_CACHE_CA_FILE
+    remote_cache_cert_file,       ///< KILN_REMOTE_CACHE_CERT_FILE
+    remote_cache_key_file,        ///< KILN_REMOTE_CACHE_KEY_FILE
     remote_cache_ttl,             ///< KILN_REMOTE_CACHE_TTL
     remote_cache_connect_timeout, ///< KILN_REMOTE_CACHE_CONNECT_TIMEOUT
     remote_cache_timeout,         ///< KILN_REMOTE_CACHE_TIMEOUT

@@ -24,6 +24,9 @@ namespace {
 const char* const kVariables[] = {"KILN_REMOTE_CACHE",
                                   "KILN_REMOTE_CACHE_MODE",
                                   "KILN_REMOTE_CACHE_PASSWORD_FILE",
+                                  "KILN_REMOTE_CACHE_CA_FILE",
+                                  "KILN_REMOTE_CACHE_CERT_FILE",
+                                  "KILN_REMOTE_CACHE_KEY_FILE",
                                   "KILN_REMOTE_CACHE_TTL",
                                   "KILN_REMOTE_CACHE_CONNECT_TIMEOUT",
                                   "KILN_REMOTE_CACHE_TIMEOUT",
@@ -85,6 +88,24 @@ TEST(RemoteUrl, ParsesEveryPart) {
     EXPECT_EQ(c.host, "::1");
     EXPECT_EQ(c.port, 7000);
     EXPECT_EQ(c.display_url(), "redis://[::1]:7000/1");
+}
+
+TEST(RemoteUrl, RedissMeansTlsOnTheSamePort) {
+    auto c = RemoteConfig::parse_url("rediss://:pw@cache.example.org/2", "X");
+    EXPECT_TRUE(c.tls);
+    EXPECT_EQ(c.scheme, "redis"); // the same backend
+    EXPECT_EQ(c.host, "cache.example.org");
+    EXPECT_EQ(c.port, 6379);
+    EXPECT_EQ(c.password, "pw");
+    EXPECT_EQ(c.display_url(), "rediss://cache.example.org:6379/2");
+    EXPECT_FALSE(RemoteConfig::parse_url("redis://h", "X").tls);
+    try {
+        RemoteConfig::parse_url("redisss://bob:hunter2@host", "KILN_REMOTE_CACHE");
+        FAIL() << "accepted";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()).find("hunter2"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("rediss://"), std::string::npos) << e.what();
+    }
 }
 
 TEST(RemoteUrl, RejectsWhatDoesNotParseNamingTheVariable) {
@@ -178,6 +199,32 @@ TEST_F(RemoteConfigTest, PasswordComesFromItsFile) {
     ::setenv("KILN_REMOTE_CACHE", "redis://127.0.0.1", 1);
     ::setenv("KILN_REMOTE_CACHE_PASSWORD_FILE", (dir / "missing").c_str(), 1);
     EXPECT_NE(config_error().find("KILN_REMOTE_CACHE_PASSWORD_FILE"), std::string::npos);
+}
+
+TEST_F(RemoteConfigTest, TlsFilesGoWithRedissAndACertificateWithItsKey) {
+    ::setenv("KILN_REMOTE_CACHE", "rediss://127.0.0.1", 1);
+    ::setenv("KILN_REMOTE_CACHE_CA_FILE", "/etc/kiln/ca.pem", 1);
+    ::setenv("KILN_REMOTE_CACHE_CERT_FILE", "/etc/kiln/client.pem", 1);
+    ::setenv("KILN_REMOTE_CACHE_KEY_FILE", "/etc/kiln/client.key", 1);
+    auto c = RemoteConfig::from_environment();
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->tls);
+    EXPECT_EQ(c->ca_file, "/etc/kiln/ca.pem");
+    EXPECT_EQ(c->cert_file, "/etc/kiln/client.pem");
+    EXPECT_EQ(c->key_file, "/etc/kiln/client.key");
+
+    // One without the other, even without a URL.
+    ::unsetenv("KILN_REMOTE_CACHE_KEY_FILE");
+    const std::string error = config_error();
+    EXPECT_NE(error.find("KILN_REMOTE_CACHE_CERT_FILE"), std::string::npos) << error;
+    EXPECT_NE(error.find("KILN_REMOTE_CACHE_KEY_FILE"), std::string::npos) << error;
+    ::unsetenv("KILN_REMOTE_CACHE");
+    EXPECT_NE(config_error().find("KILN_REMOTE_CACHE_KEY_FILE"), std::string::npos);
+
+    // Certificates for a plain redis:// URL: the user expects TLS it would not give.
+    ::unsetenv("KILN_REMOTE_CACHE_CERT_FILE");
+    ::setenv("KILN_REMOTE_CACHE", "redis://127.0.0.1", 1);
+    EXPECT_NE(config_error().find("rediss://"), std::string::npos);
 }
 
 // A FIFO, a directory or a device at the password file's path is refused at once: opening a FIFO

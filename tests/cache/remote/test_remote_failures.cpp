@@ -341,3 +341,107 @@ TEST(RemoteFailures, ABigEntryRoundTrips) {
     ASSERT_TRUE(hit);
     EXPECT_EQ(hit->payload, entry.payload);
 }
+
+// Issue 37: a read's deadline grows with the size the reply announces, as a publish's does, so
+// an entry this process could publish within the default deadlines is also read back within them.
+TEST(RemoteFailures, AFortyMegabyteEntryIsFetchedWithTheDefaultDeadlines) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir first, second;
+    // Random bytes stored uncompressed: 40 MB on the wire either way, without the test spending
+    // most of its time compressing what does not compress.
+    auto entry = make_entry(key_of("forty megabytes"), 40000000);
+    entry.compression = kiln::cache::Compression::none;
+    const auto with_defaults = [&](const std::filesystem::path& dir) {
+        auto config = remote_config(dir, *server);
+        const kiln::cache::RemoteConfig defaults;
+        config.remote->connect_timeout = defaults.connect_timeout; // 100 ms
+        config.remote->op_timeout = defaults.op_timeout;           // 50 ms
+        config.remote->retry_interval = std::chrono::seconds(60);
+        return config;
+    };
+    {
+        Store store(with_defaults(first.path()));
+        store.store(entry);
+        ASSERT_TRUE(store.flush_remote());
+        EXPECT_EQ(store.remote_stats().stores, 1u);
+    }
+    ASSERT_GT(server->call({"STRLEN", redis_key(entry.key)}).integer, 40000000);
+    Store store(with_defaults(second.path()));
+    auto hit = store.load(entry.key);
+    ASSERT_TRUE(hit);
+    EXPECT_EQ(hit->payload, entry.payload);
+    const auto stats = store.remote_stats();
+    EXPECT_EQ(stats.hits, 1u);
+    EXPECT_EQ(stats.errors + stats.timeouts + stats.skipped, 0u);
+}
+
+// A 60 MiB value that is no entry (under the 64 MiB limit, so it is read, then fails to decode)
+// is replaced by this process's publish, once: poisoned again, it is a counted miss, not another
+// write.
+TEST(RemoteFailures, APoisonedValueIsReplacedOncePerProcess) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir dir;
+    const auto entry = make_entry(key_of("poisoned"));
+    const std::string name = redis_key(entry.key);
+    const auto poison = [&] {
+        server->call({"DEL", name});
+        // 60 MiB made by the server (SETRANGE pads with zero bytes), then a garbage head.
+        server->call({"SETRANGE", name, std::to_string((60 << 20) - 1), "x"});
+        server->call({"SETRANGE", name, "0", "garbage, not a Kiln entry"});
+    };
+    poison();
+    // Remote-only: no directory answers before the server, so each load asks it. The test's
+    // patient deadlines: 60 MiB in 50 ms + 240 ms holds on an idle machine, not on a loaded CI
+    // one, and this test is about the writes.
+    Store store(remote_config(dir.path(), *server, RemoteMode::remote_only));
+    EXPECT_FALSE(store.load(entry.key));
+    EXPECT_EQ(store.remote_stats().damaged, 1u);
+    store.store(entry);
+    ASSERT_TRUE(store.flush_remote());
+    EXPECT_TRUE(server->call({"GET", name}).text == kiln::cache::encode_entry(entry));
+    ASSERT_TRUE(store.load(entry.key));
+
+    poison();
+    EXPECT_FALSE(store.load(entry.key));
+    store.store(entry);
+    ASSERT_TRUE(store.flush_remote());
+    EXPECT_EQ(server->call({"STRLEN", name}).integer, 60 << 20); // left alone this time
+    const auto stats = store.remote_stats();
+    EXPECT_EQ(stats.damaged, 2u);
+    EXPECT_EQ(stats.errors + stats.timeouts, 0u);
+}
+
+TEST(RemoteFailures, ReadOnlyModeNeverReplacesADamagedValue) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir dir;
+    const auto entry = make_entry(key_of("damaged, read-only"));
+    server->call({"SET", redis_key(entry.key), "garbage"});
+    Store store(remote_config(dir.path(), *server, RemoteMode::read_only));
+    EXPECT_FALSE(store.load(entry.key));
+    store.store(entry);
+    ASSERT_TRUE(store.flush_remote());
+    EXPECT_EQ(server->call({"GET", redis_key(entry.key)}).text, "garbage");
+    EXPECT_EQ(store.remote_stats().damaged, 1u);
+}
+
+// A value over the limit is refused unread; when this process's own entry is over the limit too,
+// nothing can replace it, so it is deleted instead and lookups elsewhere stop paying for it.
+TEST(RemoteFailures, AHugeValueNothingCanReplaceIsDeleted) {
+    auto server = RedisServer::start_or_skip();
+    if (!server) return;
+    TempDir dir;
+    const auto key = key_of("huge, and so is ours");
+    server->call({"SETRANGE", redis_key(key), std::to_string((65 << 20) - 1), "x"});
+    Store store(remote_config(dir.path(), *server, RemoteMode::remote_only));
+    EXPECT_FALSE(store.load(key));
+    EXPECT_EQ(store.remote_stats().damaged, 1u);
+    auto ours = make_entry(key, std::size_t{65} << 20);
+    ours.compression = kiln::cache::Compression::none; // too large encoded too, and made quickly
+    store.store(ours);
+    ASSERT_TRUE(store.flush_remote());
+    EXPECT_EQ(server->call({"EXISTS", redis_key(key)}).integer, 0);
+    EXPECT_EQ(store.remote_stats().errors, 0u);
+}

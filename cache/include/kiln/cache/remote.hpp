@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// The remote tier of the kernel cache: Redis, consulted after memory and the local directory.
+/// The remote tier of the kernel cache: Redis, consulted after memory and the local directory,
+/// over plain TCP (`redis://`) or TLS (`rediss://`, the server's certificate verified).
 /// It holds the same one-file entries as the directory and verifies them the same way. Every
 /// operation has a deadline; a server that is down, slow, full or refuses authentication costs a
 /// caller at most one deadline and is then skipped (circuit breaker) until a background probe
@@ -27,9 +28,21 @@ const char* to_string(RemoteMode mode);
 
 /// Where and how to reach the Redis server.
 struct RemoteConfig {
-    /// The URL's scheme: it picks the backend that speaks to the server. `redis` is the only one
-    /// today; parse_url() accepts no other.
+    /// The backend that speaks to the server. `redis` is the only one today (for `redis://` and
+    /// `rediss://` URLs alike).
     std::string scheme = "redis";
+    /// `rediss://`: TLS, the server's certificate verified against #ca_file (or the system's
+    /// store) and its name, or for a numeric address an IP subject alternative name.
+    bool tls = false;
+    /// KILN_REMOTE_CACHE_CA_FILE: PEM certificates the server's must chain to; empty: the
+    /// system's store. TLS only.
+    std::string ca_file;
+    /// KILN_REMOTE_CACHE_CERT_FILE: a PEM client certificate (then its chain), for a server that
+    /// asks for one; set with #key_file or not at all. TLS only.
+    std::string cert_file;
+    /// KILN_REMOTE_CACHE_KEY_FILE: the unencrypted PEM private key of #cert_file, which others
+    /// may not read. TLS only.
+    std::string key_file;
     /// The server's host name or address (an IPv6 address without brackets).
     std::string host = "127.0.0.1";
     std::uint16_t port = 6379;                ///< the server's TCP port
@@ -46,8 +59,9 @@ struct RemoteConfig {
     /// KILN_REMOTE_CACHE_RETRY: how long a failed server is skipped before a background probe.
     std::chrono::milliseconds retry_interval{30000};
 
-    /// Parse `redis://[[user]:password@]host[:port][/db]` (user and password percent-decoded;
-    /// an IPv6 address in brackets). Only the address part is set; the rest keeps its defaults.
+    /// Parse `redis://[[user]:password@]host[:port][/db]`, or `rediss://` for TLS (user and
+    /// password percent-decoded; an IPv6 address in brackets; the port is 6379 either way). Only
+    /// the address part and #tls are set; the rest keeps its defaults.
     /// The error message never shows the credentials.
     /// @param url the URL.
     /// @param what where the URL came from, for the error message (e.g. `"KILN_REMOTE_CACHE"`).
@@ -56,15 +70,17 @@ struct RemoteConfig {
     static RemoteConfig parse_url(std::string_view url, const std::string& what);
 
     /// From KILN_REMOTE_CACHE and its companions (the README's table). The companions are
-    /// checked even when KILN_REMOTE_CACHE is unset, so a typo shows at once.
+    /// checked even when KILN_REMOTE_CACHE is unset, so a typo shows at once. The TLS files are
+    /// read when a backend is made (Store's constructor), not here.
     /// @return the configuration, or nullopt when KILN_REMOTE_CACHE is unset.
-    /// @throws kiln::ConfigError naming the variable whose value does not parse, or a password
-    /// file that cannot be read.
+    /// @throws kiln::ConfigError naming the variable whose value does not parse, a password
+    /// file that cannot be read, a client certificate without its key (or a key without its
+    /// certificate), or TLS files given for a `redis://` URL.
     static std::optional<RemoteConfig> from_environment();
 
     /// The address for messages and `kiln cache` output.
-    /// @return `redis://user@host:port/db` (the scheme, then no user part without a user), never
-    /// the password.
+    /// @return `redis://user@host:port/db` (`rediss://` with TLS; no user part without a user),
+    /// never the password.
     std::string display_url() const;
 };
 
