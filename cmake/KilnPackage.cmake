@@ -1,10 +1,10 @@
-# A Debian package from the install rules: `cpack -G DEB` in the build directory (or
-# `cmake --build build --target package`) makes kiln-dev_<version>_<arch>.deb with the headers,
-# the static libraries, the CMake package, kiln.pc, the `kiln` tool and the license, installed
-# under /usr. The CUDA toolkit is not a declared dependency: its package names differ between
-# NVIDIA's repositories, distributions and containers, so the README states what is expected of it
-# (12.4 or newer, found by CMake's FindCUDAToolkit; libnvrtc on the loader path or in the
-# toolkit's lib64, which the tool's RUNPATH names).
+# A Debian package from the install rules: `cpack -G DEB` in the build directory (or `cmake --build
+# build --target package`) makes kiln-dev_<version>_<arch>.deb with the headers, the static
+# libraries, the CMake package, kiln.pc, the `kiln` tool and the license, installed under /usr. The
+# CUDA toolkit is not a declared dependency: its package names differ between NVIDIA's repositories,
+# distributions and containers, so docs/embedding.md states what is expected of it (12.4 or newer,
+# found by CMake's FindCUDAToolkit; libnvrtc on the loader path or in the toolkit's lib64, which the
+# tool's RUNPATH names).
 set(CPACK_PACKAGE_NAME kiln-dev)
 set(CPACK_PACKAGE_VENDOR "The Kiln developers")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})

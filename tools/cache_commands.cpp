@@ -1,5 +1,5 @@
 // `kiln cache dir|stats|verify|prune|clear`: look into the kernel cache and keep it in shape
-// (KILN_CACHE_DIR or the default directory; the README's environment table). `ls` and `show` are
+// (KILN_CACHE_DIR or the default directory; docs/environment.md). `ls` and `show` are
 // in entry_commands.cpp, `config` in config_command.cpp.
 
 #include "cache_access.hpp"

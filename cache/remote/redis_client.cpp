@@ -240,7 +240,7 @@ RedisResult RedisClient::connect(const RemoteConfig& config, Clock::time_point d
         address_size = sizeof(sockaddr_in6);
     } else {
         // A host name: resolved by the system resolver, which the deadline cannot bound (a
-        // numeric address avoids it; the README says so).
+        // numeric address avoids it; docs/remote-cache.md says so).
         addrinfo hints{};
         hints.ai_family = AF_UNSPEC;
         hints.ai_socktype = SOCK_STREAM;

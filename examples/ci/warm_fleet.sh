@@ -5,7 +5,7 @@
 #   warm_fleet.sh --arch sm_80,sm_90 [--manifest FILE]... [--from-cache DIR]... [--archive OUT] [-j N]
 #
 # Kernels come from manifests (raw sources and ElementwiseKernel / ReductionKernel specs with
-# their dtypes and shapes, see the README's `kiln warm`) and from cache directories an
+# their dtypes and shapes, see `kiln warm` in docs/cli.md) and from cache directories an
 # application run left behind (each entry carries its recipe, so it recompiles for any
 # architecture with no GPU and no application). They are published:
 #   - to Redis when KILN_REMOTE_CACHE is set (`kiln warm` waits for its writes before it exits);

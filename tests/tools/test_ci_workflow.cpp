@@ -1,8 +1,8 @@
-// The CI workflow of the README, end to end on the CPU with examples/ci/warm_fleet.sh: a GPU-less
-// job compiles an application's kernels (a manifest of raw and front-end kernels, and the recipes
-// an application run left in its cache) for every architecture of the fleet and publishes them;
-// a job on another machine (a process with another empty cache directory) then gets every kernel
-// from the remote tier, or from the archive, with no compile.
+// The CI workflow of docs/remote-cache.md, end to end on the CPU with examples/ci/warm_fleet.sh: a
+// GPU-less job compiles an application's kernels (a manifest of raw and front-end kernels, and the
+// recipes an application run left in its cache) for every architecture of the fleet and publishes
+// them; a job on another machine (a process with another empty cache directory) then gets every
+// kernel from the remote tier, or from the archive, with no compile.
 
 #include "redis_server.hpp"
 #include "run_command.hpp"

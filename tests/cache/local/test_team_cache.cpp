@@ -413,7 +413,7 @@ bool bookkeeping_names_untouched(const std::filesystem::path& home) {
 
 } // namespace
 
-// In a group-writable, non-sticky parent (the README's team parent), a member renames the
+// In a group-writable, non-sticky parent (docs/cache.md's team parent), a member renames the
 // victim's cache directory and leaves a link to the victim's home in its place.
 TEST(TeamCache, ACacheDirectorySwappedForAPlantedLinkIsNeverFollowed) {
     if (!as_root()) GTEST_SKIP() << "needs root: the attacker must be another member";
@@ -1015,7 +1015,7 @@ TEST(TeamCache, WithTrustedKeysOnlyTheEntriesCiSignedAreUsed) {
     EXPECT_EQ(reader.code, 0) << reader.log;
     EXPECT_NE(reader.log.find("not signed by a key in KILN_TRUSTED_KEYS"), std::string::npos)
         << reader.log;
-    // Without trusted keys every member's entry is used, as the README says shared mode does.
+    // Without trusted keys every member's entry is used, as docs/cache.md says shared mode does.
     EXPECT_EQ(as_user(kVictim,
                       [&] {
                           Store store(shared_config(dir));

@@ -151,7 +151,8 @@ TEST(RemoteFailures, AUserAndPasswordAuthenticate) {
 TEST(RemoteFailures, AReadOnlyUserIsEnoughForReadOnlyMode) {
     auto server = RedisServer::start_or_skip();
     if (!server) return;
-    // The README's advice for untrusted jobs: a user that can only GET Kiln's keys (and PING).
+    // docs/remote-cache.md's advice for untrusted jobs: a user that can only GET Kiln's keys (and
+    // PING).
     server->call({"ACL", "SETUSER", "ci-ro", "on", ">ro-secret", "~kiln:*", "+get", "+ping"});
     const auto entry = make_entry(key_of("read by an untrusted job"));
     server->call({"SET", redis_key(entry.key), kiln::cache::encode_entry(entry)});

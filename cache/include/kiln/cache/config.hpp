@@ -46,7 +46,7 @@ struct Config {
     /// sets it, never the directory's settings file.
     std::shared_ptr<const TrustedKeys> trusted_keys;
 
-    /// From the environment (the README's table), then the cache directory's settings file
+    /// From the environment (docs/environment.md), then the cache directory's settings file
     /// (kiln/cache/settings.hpp) for what no variable sets; a disabled cache reads no file.
     /// Without a cache directory to use (no KILN_CACHE_DIR, XDG_CACHE_HOME or home directory) the
     /// cache is disabled.

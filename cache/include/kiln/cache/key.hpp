@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// Cache keys: XXH3-128 over a canonical serialization of named, length-prefixed fields. The
-/// compiler builds one for every compile from everything that can change the cubin (the README's
-/// "The cache" section lists it), and the store names each entry's file after it, so a key is also
+/// compiler builds one for every compile from everything that can change the cubin
+/// (docs/cache.md lists it), and the store names each entry's file after it, so a key is also
 /// how `kiln cache` commands name an entry.
 
 #include <array>

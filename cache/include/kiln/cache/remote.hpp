@@ -69,7 +69,7 @@ struct RemoteConfig {
     /// @throws kiln::ConfigError naming @p what when it does not parse.
     static RemoteConfig parse_url(std::string_view url, const std::string& what);
 
-    /// From KILN_REMOTE_CACHE and its companions (the README's table). The companions are
+    /// From KILN_REMOTE_CACHE and its companions (docs/environment.md). The companions are
     /// checked even when KILN_REMOTE_CACHE is unset, so a typo shows at once. The TLS files are
     /// read when a backend is made (Store's constructor), not here.
     /// @return the configuration, or nullopt when KILN_REMOTE_CACHE is unset.

@@ -2,8 +2,8 @@
 /// @file
 /// ElementwiseKernel with CuPy's semantics, in C++: a kernel generated from parameter specs and a
 /// per-element operation, specialized on each call's dtypes, dimensions and layout, broadcasting
-/// its inputs as NumPy does. The README's "Arrays and ElementwiseKernel" section covers type
-/// placeholders, `raw` parameters and scalars.
+/// its inputs as NumPy does. docs/elementwise.md covers type placeholders
+/// and `raw` parameters, docs/arrays.md scalars.
 ///
 /// @code
 /// kiln::ElementwiseKernel squared_diff("T x, T y", "T z", "z = (x - y) * (x - y)",

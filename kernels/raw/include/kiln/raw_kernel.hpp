@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// RawModule and RawKernel: CUDA source you write, compiled with NVRTC, cached, and launched, as
-/// CuPy's classes of the same names. The README's "RawKernel" and "RawModule" sections show them
-/// with templates, name expressions and headers.
+/// CuPy's classes of the same names. docs/raw-kernels.md shows them with templates,
+/// name expressions and headers.
 ///
 /// @code
 /// kiln::RawKernel add(R"(extern "C" __global__ void my_add(const float* x, const float* y,

@@ -1,11 +1,10 @@
 #pragma once
 /// @file
-/// Ready reductions, built on ReductionKernel (the README's "ReductionKernel and ready reductions"
-/// section), with NumPy's result dtypes: `sum` and `prod` of bool and signed integers give int64
-/// (unsigned: uint64); `mean`, `var`, `std` and `norm` of integers give float64, of complex values
-/// `var`, `std` and `norm` give the real type; `argmin` / `argmax` / `count_nonzero` give int64;
-/// `any` / `all` give bool. 16-bit floats are accumulated in float32. Deterministic: the same input
-/// gives bitwise the same result.
+/// Ready reductions, built on ReductionKernel (docs/reductions.md), with NumPy's result dtypes:
+/// `sum` and `prod` of bool and signed integers give int64 (unsigned: uint64); `mean`, `var`, `std`
+/// and `norm` of integers give float64, of complex values `var`, `std` and `norm` give the real
+/// type; `argmin` / `argmax` / `count_nonzero` give int64; `any` / `all` give bool. 16-bit floats
+/// are accumulated in float32. Deterministic: the same input gives bitwise the same result.
 ///
 /// @code
 /// kiln::Array total = kiln::sum(x);                               // every axis: a 0-d array

@@ -4,8 +4,8 @@
 /// as NumPy and CuPy count them). Owning (stream-ordered memory) or wrapping memory the caller
 /// owns. Views (reshape, transpose, slicing, broadcast_to) share the memory they view. Also the
 /// free functions that make arrays (empty, zeros, full, arange, from_host) and the shape helpers
-/// the front ends use (c_strides, broadcast_shapes). The README's "Arrays and ElementwiseKernel"
-/// section shows them in use.
+/// the front ends use (c_strides, broadcast_shapes). docs/arrays.md and docs/elementwise.md show
+/// them in use.
 
 #include "kiln/dtype.hpp"
 #include "kiln/error.hpp"

@@ -3,8 +3,8 @@
 /// NVRTC compilation to cubins, through the in-memory and on-disk caches. A Compiler turns a source
 /// and CompileOptions into a Program (a cubin and what NVRTC said about it); each distinct request
 /// compiles once, and the cache key covers everything that can change the cubin. The front ends
-/// all compile through Compiler::global(); the README's "Compiling without a GPU" and "The cache"
-/// sections show it in use.
+/// all compile through Compiler::global(); docs/cli.md ("Compiling without a GPU") and
+/// docs/cache.md show it in use.
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/key.hpp"

@@ -3,7 +3,7 @@
 /// kiln::DeviceGuard: run a block of code on one device. Kiln works in the calling thread's
 /// current context; a guard makes a device's primary context current for its lifetime and puts
 /// back whatever was current before, so several threads can each drive their own GPU, and one
-/// thread can visit several. The README's "Several GPUs" section shows it in use.
+/// thread can visit several. docs/multi-gpu.md shows it in use.
 
 #include "kiln/device.hpp"
 

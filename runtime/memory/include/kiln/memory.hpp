@@ -2,8 +2,8 @@
 /// @file
 /// Device memory: stream-ordered, move-only buffers and a pluggable allocator. DeviceBuffer owns a
 /// block of device memory; kiln::Array allocates through it. An application that manages its own
-/// memory replaces the allocator with set_default_allocator() (the README's "Inside an
-/// application" section).
+/// memory replaces the allocator with set_default_allocator() (docs/embedding.md, "Inside an
+/// application").
 
 #include "kiln/stream.hpp"
 
