@@ -1,5 +1,6 @@
 // `kiln compile`: compile a .cu file for a named architecture, without a GPU, through the cache.
 
+#include "arch_list.hpp"
 #include "commands.hpp"
 #include "compile_error.hpp"
 #include "core/device_headers.hpp"
@@ -71,7 +72,7 @@ void run_compile(const CompileArgs& args) {
     const std::string source = read_user_file(args.file, "the CUDA file");
 
     CompileOptions options;
-    options.arch = args.arch;
+    options.arch = args.arch.empty() ? std::string() : parse_arch(args.arch);
     options.options = args.nvrtc_options;
     options.name_expressions = args.name_expressions;
     for (const auto& path : args.link_inputs)
@@ -133,7 +134,9 @@ void add_compile_command(CLI::App& app) {
         "compile", "Compile a CUDA file with NVRTC through the cache (no GPU needed).\n"
                    "Prints `hit|miss KEY MS ms`. NVRTC options follow `--`.");
     cmd->add_option("file", args->file, "CUDA source file")->required();
-    cmd->add_option("--arch", args->arch, "target architecture, e.g. sm_90 (default: this GPU's)");
+    cmd->add_option("--arch", args->arch,
+                    "target architecture: sm_90, 90 or 9.0 (a cubin's; not compute_90)\n"
+                    "(default: this GPU's)");
     // One value per occurrence, so `--name-expr E -- OPTIONS` leaves OPTIONS to NVRTC.
     cmd->add_option("--name-expr", args->name_expressions,
                     "a name expression to lower, e.g. 'scale<float>' (repeatable)")

@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "output.hpp"
+#include "usage_hint.hpp"
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/compiler.hpp"
@@ -50,8 +51,11 @@ int run(CLI::App& app, int argc, char** argv) {
     } catch (const CLI::RuntimeError& e) {
         return e.get_exit_code(); // a command that has printed why it failed
     } catch (const CLI::ParseError& e) {
-        std::cerr << "kiln: " << e.what() << "\nRun '" << command_path(app)
-                  << " --help' for usage.\n";
+        // CLI11 reports a word it does not know as a missing subcommand or an extra argument: name
+        // the word, and the closest valid one.
+        const std::string unknown = kiln::tools::unknown_word(app, argc, argv);
+        std::cerr << "kiln: " << (unknown.empty() ? std::string(e.what()) : unknown) << "\nRun '"
+                  << command_path(app) << " --help' for usage.\n";
         return 2;
     } catch (const kiln::Error& e) {
         return kiln::tools::report_error(e);

@@ -135,9 +135,11 @@ void run_warm(const WarmArgs& args) {
 void add_warm_command(CLI::App& app) {
     auto args = std::make_shared<WarmArgs>();
     auto* cmd = app.add_subcommand(
-        "warm",
-        "Compile a manifest of kernels into the cache for named architectures (no GPU needed),\n"
-        "in parallel. The manifest is JSON, a list of CUDA sources and front-end kernels:\n"
+        "warm", "Compile a manifest of kernels into the cache for named architectures (no GPU\n"
+                "needed), in parallel; `kiln help warm` gives the manifest's schema");
+    // The schema is this command's help only (`kiln warm --help`, `kiln help warm`).
+    cmd->footer(
+        "The manifest is JSON, a list of CUDA sources and front-end kernels:\n"
         "  {\"kernels\": [\n"
         "    {\"source\": \"extern \\\"C\\\" __global__ void k(...) {...}\"},\n"
         "    {\"file\": \"scale.cu\", \"options\": [\"-DN=4\"], \"name_expressions\": "
@@ -164,7 +166,9 @@ void add_warm_command(CLI::App& app) {
         "is\n"
         "bad.\n"
         "With --from-cache DIR instead of a manifest, the kernels are the recipes that DIR's\n"
-        "entries hold (what an application run compiled), compiled again for --arch.");
+        "entries hold (what an application run compiled), compiled again for --arch.\n"
+        "--arch takes sm_90, 90 or 9.0 (also sm_90a, sm_100f): a cubin's architecture, never a\n"
+        "virtual compute_90.");
     auto* manifest = cmd->add_option("manifest", args->manifest, "JSON manifest");
     cmd->add_option("--arch", args->arches, "architectures, comma-separated: sm_90,sm_80")
         ->required();

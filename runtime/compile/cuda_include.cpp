@@ -1,4 +1,5 @@
 #include "cuda_include.hpp"
+#include "nvrtc_library.hpp"
 
 #include "kiln/settings.hpp"
 
@@ -16,7 +17,7 @@ std::string find() {
     if (auto dir = settings::text(Variable::cuda_include); !dir.empty()) return dir;
     // NVRTC lives in <toolkit>/lib64 (or lib); its headers in <toolkit>/include.
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+    if (dladdr(nvrtc_address(), &info) && info.dli_fname) {
         std::error_code ec;
         const auto library = std::filesystem::canonical(info.dli_fname, ec);
         if (!ec) {

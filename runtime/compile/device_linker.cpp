@@ -5,6 +5,7 @@
 #include "kiln/log.hpp"
 #include "kiln/settings.hpp"
 #include "nvrtc_identity.hpp"
+#include "nvrtc_library.hpp"
 
 #include <nvJitLink.h>
 #include <nvrtc.h>
@@ -36,7 +37,7 @@ std::string read_file(const std::filesystem::path& path, bool* ok) {
     return bytes;
 }
 
-std::string library_path_of(void* symbol) {
+std::string library_path_of(const void* symbol) {
     Dl_info info{};
     if (dladdr(symbol, &info) && info.dli_fname) {
         std::error_code ec;
@@ -126,7 +127,7 @@ DeviceRuntime find_device_runtime() {
         candidates.emplace_back(path);
     } else {
         // NVRTC lives in <toolkit>/lib64, beside libcudadevrt.a.
-        const std::string nvrtc = library_path_of(reinterpret_cast<void*>(&nvrtcVersion));
+        const std::string nvrtc = library_path_of(nvrtc_address());
         if (!nvrtc.empty())
             candidates.push_back(std::filesystem::path(nvrtc).parent_path() / "libcudadevrt.a");
         candidates.emplace_back(KILN_CUDA_DEVICE_RUNTIME);
@@ -213,7 +214,7 @@ const std::string& nvjitlink_full_version() {
         unsigned major = 0, minor = 0;
         nvJitLinkVersion(&major, &minor);
         const std::string short_version = std::to_string(major) + "." + std::to_string(minor);
-        const std::string path = library_path_of(reinterpret_cast<void*>(&nvJitLinkVersion));
+        const std::string path = library_path_of(nvjitlink_address());
         if (path.empty()) return short_version + "+unknown-build";
         const std::string id = elf_build_id(path);
         if (!id.empty()) return short_version + "+build." + id;

@@ -1,4 +1,5 @@
 #include "nvrtc_identity.hpp"
+#include "nvrtc_library.hpp"
 
 #include "elf_reader.hpp"
 #include "kiln/log.hpp"
@@ -49,7 +50,7 @@ std::string scan_file(const std::string& path) {
 
 std::string library_path() {
     Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) && info.dli_fname) {
+    if (dladdr(nvrtc_address(), &info) && info.dli_fname) {
         std::error_code ec;
         auto real = std::filesystem::canonical(info.dli_fname, ec);
         return ec ? std::string(info.dli_fname) : real.string();
@@ -114,8 +115,7 @@ Versions compute() {
     auto with_id = [&](const std::string& id) -> Versions {
         return {short_version + "+build." + id, short_version + " (build " + id.substr(0, 8) + ")"};
     };
-    if (std::string id = loaded_build_id(reinterpret_cast<const void*>(&nvrtcVersion)); !id.empty())
-        return with_id(id);
+    if (std::string id = loaded_build_id(nvrtc_address()); !id.empty()) return with_id(id);
     const std::string path = library_path();
     if (!path.empty())
         if (std::string id = elf_build_id(path); !id.empty()) return with_id(id);

@@ -1,6 +1,6 @@
 # cmake -DSOURCE_DIR=... -P check_package_list.cmake
-# The README's list of the packages scripts/setup.sh installs must be the list setup.sh installs:
-# a newcomer reads the README first.
+# The README's list of the packages scripts/setup.sh installs must be the lists setup.sh installs
+# (with and without --tests): a newcomer reads the README first.
 file(READ ${SOURCE_DIR}/README.md readme)
 file(READ ${SOURCE_DIR}/scripts/setup.sh setup)
 
@@ -20,10 +20,16 @@ string(REPLACE "`" " " readme_list "${CMAKE_MATCH_1}")
 string(STRIP "${readme_list}" readme_list)
 package_words("${readme_list}" from_readme)
 
+# setup.sh's two lists together: packages=(...) for the library and the tool, test_packages=(...)
+# for the tests, benchmarks and API reference (installed with --tests).
 if(NOT setup MATCHES "\npackages=\\(([^)]*)\\)")
     message(FATAL_ERROR "scripts/setup.sh: no packages=(...) list")
 endif()
-package_words("${CMAKE_MATCH_1}" from_setup)
+set(setup_list "${CMAKE_MATCH_1}")
+if(NOT setup MATCHES "\ntest_packages=\\(([^)]*)\\)")
+    message(FATAL_ERROR "scripts/setup.sh: no test_packages=(...) list")
+endif()
+package_words("${setup_list} ${CMAKE_MATCH_1}" from_setup)
 
 if(NOT from_readme STREQUAL from_setup)
     set(only_readme ${from_readme})

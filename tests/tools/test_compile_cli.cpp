@@ -49,6 +49,34 @@ TEST_F(CompileCli, MissThenHitOnOneLineEach) {
     EXPECT_NE(second.out.find(" ms"), std::string::npos);
 }
 
+TEST_F(CompileCli, ArchTakesTheSameFormsEverywhereAndNamesWhatItRefuses) {
+    const auto file = write("k.cu", kKernel);
+    auto first = run_command(kiln("compile " + file + " --arch sm_90"));
+    ASSERT_EQ(first.status, 0) << first.err;
+    for (const char* form : {"90", "9.0"}) {
+        auto again = run_command(kiln("compile " + file + " --arch " + form));
+        ASSERT_EQ(again.status, 0) << form << ": " << again.err;
+        EXPECT_EQ(again.out.rfind("hit " + first.out.substr(5, 32), 0), 0u) << form << again.out;
+    }
+    // A virtual architecture is not a cubin's: refused, saying what to use.
+    auto virtual_arch = run_command(kiln("compile " + file + " --arch compute_90"));
+    EXPECT_EQ(virtual_arch.status, 1);
+    EXPECT_NE(virtual_arch.err.find("virtual architecture"), std::string::npos) << virtual_arch.err;
+    EXPECT_NE(virtual_arch.err.find("--arch sm_90"), std::string::npos) << virtual_arch.err;
+    // One NVRTC does not compile for: the list of those it does, not a compile log.
+    auto old = run_command(kiln("compile " + file + " --arch sm_12"));
+    EXPECT_EQ(old.status, 1);
+    EXPECT_NE(old.err.find("does not compile for sm_12; it compiles for sm_"), std::string::npos)
+        << old.err;
+    EXPECT_NE(old.err.find("sm_90"), std::string::npos) << old.err;
+    EXPECT_EQ(old.err.find("__global__"), std::string::npos) << old.err;
+    // The same in warm's list.
+    const std::string manifest = write("m.json", "{\"kernels\": [{\"file\": \"k.cu\"}]}");
+    auto warm = run_command(kiln("warm " + manifest + " --arch sm_90,compute_80"));
+    EXPECT_EQ(warm.status, 1);
+    EXPECT_NE(warm.err.find("virtual architecture"), std::string::npos) << warm.err;
+}
+
 TEST_F(CompileCli, JsonHasKeyCacheMillisecondsAndCubinSize) {
     const auto file = write("k.cu", kKernel);
     auto result = run_command(kiln("compile " + file + " --arch sm_90 --json -- -DTWICE"));

@@ -43,6 +43,11 @@ TEST_F(DemoCli, SaysWhereItCachesAndHitsOnTheSecondRun) {
     ASSERT_EQ(second.status, 0) << second.out << second.err;
     EXPECT_EQ(count(second.out, "compile: miss"), 0u) << second.out;
     EXPECT_EQ(count(second.out, "compile: hit"), count(first.out, "compile: miss")) << second.out;
+    // Each hit says how long its lookup took: never "0.00 ms".
+    EXPECT_EQ(count(second.out, " 0.00 ms"), 0u) << second.out;
+    // It ends with what to try next.
+    EXPECT_NE(second.out.find("kiln cache ls"), std::string::npos) << second.out;
+    EXPECT_NE(second.out.find("kiln cache stats"), std::string::npos) << second.out;
 }
 
 TEST_F(DemoCli, SaysOnceWhyNothingRunsWithoutADriver) {

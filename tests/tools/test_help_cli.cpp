@@ -66,3 +66,53 @@ TEST(HelpCli, EveryOtherCommandStillChecksTheTable) {
         EXPECT_EQ(result.err.rfind("kiln: " + name + "=", 0), 0u) << result.err;
     }
 }
+
+TEST(HelpCli, AnUnknownCommandOrOptionIsNamedWithTheClosestOne) {
+    struct Case {
+        const char* args;
+        const char* named;
+        const char* suggested; // nullptr: none is close, the command's list instead
+    };
+    const Case cases[] = {
+        {"cache lsx", "unknown command 'lsx' for 'kiln cache'", "(did you mean 'ls'?)"},
+        {"complie x.cu", "unknown command 'complie' for 'kiln'", "(did you mean 'compile'?)"},
+        {"version", "unknown command 'version' for 'kiln'", "(did you mean '--version'?)"},
+        {"compile --archh sm_90 x.cu", "unknown option '--archh' for 'kiln compile'",
+         "(did you mean '--arch'?)"},
+        {"--verison", "unknown option '--verison' for 'kiln'", "(did you mean '--version'?)"},
+        {"frobnicate", "unknown command 'frobnicate' for 'kiln'", nullptr},
+    };
+    for (const Case& c : cases) {
+        const auto result = run_command(kiln_tool(c.args));
+        EXPECT_EQ(result.status, 2) << c.args << "\n" << result.err;
+        EXPECT_EQ(result.out, "") << c.args;
+        EXPECT_NE(result.err.find(c.named), std::string::npos) << c.args << "\n" << result.err;
+        if (c.suggested)
+            EXPECT_NE(result.err.find(c.suggested), std::string::npos) << result.err;
+        else
+            EXPECT_NE(result.err.find("its commands are compile, demo, warm"), std::string::npos)
+                << result.err;
+        EXPECT_EQ(result.err.find("A subcommand is required"), std::string::npos) << result.err;
+    }
+}
+
+TEST(HelpCli, HelpOfACommandIsThatCommandsHelp) {
+    const auto warm = run_command(kiln_tool("help warm"));
+    ASSERT_EQ(warm.status, 0) << warm.err;
+    // The manifest's schema is warm's own help, not the general one.
+    EXPECT_NE(warm.out.find("\"elementwise\""), std::string::npos) << warm.out;
+    EXPECT_EQ(warm.out, run_command(kiln_tool("warm --help")).out);
+    const auto general = run_command(kiln_tool("--help"));
+    ASSERT_EQ(general.status, 0) << general.err;
+    EXPECT_NE(general.out.find("warm"), std::string::npos) << general.out;
+    EXPECT_EQ(general.out.find("\"elementwise\""), std::string::npos) << general.out;
+
+    const auto ls = run_command(kiln_tool("help cache ls"));
+    ASSERT_EQ(ls.status, 0) << ls.err;
+    EXPECT_EQ(ls.out, run_command(kiln_tool("cache ls --help")).out);
+    const auto unknown = run_command(kiln_tool("help cache lsx"));
+    EXPECT_EQ(unknown.status, 2);
+    EXPECT_NE(unknown.err.find("unknown command 'lsx' for 'kiln cache' (did you mean 'ls'?)"),
+              std::string::npos)
+        << unknown.err;
+}

@@ -2,6 +2,7 @@
 // damaged ones; the key and the readable version built from it; nothing written to the cache.
 
 #include "compile/nvrtc_identity.hpp"
+#include "compile/nvrtc_library.hpp"
 
 #include "compiler_fixture.hpp"
 #include "elf_files.hpp"
@@ -32,7 +33,7 @@ namespace {
 // The NVRTC library this process uses, found as Kiln finds it.
 std::string nvrtc_library() {
     Dl_info info{};
-    if (!dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) || !info.dli_fname) return {};
+    if (!dladdr(kiln::detail::nvrtc_address(), &info) || !info.dli_fname) return {};
     return std::filesystem::canonical(info.dli_fname).string();
 }
 
@@ -83,8 +84,7 @@ TEST(NvrtcVersion, ReadsTheBuildIdOfTheNvrtcLibraryAsReadelfDoes) {
 TEST(NvrtcVersion, ReadsTheLoadedLibrarysBuildIdFromMemoryAsFromItsFile) {
     const std::string from_file = elf_build_id(nvrtc_library());
     ASSERT_TRUE(is_hex_id(from_file)) << from_file;
-    EXPECT_EQ(kiln::detail::loaded_build_id(reinterpret_cast<const void*>(&nvrtcVersion)),
-              from_file);
+    EXPECT_EQ(kiln::detail::loaded_build_id(kiln::detail::nvrtc_address()), from_file);
     // An address no loaded object holds (the heap) has no build id.
     const auto heap = std::make_unique<int>(0);
     EXPECT_EQ(kiln::detail::loaded_build_id(heap.get()), "");
