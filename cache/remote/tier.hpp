@@ -141,12 +141,9 @@ class Tier {
     struct Job {
         Key key;
         std::string bytes;
-        /// or the breaker is open). The read's deadline grows with the size the server announces.
-        /// A damaged value is remembered: the next publish of its key replaces it (once per
-        /// process).
-        std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
-            return lookup(key, encoded, true);
-        }
+        bool replace = false; ///< SET without NX: the value there is damaged
+        bool remove = false;  ///< DEL instead: a damaged value that nothing here can replace
+        std::string claim_owner; ///< this process's claim of the key, ended once published
     };
     struct Counter {
         std::atomic<std::uint64_t> value{0};
@@ -191,11 +188,10 @@ class Tier {
     bool m_busy = false;
     bool m_stop = false;
     Clock::time_point m_probe_at{};
-    /// or the breaker is open). The read's deadline grows with the size the server announces.
-    /// A damaged value is remembered: the next publish of its key replaces it (once per process).
-    std::optional<Entry> load(const Key& key, std::string* encoded = nullptr) {
-        return lookup(key, encoded, true);
-    }
+    std::unordered_set<Key, KeyHash> m_damaged;   ///< to replace at their next publish
+    std::unordered_set<Key, KeyHash> m_rewritten; ///< replaced or deleted once: never again
+    /// The claims this process holds, with their owner names; a publish takes its key's out.
+    std::unordered_map<Key, std::string, KeyHash> m_claims;
     std::thread m_thread;
     pid_t m_thread_pid = 0;
 
