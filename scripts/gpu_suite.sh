@@ -4,6 +4,7 @@
 # Needs .deps from scripts/fetch_device_deps.sh. Logs and figures go to $OUT (or ./gpu-out).
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
+# examples (examples/ built against an install of build-gpu, each run; any exit but 0 fails) ->
 # bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, reduction, fuse, tuner (benches; "baseline" and
 # "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
 # calls, beside an earlier tree's: see step_baseline) -> startup (issue 16's
@@ -28,7 +29,7 @@ if [[ $pack == 1 ]]; then
     out=$(mktemp -d) # the logs; packed into $archive
 fi
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
@@ -64,6 +65,31 @@ step_demo() {
         cuda-gdb -batch -ex run -ex bt --args ./build-gpu/tools/kiln demo 2>&1 | tail -30
     }
     ./build-gpu/tools/kiln demo 2>&1 | tee -a "$out/demo.log" | grep compile || status=1
+}
+step_examples() {
+    # As a user builds them: build-gpu installed into a prefix, examples/CMakeLists.txt (every
+    # folder) configured with find_package against it, with the toolkit, compiler and OpenSSL
+    # build-gpu found (OpenSSL may come from .deps/ here). Each program checks its result on the
+    # GPU; 77 (no usable GPU) fails too, on this machine.
+    local work list name rc hints=()
+    work=$(mktemp -d)
+    mapfile -t hints < <(grep -E "^(CUDAToolkit_ROOT|CMAKE_CXX_COMPILER|OPENSSL_INCLUDE_DIR|OPENSSL_CRYPTO_LIBRARY|OPENSSL_SSL_LIBRARY):" \
+        build-gpu/CMakeCache.txt | sed -E 's/^([^:]*):[^=]*=(.*)$/-D\1=\2/')
+    { cmake --install build-gpu --prefix "$work/prefix" &&
+      cmake -S examples -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$work/prefix" "${hints[@]}" &&
+      cmake --build "$work/build" -j"$(nproc)"; } >"$out/examples_build.log" 2>&1 \
+        || { tail -30 "$out/examples_build.log"; status=1; return; }
+    for list in examples/*/CMakeLists.txt; do
+        name=$(basename "$(dirname "$list")")
+        KILN_CACHE_DIR=$work/cache "$work/build/$name/$name" >"$out/example_$name.log" 2>&1
+        rc=$?
+        echo "example $name: exit $rc: $(tail -1 "$out/example_$name.log")"
+        ((rc == 0)) || tail -20 "$out/example_$name.log"
+    done | tee "$out/examples.txt" # a subshell: its verdict is read from the file
+    if [[ ! -s $out/examples.txt ]] || grep -q ": exit [1-9]" "$out/examples.txt"; then
+        status=1
+    fi
+    rm -rf "$work"
 }
 step_bench() {
     ./build-gpu/bench/bench_launch --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
