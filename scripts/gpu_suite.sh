@@ -16,6 +16,8 @@
 # GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
+# KILN_GPU_BUILD_TARGETS (build: only these targets, e.g. "kiln_tool test_doc_snippets_gpu") and
+# KILN_GPU_TEST_REGEX (test: ctest -R) make a focused run when device time is short.
 # KILN_BENCH_REPETITIONS (bench, default 5) and KILN_COLD_MODES (startup, comma-separated
 # bench_cold_compile modes) shorten a run.
 # KILN_GPU_PACK=1: the device tool returns at most 8 files, so every log and figure is also packed
@@ -40,7 +42,9 @@ bash scripts/unpack_device_deps.sh
 step_build() {
     cmake --preset bench >"$out/configure.log" 2>&1 \
         || { tail -30 "$out/configure.log"; packed; exit 1; }
-    cmake --build build-gpu -j"$(nproc)" >"$out/build.log" 2>&1 || {
+    # shellcheck disable=SC2086 # a list of target names
+    cmake --build build-gpu -j"$(nproc)" ${KILN_GPU_BUILD_TARGETS:+--target $KILN_GPU_BUILD_TARGETS} \
+        >"$out/build.log" 2>&1 || {
         grep -E "error" -A5 "$out/build.log" | head -60
         packed
         exit 1
@@ -48,7 +52,8 @@ step_build() {
     echo "build: ok"
 }
 step_test() {
-    (cd build-gpu && ctest -j"$(( $(nproc) / 2 ))" --output-on-failure --timeout 300) >"$out/ctest.log" 2>&1 || status=1
+    (cd build-gpu && ctest -j"$(( $(nproc) / 2 ))" --output-on-failure --timeout 300 \
+        ${KILN_GPU_TEST_REGEX:+-R "$KILN_GPU_TEST_REGEX"}) >"$out/ctest.log" 2>&1 || status=1
     grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Not Run" "$out/ctest.log" | tail -25
     (cd build-gpu && ctest -L gpu -N | tail -1)
 }
