@@ -93,11 +93,13 @@ warm_fleet() { # LABEL WAIT DIRS URL
     python3 "$here/generated_kernels_manifest.py" |
         sed "s/\"x \* x + /\"x * x + $RANDOM * 0 + /" > "$dir/manifest.json"
     start=$(now)
+    local pids=()
     for p in $(seq 16); do
         KILN_COMPILE_WAIT=$2 KILN_REMOTE_CACHE=$4 KILN_CACHE_DIR="$dir/cache$((p % $3))" \
             "$kiln" warm "$dir/manifest.json" --arch sm_90 -j 1 --json > "$dir/out.$p" &
+        pids+=($!)
     done
-    wait
+    wait "${pids[@]}" # not the Redis server
     compiles=$(python3 -c '
 import json, sys
 print(sum(json.load(open(f))["compiles"] for f in sys.argv[1:]))' "$dir"/out.*)

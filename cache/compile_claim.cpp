@@ -110,17 +110,15 @@ ClaimedLoad Store::load_or_claim(const Key& key, EntryParts parts) {
 
         remote::Tier* remote = m_impl->remote.get();
         if (remote && remote->config().mode != RemoteMode::read_only) {
-            bool polled = false;
             for (;;) {
                 using Outcome = remote::Tier::ClaimOutcome;
                 const Outcome outcome = remote->try_claim(key, state->remote);
                 if (outcome == Outcome::unavailable) break;
-                // Taken after waiting: the holder's publish ends its claim once the value is
-                // there, so one look now saves the compile.
-                if (outcome == Outcome::held && !polled) break;
                 if (outcome == Outcome::busy && Clock::now() >= deadline) break;
                 if (outcome == Outcome::busy) slept |= sleep_until_next(deadline, kRemotePoll);
-                polled = true;
+                // Also once the claim is taken: a holder that just finished published the value
+                // before it let go, and this host's lookups may have missed it a moment earlier
+                // (or a neighbour here got it as a remote hit whose copy is not on disk yet).
                 std::string bytes;
                 if ((out.entry = remote->poll(key, &bytes))) {
                     m_impl->keep_remote_hit(key, std::move(bytes));
