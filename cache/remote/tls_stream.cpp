@@ -40,7 +40,7 @@ struct KeyFree {
 };
 using Bio = std::unique_ptr<BIO, BioFree>;
 using Cert = std::unique_ptr<X509, X509Free>;
-using Key = std::unique_ptr<EVP_PKEY, KeyFree>;
+using PrivateKey = std::unique_ptr<EVP_PKEY, KeyFree>;
 
 // OpenSSL's reason for its oldest queued error (or @p otherwise), and the queue emptied: it is
 // per thread, and a stale entry would be blamed on the next caller.
@@ -152,8 +152,8 @@ void load_client_certificate(SSL_CTX* ctx, const std::string& cert_path,
     std::string key_pem = read_setting_file(kKeyVariable, key_path, "a PEM private key",
                                             kMaxPemFile, /*secret=*/true);
     Bio key_bio = memory_bio(key_pem);
-    Key key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_password, nullptr)
-                    : nullptr);
+    PrivateKey key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_password, nullptr)
+                           : nullptr);
     OPENSSL_cleanse(key_pem.data(), key_pem.size());
     if (!key)
         throw ConfigError(named_key + " holds no usable unencrypted PEM private key (" +
