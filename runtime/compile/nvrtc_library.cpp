@@ -74,6 +74,8 @@ const void* nvjitlink_address() {
 // The forwarding functions: each resolves its target once (a function-local static, so thread-safe)
 // and calls it. Their signatures are checked against the declarations in nvrtc.h and nvJitLink.h.
 #define KILN_FORWARD_NAME(name) #name
+// `params` and `args` are parenthesised lists already: more parentheses would break them.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define KILN_FORWARD(library, result, name, params, args)                                          \
     extern "C" result name params {                                                                \
         using Function = result(*) params;                                                         \
@@ -81,6 +83,7 @@ const void* nvjitlink_address() {
             kiln::detail::resolve_in(kiln::detail::library(), KILN_FORWARD_NAME(name)));           \
         return function args;                                                                      \
     }
+// NOLINTEND(bugprone-macro-parentheses)
 
 KILN_FORWARD(nvrtc_dl, const char*, nvrtcGetErrorString, (nvrtcResult r), (r))
 KILN_FORWARD(nvrtc_dl, nvrtcResult, nvrtcVersion, (int* major, int* minor), (major, minor))
