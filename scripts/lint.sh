@@ -55,7 +55,7 @@ fi
 log=$(mktemp)
 database=$(mktemp -d)
 trap 'rm -rf "$log" "$database"' EXIT
-# The kiln tool builds as one translation unit (KILN_TOOL_UNITY_BUILD), so compile_commands.json
+# The kiln tool builds in two unity batches (KILN_TOOL_UNITY_BUILD), so compile_commands.json
 # names its unity file, not its sources: to analyse them, the build is configured without it for
 # the run, and with it again after.
 if ((everything)) || [[ $# -gt 0 ]]; then
