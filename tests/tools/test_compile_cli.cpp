@@ -49,6 +49,30 @@ TEST_F(CompileCli, MissThenHitOnOneLineEach) {
     EXPECT_NE(second.out.find(" ms"), std::string::npos);
 }
 
+// Processes started together on one new source compile it once between them (compile claims):
+// the others report a hit, with the time they waited when they did.
+TEST_F(CompileCli, ProcessesStartedTogetherCompileASourceOnce) {
+    const auto file = write("k.cu", kKernel);
+    constexpr int kProcesses = 6;
+    std::string script;
+    for (int i = 0; i < kProcesses; ++i)
+        script += "(" + kiln("compile " + file + " --arch sm_90 --json") + " > '" +
+                  (m_dir / ("out" + std::to_string(i))).string() + "') & ";
+    auto all = run_command(script + "wait");
+    ASSERT_EQ(all.status, 0) << all.err;
+    int misses = 0, hits = 0;
+    for (int i = 0; i < kProcesses; ++i) {
+        const auto j =
+            nlohmann::json::parse(kiln::test::read_file(m_dir / ("out" + std::to_string(i))));
+        const bool hit = j.at("cache") == "hit";
+        (hit ? hits : misses) += 1;
+        if (!hit) EXPECT_FALSE(j.contains("waited_ms")) << j.dump();
+        if (j.contains("waited_ms")) EXPECT_GT(j.at("waited_ms").get<double>(), 0.0);
+    }
+    EXPECT_EQ(misses, 1);
+    EXPECT_EQ(hits, kProcesses - 1);
+}
+
 TEST_F(CompileCli, ArchTakesTheSameFormsEverywhereAndNamesWhatItRefuses) {
     const auto file = write("k.cu", kKernel);
     auto first = run_command(kiln("compile " + file + " --arch sm_90"));
