@@ -91,20 +91,17 @@ ClaimedLoad Store::load_or_claim(const Key& key, EntryParts parts) {
                 const Outcome outcome =
                     detail::ClaimFile::try_take(shard.get(), key, directory.modes(), state->local);
                 if (outcome == Outcome::unusable) break;
-                // Held: the holder before may have published between the lookup and the lock.
-                if (outcome == Outcome::held || Clock::now() >= deadline) {
-                    if (outcome == Outcome::held)
-                        if ((out.entry = local_entry())) {
-                            out.waited = waited();
-                            return out; // the claim goes with `state`
-                        }
-                    break;
+                if (outcome == Outcome::busy) {
+                    if (Clock::now() >= deadline) break;
+                    slept |= sleep_until_next(deadline, kLocalPoll);
                 }
-                slept |= sleep_until_next(deadline, kLocalPoll);
+                // Also once held: the holder before may have published between the lookup and
+                // the lock (the claim then goes with `state`).
                 if ((out.entry = local_entry())) {
                     out.waited = waited();
                     return out;
                 }
+                if (outcome == Outcome::held) break;
             }
         }
 
@@ -114,8 +111,10 @@ ClaimedLoad Store::load_or_claim(const Key& key, EntryParts parts) {
                 using Outcome = remote::Tier::ClaimOutcome;
                 const Outcome outcome = remote->try_claim(key, state->remote);
                 if (outcome == Outcome::unavailable) break;
-                if (outcome == Outcome::busy && Clock::now() >= deadline) break;
-                if (outcome == Outcome::busy) slept |= sleep_until_next(deadline, kRemotePoll);
+                if (outcome == Outcome::busy) {
+                    if (Clock::now() >= deadline) break;
+                    slept |= sleep_until_next(deadline, kRemotePoll);
+                }
                 // Also once the claim is taken: a holder that just finished published the value
                 // before it let go, and this host's lookups may have missed it a moment earlier
                 // (or a neighbour here got it as a remote hit whose copy is not on disk yet).

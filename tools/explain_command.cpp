@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "miss_reason.hpp"
 #include "output.hpp"
+#include "source_file.hpp"
 
 #include "kiln/cache/entry.hpp"
 #include "kiln/cache/explain.hpp"
@@ -18,9 +19,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 namespace kiln::tools {
 
@@ -39,11 +38,11 @@ cache::Entry read_entry_file(const std::string& path) {
         throw ArgumentError("'" + path +
                             "' is not named after a key: an entry file is <key>.kiln, as in a "
                             "cache directory");
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream bytes;
-    bytes << in.rdbuf();
-    if (!in) throw Error("cannot read '" + path + "'");
-    cache::DecodeResult decoded = cache::decode_entry(bytes.str(), *key);
+    // As any file a user names, bounded by the largest entry the format allows.
+    const std::string bytes = read_user_file(path, "the entry file",
+                                             cache::kEntryHeaderSize + cache::kMaxMetadataSize +
+                                                 cache::kMaxPayloadSize + cache::kEntrySealSize);
+    cache::DecodeResult decoded = cache::decode_entry(bytes, *key);
     if (!decoded.entry)
         throw Error("'" + path + "' is not a good cache entry (" + to_string(decoded.error) + ")");
     return std::move(*decoded.entry);

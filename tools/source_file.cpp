@@ -45,7 +45,8 @@ class Fd {
 
 } // namespace
 
-std::string read_user_file(const std::filesystem::path& path, const std::string& what) {
+std::string read_user_file(const std::filesystem::path& path, const std::string& what,
+                           std::uint64_t max_bytes) {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) cannot_read(path, what, errno);
     struct stat st;
@@ -59,10 +60,10 @@ std::string read_user_file(const std::filesystem::path& path, const std::string&
         if (n < 0) cannot_read(path, what, errno);
         if (n == 0) return bytes;
         // Counted as read, never from a reported size: /dev/zero and pipes report none.
-        if (bytes.size() + static_cast<std::size_t>(n) > kMaxUserFile)
-            throw ArgumentError(what + " '" + path.string() + "' is larger than 64 MiB (" +
-                                "Kiln reads no larger source or manifest); is it the file you "
-                                "meant?");
+        if (bytes.size() + static_cast<std::size_t>(n) > max_bytes)
+            throw ArgumentError(what + " '" + path.string() + "' is larger than " +
+                                std::to_string((max_bytes + (1 << 20) - 1) >> 20) +
+                                " MiB (the most Kiln reads for it); is it the file you meant?");
         bytes.append(buffer, static_cast<std::size_t>(n));
     }
 }

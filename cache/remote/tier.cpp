@@ -152,10 +152,7 @@ std::optional<Entry> Tier::lookup(const Key& key, std::string* encoded, bool cou
         return std::nullopt;
     }
     const std::string name = remote_key(key);
-    Deadline deadline;
-    deadline.connect = m_config.connect_timeout;
-    deadline.reply = m_config.op_timeout;
-    deadline.at_most = from_steady_ns(m_exit_deadline.load());
+    const Deadline deadline = operation_deadline();
     // The reply's announced size gives the read the time a publish of that size has. A value no
     // entry can be is refused before its bytes are read.
     const std::uint64_t max_size = m_max_bulk;
@@ -300,10 +297,8 @@ void Tier::publish_one(Job& job) {
         m_skipped.add();
         return;
     }
-    Deadline deadline;
-    deadline.connect = m_config.connect_timeout;
-    deadline.reply = m_config.op_timeout + transfer_time(job.bytes.size());
-    deadline.at_most = exit_deadline;
+    Deadline deadline = operation_deadline();
+    deadline.reply += transfer_time(job.bytes.size());
     if (job.remove) {
         auto removed = m_backend->remove(remote_key(job.key), deadline);
         if (!removed.ok())
@@ -345,7 +340,7 @@ void Tier::publish_one(Job& job) {
     m_bytes_written.add(job.bytes.size());
 }
 
-Deadline Tier::claim_deadline() const {
+Deadline Tier::operation_deadline() const {
     Deadline deadline;
     deadline.connect = m_config.connect_timeout;
     deadline.reply = m_config.op_timeout;

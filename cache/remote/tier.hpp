@@ -154,8 +154,8 @@ class Tier {
     /// End the lease @p owner holds on @p key's claim (one deadline; a failure is only logged:
     /// the lease runs out by itself).
     void end_claim(const Key& key, const std::string& owner);
-    /// Deadline of one operation of a claim.
-    Deadline claim_deadline() const;
+    /// One lookup's or claim's deadline: the configured ones, within the exit deadline.
+    Deadline operation_deadline() const;
     /// Count @p failure (a timeout or an error) and open the breaker.
     void record_failure(const Failure& failure);
     void trip(const std::string& why);

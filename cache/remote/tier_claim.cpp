@@ -85,7 +85,7 @@ void RemoteClaim::renew_until_stopped() {
         bool keep_going = false;
         if (!m_tier.open()) {
             auto renewed = m_tier.m_backend->renew(claim_key(m_key), m_owner, Tier::kClaimLease,
-                                                   m_tier.claim_deadline());
+                                                   m_tier.operation_deadline());
             if (!renewed.ok())
                 m_tier.record_failure(renewed.failure());
             else
@@ -103,7 +103,7 @@ std::optional<Entry> Tier::poll(const Key& key, std::string* encoded) {
 Tier::ClaimOutcome Tier::try_claim(const Key& key, std::unique_ptr<RemoteClaim>& out) {
     if (m_config.mode == RemoteMode::read_only || open()) return ClaimOutcome::unavailable;
     const std::string owner = new_owner();
-    auto claimed = m_backend->claim(claim_key(key), owner, kClaimLease, claim_deadline());
+    auto claimed = m_backend->claim(claim_key(key), owner, kClaimLease, operation_deadline());
     if (!claimed.ok()) {
         record_failure(claimed.failure());
         return ClaimOutcome::unavailable;
@@ -119,7 +119,7 @@ Tier::ClaimOutcome Tier::try_claim(const Key& key, std::unique_ptr<RemoteClaim>&
 
 void Tier::end_claim(const Key& key, const std::string& owner) {
     if (open()) return; // a failed server is not asked again: the lease runs out by itself
-    auto released = m_backend->release(claim_key(key), owner, claim_deadline());
+    auto released = m_backend->release(claim_key(key), owner, operation_deadline());
     if (!released.ok())
         detail::log_info("the remote kernel cache " + m_config.display_url() +
                          " did not end a compile claim (" + released.failure().message +

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <ctime>
 #include <filesystem>
@@ -165,6 +166,20 @@ class HeldLock {
     int m_fd;
     bool m_held = false;
 };
+
+/// Run a process that takes the compile claim of @p key in a store of @p config and is killed
+/// (SIGKILL) while it holds it, as a compile killed midway. True when it held the claim and died
+/// of the signal.
+inline bool kill_a_claim_holder(const cache::Config& config, const cache::Key& key) {
+    const pid_t child = spawn([&] {
+        cache::Store store(config);
+        const cache::ClaimedLoad got = store.load_or_claim(key);
+        if (!got.claim.held()) return 1;
+        ::kill(::getpid(), SIGKILL);
+        return 0;
+    });
+    return wait_for(child) == 128 + SIGKILL;
+}
 
 /// The files in @p dir at the names of counts left beside the counter file @p name (`stats`,
 /// `usage`, `remote-stats`) while another process held its lock.

@@ -110,6 +110,17 @@ std::uint64_t head_hash(const std::string& bytes) {
     return XXH3_64bits(hashed.data(), hashed.size());
 }
 
+// Every prefix of @p entry's encoding is truncated, and a byte past its end is malformed.
+void expect_every_truncation_detected(const Entry& entry) {
+    const std::string good = encode_entry(entry);
+    for (std::size_t size = 0; size < good.size(); ++size) {
+        auto decoded = decode_entry(std::string_view(good).substr(0, size), entry.key);
+        EXPECT_FALSE(decoded.entry) << size;
+        EXPECT_EQ(decoded.error, DecodeError::truncated) << size;
+    }
+    EXPECT_EQ(decode_entry(good + "x", entry.key).error, DecodeError::malformed);
+}
+
 } // namespace
 
 TEST(Entry, RoundTripsEveryField) {
@@ -330,14 +341,7 @@ TEST(Entry, EveryFlippedBitIsDetected) {
 }
 
 TEST(Entry, EveryTruncationIsDetected) {
-    const Entry entry = golden_entry();
-    const std::string good = encode_entry(entry);
-    for (std::size_t size = 0; size < good.size(); ++size) {
-        auto decoded = decode_entry(std::string_view(good).substr(0, size), entry.key);
-        EXPECT_FALSE(decoded.entry) << size;
-        EXPECT_EQ(decoded.error, DecodeError::truncated) << size;
-    }
-    EXPECT_EQ(decode_entry(good + "x", entry.key).error, DecodeError::malformed);
+    expect_every_truncation_detected(golden_entry());
 }
 
 TEST(Entry, SaysWhyItRejects) {
@@ -588,14 +592,7 @@ TEST(CompressedEntry, EveryFlippedBitIsDetected) {
 }
 
 TEST(CompressedEntry, EveryTruncationIsDetected) {
-    const Entry entry = golden_entry_v3_zstd();
-    const std::string good = encode_entry(entry);
-    for (std::size_t size = 0; size < good.size(); ++size) {
-        auto decoded = decode_entry(std::string_view(good).substr(0, size), entry.key);
-        EXPECT_FALSE(decoded.entry) << size;
-        EXPECT_EQ(decoded.error, DecodeError::truncated) << size;
-    }
-    EXPECT_EQ(decode_entry(good + "x", entry.key).error, DecodeError::malformed);
+    expect_every_truncation_detected(golden_entry_v3_zstd());
 }
 
 TEST(CompressedEntry, BlocksThatAreNoGoodFrameAreMalformedEvenWithRightHashes) {

@@ -7,10 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <chrono>
-#include <csignal>
 #include <future>
 #include <thread>
 
@@ -90,23 +87,7 @@ TEST(RemoteClaims, AKilledHoldersClaimPassesOnWithinALease) {
     if (!server) return;
     TempDir host_a, host_b;
     const auto key = key_of("holder killed");
-    int ready[2];
-    ASSERT_EQ(::pipe(ready), 0);
-    const pid_t child = spawn([&] {
-        Store a(remote_config(host_a.path(), *server));
-        ClaimedLoad got = a.load_or_claim(key);
-        const char byte = got.claim.held() ? 'y' : 'n';
-        (void)!::write(ready[1], &byte, 1);
-        ::pause();
-        return 0;
-    });
-    char byte = 0;
-    ASSERT_EQ(::read(ready[0], &byte, 1), 1);
-    ASSERT_EQ(byte, 'y');
-    ::kill(child, SIGKILL);
-    EXPECT_EQ(wait_for(child), 128 + SIGKILL);
-    ::close(ready[0]);
-    ::close(ready[1]);
+    ASSERT_TRUE(kill_a_claim_holder(remote_config(host_a.path(), *server), key));
     Store b(remote_config(host_b.path(), *server));
     const auto start = Clock::now();
     ClaimedLoad got = b.load_or_claim(key);
