@@ -17,7 +17,8 @@
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
 # KILN_GPU_BUILD_TARGETS (build: only these targets, e.g. "kiln_tool test_doc_snippets_gpu") and
-# KILN_GPU_TEST_REGEX (test: ctest -R) make a focused run when device time is short.
+# KILN_GPU_CTEST_ARGS (test: more ctest arguments, e.g. "-L gpu" or "-R DocSnippets") make a
+# focused run when device time is short.
 # KILN_BENCH_REPETITIONS (bench, default 5) and KILN_COLD_MODES (startup, comma-separated
 # bench_cold_compile modes) shorten a run.
 # KILN_GPU_PACK=1: the device tool returns at most 8 files, so every log and figure is also packed
@@ -52,8 +53,9 @@ step_build() {
     echo "build: ok"
 }
 step_test() {
+    # shellcheck disable=SC2086 # ctest arguments, split as a shell would
     (cd build-gpu && ctest -j"$(( $(nproc) / 2 ))" --output-on-failure --timeout 300 \
-        ${KILN_GPU_TEST_REGEX:+-R "$KILN_GPU_TEST_REGEX"}) >"$out/ctest.log" 2>&1 || status=1
+        ${KILN_GPU_CTEST_ARGS:-}) >"$out/ctest.log" 2>&1 || status=1
     grep -E "tests passed|tests failed|Skipped|\*\*\*Failed|Failed  |Not Run" "$out/ctest.log" | tail -25
     (cd build-gpu && ctest -L gpu -N | tail -1)
 }
