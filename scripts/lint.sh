@@ -45,6 +45,7 @@ fi
 # The repository's own directories: sources analysed, headers reported.
 dirs='(base|cache|runtime|kernels|tools|tests|bench|fuzz|examples)'
 library='(base|cache|runtime|kernels)'
+extra=()
 if [[ $# -gt 0 ]]; then
     files=()
     for f in "$@"; do files+=("^$(realpath "$f")\$"); done
@@ -54,8 +55,10 @@ elif grep -qE "\"file\": \"$build/$library/.*/Unity/unity_[0-9]+_cxx\\.cxx\"" "$
     # A build with the libraries in batches (KILN_LIBRARY_UNITY_BUILD, as scripts/setup.sh
     # configures it): each batch is analysed as the compiler sees it, and the header filter
     # reports what it finds in the batch's sources. The headers are then parsed once per batch, not
-    # once per source: about a third of the time.
-    files=("^$build/$library/.*/Unity/unity_[0-9]+_cxx\\.cxx\$")
+    # once per source. Sources kept out of the batches are in the database as themselves.
+    files=("^$build/$library/.*/Unity/unity_[0-9]+_cxx\\.cxx\$" "^$root/$library/.*\\.cpp\$")
+    # A batch includes its sources by design.
+    extra=(-checks=-bugprone-suspicious-include)
 else
     files=("^$root/$library/.*\\.cpp\$")
 fi
@@ -82,7 +85,8 @@ done
 # run-clang-tidy exits non-zero when clang-tidy does (WarningsAsErrors: '*'), and the log is
 # checked too so that a finding can never pass silently.
 status=0
-run-clang-tidy-14 -p "$database" -quiet -j "$jobs" -header-filter="^$root/$dirs/" "${files[@]}" \
+run-clang-tidy-14 -p "$database" -quiet -j "$jobs" -header-filter="^$root/$dirs/" "${extra[@]}" \
+    "${files[@]}" \
     >"$log" 2>&1 || status=$?
 if ((status != 0)) || grep -q -E '(warning|error): ' "$log"; then
     grep -E -A3 '(warning|error): ' "$log" || cat "$log"
