@@ -11,10 +11,9 @@
 // It prints one line per case and side (median per-call GPU time, GFLOP/s, ratio to `cublas`)
 // and, with --json FILE, writes them as JSON. cuBLAS comes through Kiln's loader
 // (kernels/linalg/cublas_library.hpp), so both sides call the same library.
-#include "kernels/linalg/cublas_library.hpp"
+#include "linalg/cublas_library.hpp"
 
 #include "kiln/kiln.hpp"
-
 
 #include <algorithm>
 #include <cstdio>
@@ -42,9 +41,9 @@ cublasHandle_t make_handle(bool disallow_reduced_precision, kiln::StreamRef stre
     cublasHandle_t handle = nullptr;
     if (f.create(&handle) != CUBLAS_STATUS_SUCCESS) throw kiln::Error("cublasCreate failed");
     if (disallow_reduced_precision)
-        f.set_math_mode(handle, static_cast<cublasMath_t>(
-                                    CUBLAS_DEFAULT_MATH |
-                                    CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+        f.set_math_mode(
+            handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                              CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
     f.set_stream(handle, reinterpret_cast<cudaStream_t>(stream.get()));
     return handle;
 }
@@ -67,8 +66,8 @@ void direct_gemm(cublasHandle_t handle, const Case& c, const kiln::Array& a, con
         status = f.gemm_strided_batched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, pb, type,
                                         n, static_cast<long long>(n) * n, pa, type, n,
                                         static_cast<long long>(n) * n, &zero, pc, type, n,
-                                        static_cast<long long>(n) * n, c.batch,
-                                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                                        static_cast<long long>(n) * n, c.batch, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS) kiln::detail::throw_cublas_error(status, "direct gemm");
 }
 
@@ -112,19 +111,18 @@ int main(int argc, char** argv) {
         const std::int64_t count = static_cast<std::int64_t>(c.batch) * c.n * c.n;
         kiln::OpOptions on_stream;
         on_stream.stream = stream;
-        const kiln::Dims shape = c.batch == 1 ? kiln::Dims{c.n, c.n} : kiln::Dims{c.batch, c.n, c.n};
-        const kiln::Array a =
-            kiln::astype(kiln::sin(kiln::arange(0, static_cast<double>(count), 1,
-                                                kiln::DType::float32, stream),
-                                   on_stream),
-                         c.dtype, on_stream)
-                .reshape(shape);
-        const kiln::Array b =
-            kiln::astype(kiln::cos(kiln::arange(0, static_cast<double>(count), 1,
-                                                kiln::DType::float32, stream),
-                                   on_stream),
-                         c.dtype, on_stream)
-                .reshape(shape);
+        const kiln::Dims shape =
+            c.batch == 1 ? kiln::Dims{c.n, c.n} : kiln::Dims{c.batch, c.n, c.n};
+        const kiln::Array a = kiln::astype(kiln::sin(kiln::arange(0, static_cast<double>(count), 1,
+                                                                  kiln::DType::float32, stream),
+                                                     on_stream),
+                                           c.dtype, on_stream)
+                                  .reshape(shape);
+        const kiln::Array b = kiln::astype(kiln::cos(kiln::arange(0, static_cast<double>(count), 1,
+                                                                  kiln::DType::float32, stream),
+                                                     on_stream),
+                                           c.dtype, on_stream)
+                                  .reshape(shape);
         const kiln::Array out = kiln::empty(shape, c.dtype, stream);
         kiln::MatmulOptions options;
         options.stream = stream;

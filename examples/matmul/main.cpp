@@ -167,7 +167,8 @@ int main(int argc, char** argv) {
                     device.name().c_str(), major, minor, sms, clock_ghz, fp32_peak, tf32_peak);
 
         kiln::RawModule module(kSource);
-        kiln::RawKernel naive(module, "matmul_naive"), tiled(module, "matmul_tiled");
+        const kiln::RawKernel naive = module.get_function("matmul_naive");
+        const kiln::RawKernel tiled = module.get_function("matmul_tiled");
         kiln::Stream stream;
         std::vector<int> sizes = {128, 256, 512, 1024, 2048, 4096, 8192};
         if (quick) sizes = {128, 256, 512, 1024};
@@ -178,16 +179,14 @@ int main(int argc, char** argv) {
             const auto count = static_cast<std::int64_t>(n) * n;
             kiln::OpOptions on_stream;
             on_stream.stream = stream;
-            const kiln::Array a =
-                kiln::sin(kiln::arange(0, static_cast<double>(count), 1, kiln::DType::float32,
-                                       stream),
-                          on_stream)
-                    .reshape({n, n});
-            const kiln::Array b =
-                kiln::cos(kiln::arange(0, static_cast<double>(count), 1, kiln::DType::float32,
-                                       stream),
-                          on_stream)
-                    .reshape({n, n});
+            const kiln::Array a = kiln::sin(kiln::arange(0, static_cast<double>(count), 1,
+                                                         kiln::DType::float32, stream),
+                                            on_stream)
+                                      .reshape({n, n});
+            const kiln::Array b = kiln::cos(kiln::arange(0, static_cast<double>(count), 1,
+                                                         kiln::DType::float32, stream),
+                                            on_stream)
+                                      .reshape({n, n});
             kiln::MatmulOptions options;
             options.stream = stream;
             const kiln::Array reference = kiln::matmul(a, b, options);
@@ -234,7 +233,8 @@ int main(int argc, char** argv) {
                  }},
             };
             for (const Method& method : methods) {
-                const kiln::Array c = kiln::full({n, n}, std::nan(""), kiln::DType::float32, stream);
+                const kiln::Array c =
+                    kiln::full({n, n}, std::nan(""), kiln::DType::float32, stream);
                 method.run(c);
                 const double error = max_difference(c, reference);
                 // TF32 rounds the inputs to 10 mantissa bits: about 1e-3 of each term.
@@ -279,9 +279,10 @@ int main(int argc, char** argv) {
         bench.name = "trace";
         bench.stream = stream;
         bench.n_repeat = 200;
-        const auto gpu = kiln::benchmark([&] { kiln::trace(square, 0, 0, 1, trace_options); },
-                                         bench);
-        const double gpu_trace = kiln::trace(square, 0, 0, 1, trace_options).to_host<float>(stream)[0];
+        const auto gpu =
+            kiln::benchmark([&] { kiln::trace(square, 0, 0, 1, trace_options); }, bench);
+        const double gpu_trace =
+            kiln::trace(square, 0, 0, 1, trace_options).to_host<float>(stream)[0];
         const std::vector<float> host = square.to_host<float>(stream);
         std::vector<double> host_times;
         double host_trace = 0;

@@ -17,9 +17,9 @@ namespace kiln::detail {
 /// The cuBLAS entry points kiln::matmul calls. Their types are spelled out: cublas_api.h
 /// declares C++ overloads of some names, so `decltype(&::cublasGemmEx)` would be ambiguous.
 struct CublasFunctions {
-    cublasStatus_t (*create)(cublasHandle_t*) = nullptr;   ///< cublasCreate_v2
-    cublasStatus_t (*destroy)(cublasHandle_t) = nullptr;   ///< cublasDestroy_v2
-    cublasStatus_t (*get_version)(cublasHandle_t, int*) = nullptr; ///< cublasGetVersion_v2
+    cublasStatus_t (*create)(cublasHandle_t*) = nullptr;                  ///< cublasCreate_v2
+    cublasStatus_t (*destroy)(cublasHandle_t) = nullptr;                  ///< cublasDestroy_v2
+    cublasStatus_t (*get_version)(cublasHandle_t, int*) = nullptr;        ///< cublasGetVersion_v2
     cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr; ///< cublasSetStream_v2
     cublasStatus_t (*set_math_mode)(cublasHandle_t, cublasMath_t) = nullptr; ///< cublasSetMathMode
     const char* (*status_name)(cublasStatus_t) = nullptr;   ///< cublasGetStatusName

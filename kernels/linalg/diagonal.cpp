@@ -11,8 +11,7 @@ namespace {
 int normalize_axis(int axis, int ndim, const char* which) {
     if (axis < -ndim || axis >= ndim)
         throw AxisError(std::string("diagonal: ") + which + " " + std::to_string(axis) +
-                        " is out of range for an array of " + std::to_string(ndim) +
-                        " dimensions");
+                        " is out of range for an array of " + std::to_string(ndim) + " dimensions");
     return axis < 0 ? axis + ndim : axis;
 }
 

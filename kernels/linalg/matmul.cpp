@@ -5,7 +5,7 @@
 #include "kiln/linalg.hpp"
 #include "kiln/ops.hpp"
 
-#include "runtime/driver/driver.hpp"
+#include "driver/driver.hpp"
 
 #include <cuComplex.h>
 
@@ -31,7 +31,7 @@ class ThreadHandles {
             const detail::CublasFunctions& f = detail::cublas(); // opened: there are handles
             for (Entry& entry : m_entries)
                 f.destroy(entry.handle); // a status here has no one to go to
-        } catch (...) { // NOLINT(bugprone-empty-catch): destructors never throw
+        } catch (...) {                  // NOLINT(bugprone-empty-catch): destructors never throw
         }
     }
 
@@ -41,8 +41,8 @@ class ThreadHandles {
         if (!entry) entry = &make(context);
         if (!entry->stream_set || entry->stream != stream.get()) {
             // CUstream and cudaStream_t are the same driver object.
-            const cublasStatus_t status =
-                detail::cublas().set_stream(entry->handle, reinterpret_cast<cudaStream_t>(stream.get()));
+            const cublasStatus_t status = detail::cublas().set_stream(
+                entry->handle, reinterpret_cast<cudaStream_t>(stream.get()));
             if (status != CUBLAS_STATUS_SUCCESS)
                 detail::throw_cublas_error(status, "cublasSetStream");
             entry->stream = stream.get();
@@ -179,16 +179,15 @@ void run_gemm(const detail::MatmulPlan& plan, const Array& a, const Array& b, co
                ldc = static_cast<int>(plan.ldc);
     cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
     if (plan.batch == 1) {
-        status = f.gemm(handle, op_b, op_a, m, n, k, alpha, address(b), type, lda, address(a),
-                        type, ldb, beta, address(c), type, ldc, compute, CUBLAS_GEMM_DEFAULT);
+        status = f.gemm(handle, op_b, op_a, m, n, k, alpha, address(b), type, lda, address(a), type,
+                        ldb, beta, address(c), type, ldc, compute, CUBLAS_GEMM_DEFAULT);
         if (status != CUBLAS_STATUS_SUCCESS) detail::throw_cublas_error(status, "cublasGemmEx");
         return;
     }
     status = f.gemm_strided_batched(handle, op_b, op_a, m, n, k, alpha, address(b), type, lda,
-                                    plan.b.batch_stride, address(a), type, ldb,
-                                    plan.a.batch_stride, beta, address(c), type, ldc,
-                                    plan.c_batch_stride, static_cast<int>(plan.batch), compute,
-                                    CUBLAS_GEMM_DEFAULT);
+                                    plan.b.batch_stride, address(a), type, ldb, plan.a.batch_stride,
+                                    beta, address(c), type, ldc, plan.c_batch_stride,
+                                    static_cast<int>(plan.batch), compute, CUBLAS_GEMM_DEFAULT);
     if (status != CUBLAS_STATUS_SUCCESS)
         detail::throw_cublas_error(status, "cublasGemmStridedBatchedEx");
 }

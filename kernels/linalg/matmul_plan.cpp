@@ -104,8 +104,8 @@ BatchLayout batch_layout(const Dims& batch, const Dims& shape, const Dims& strid
 }
 
 // Plan one operand given as (batch..., rows, cols) with byte strides.
-GemmOperand plan_operand(const Dims& shape, const Dims& byte_strides, CUdeviceptr data,
-                         DType dtype, DType compute, const Dims& batch) {
+GemmOperand plan_operand(const Dims& shape, const Dims& byte_strides, CUdeviceptr data, DType dtype,
+                         DType compute, const Dims& batch) {
     GemmOperand op;
     const int nd = shape.size();
     const std::int64_t rows = shape[nd - 2], cols = shape[nd - 1];
@@ -119,8 +119,8 @@ GemmOperand plan_operand(const Dims& shape, const Dims& byte_strides, CUdevicept
     }
     BatchLayout layout = BatchLayout::invalid;
     if (usable) {
-        usable = matrix_layout(rows, cols, strides[nd - 2], strides[nd - 1], &op) &&
-                 op.ld <= INT_MAX;
+        usable =
+            matrix_layout(rows, cols, strides[nd - 2], strides[nd - 1], &op) && op.ld <= INT_MAX;
         if (usable) layout = batch_layout(batch, shape, strides, nd - 2, &op.batch_stride);
         usable = layout == BatchLayout::strided;
     }
@@ -196,10 +196,12 @@ MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool al
     plan.n = plan.b_shape[nb - 1];
     if (plan.b_shape[nb - 2] != plan.k)
         throw ShapeError("matmul: shapes " + a.shape().to_string() + " and " +
-                         b.shape().to_string() + " do not multiply: the last dimension of the "
-                         "first (" + std::to_string(plan.k) + ") differs from the " +
-                         (b.ndim() == 1 ? "only" : "second-to-last") + " dimension of the second (" +
-                         std::to_string(plan.b_shape[nb - 2]) + ")");
+                         b.shape().to_string() +
+                         " do not multiply: the last dimension of the "
+                         "first (" +
+                         std::to_string(plan.k) + ") differs from the " +
+                         (b.ndim() == 1 ? "only" : "second-to-last") +
+                         " dimension of the second (" + std::to_string(plan.b_shape[nb - 2]) + ")");
     Dims a_batch, b_batch;
     for (int i = 0; i < na - 2; ++i)
         a_batch.push_back(plan.a_shape[i]);
@@ -235,9 +237,9 @@ MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool al
                              "; the product of " + a.shape().to_string() + " and " +
                              b.shape().to_string() + " has shape " + plan.out_shape.to_string());
         if (out->dtype() != plan.result)
-            throw ArgumentError(std::string("matmul: the output has dtype ") +
-                                name(out->dtype()) + "; the product of " +
-                                pair_text(a.dtype(), b.dtype()) + " is " + name(plan.result));
+            throw ArgumentError(std::string("matmul: the output has dtype ") + name(out->dtype()) +
+                                "; the product of " + pair_text(a.dtype(), b.dtype()) + " is " +
+                                name(plan.result));
     }
     plan.a = plan_operand(plan.a_shape, plan.a_strides, a.data(), a.dtype(), plan.compute, batch);
     plan.b = plan_operand(plan.b_shape, plan.b_strides, b.data(), b.dtype(), plan.compute, batch);

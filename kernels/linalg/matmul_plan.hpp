@@ -34,22 +34,22 @@ struct GemmOperand {
 
 /// Everything matmul decides before it runs.
 struct MatmulPlan {
-    DType result = DType::float32;  ///< NumPy's result dtype
-    DType compute = DType::float32; ///< the dtype operands are converted to and cuBLAS runs in
-    bool tf32 = false;              ///< float32 products on tensor cores in TF32
-    Dims out_shape;                 ///< the result's shape (a 1-D operand's dimension removed)
-    Dims full_shape; ///< out_shape with those dimensions kept as 1: batch..., m, n
-    Dims a_shape;    ///< a viewed as 2-D or more (a 1-D a as (1, k))
-    Dims a_strides;  ///< its strides in bytes
-    Dims b_shape;    ///< b viewed as 2-D or more (a 1-D b as (k, 1))
-    Dims b_strides;  ///< its strides in bytes
+    DType result = DType::float32;    ///< NumPy's result dtype
+    DType compute = DType::float32;   ///< the dtype operands are converted to and cuBLAS runs in
+    bool tf32 = false;                ///< float32 products on tensor cores in TF32
+    Dims out_shape;                   ///< the result's shape (a 1-D operand's dimension removed)
+    Dims full_shape;                  ///< out_shape with those dimensions kept as 1: batch..., m, n
+    Dims a_shape;                     ///< a viewed as 2-D or more (a 1-D a as (1, k))
+    Dims a_strides;                   ///< its strides in bytes
+    Dims b_shape;                     ///< b viewed as 2-D or more (a 1-D b as (k, 1))
+    Dims b_strides;                   ///< its strides in bytes
     std::int64_t m = 0, n = 0, k = 0; ///< C is m x n, the contracted extent k
     std::int64_t batch = 1;           ///< matrices in the batch (product of the batch shape)
     GemmOperand a, b;                 ///< how cuBLAS reads each operand
     /// The given output is written by cuBLAS directly; otherwise a contiguous temporary of the
     /// compute dtype is, then converted or copied into the output.
     bool out_direct = false;
-    std::int64_t ldc = 0;          ///< elements between rows of C
+    std::int64_t ldc = 0;            ///< elements between rows of C
     std::int64_t c_batch_stride = 0; ///< elements between matrices of C
 };
 

@@ -184,8 +184,7 @@ TEST_F(Matmul, EveryFloatingAndComplexDtypeMatchesTheHost) {
 
 TEST_F(Matmul, MixedDtypesPromoteAsNumPy) {
     check(rng, {9, 11}, DType::float16, {11, 7}, DType::float32, tolerance(DType::float32));
-    check(rng, {9, 11}, DType::float32, {11, 7}, DType::complex64,
-          tolerance(DType::complex64));
+    check(rng, {9, 11}, DType::float32, {11, 7}, DType::complex64, tolerance(DType::complex64));
     check(rng, {9, 11}, DType::int32, {11, 7}, DType::float32, tolerance(DType::float64));
     check(rng, {9, 11}, DType::int8, {11, 7}, DType::float16, tolerance(DType::float16));
 }
@@ -261,7 +260,8 @@ TEST_F(Matmul, AGivenOutputIsWrittenInPlaceOrThroughATemporary) {
     EXPECT_TRUE(matches(transposed, want, tolerance(f)));
     // Rows of a wider output: in place, with its leading dimension; the rest untouched.
     const Array wider = poisoned({6, 20, 32}, f);
-    const Array left = wider.slice({kiln::Slice::all(), kiln::Slice::all(), kiln::Slice::range(0, 25)});
+    const Array left =
+        wider.slice({kiln::Slice::all(), kiln::Slice::all(), kiln::Slice::range(0, 25)});
     options.out = &left;
     kiln::matmul(a.array, b.array, options);
     EXPECT_TRUE(matches(left, want, tolerance(f)));
@@ -302,8 +302,10 @@ std::vector<Complex> wrapped(const std::vector<Complex>& exact, DType dtype) {
 }
 
 TEST_F(Matmul, NarrowIntegersAreExactAndWrapAsNumPy) {
-    for (auto [ad, bd] : {std::pair{DType::int8, DType::int8}, {DType::uint8, DType::uint8},
-                          {DType::int8, DType::uint8}, {DType::int16, DType::int16},
+    for (auto [ad, bd] : {std::pair{DType::int8, DType::int8},
+                          {DType::uint8, DType::uint8},
+                          {DType::int8, DType::uint8},
+                          {DType::int16, DType::int16},
                           {DType::bool_, DType::bool_}}) {
         const Data a = random_data({5, 300}, ad, rng), b = random_data({300, 7}, bd, rng);
         const DType result = kiln::promote_types(ad, bd);

@@ -5,8 +5,8 @@
 // temporary; kiln::diagonal's views; and the cuBLAS loader's failures. Arrays here wrap addresses
 // that are never read, so no GPU is needed.
 
-#include "kernels/linalg/cublas_library.hpp"
-#include "kernels/linalg/matmul_plan.hpp"
+#include "linalg/cublas_library.hpp"
+#include "linalg/matmul_plan.hpp"
 
 #include "kiln/array.hpp"
 #include "kiln/error.hpp"
@@ -166,7 +166,7 @@ TEST(MatmulPlan, ShapesThatDoNotMultiplyAreShapeErrorsNamingBoth) {
     }
     EXPECT_THROW(plan(fake({3}), fake({4})), kiln::ShapeError);
     EXPECT_THROW(plan(fake({2, 3, 4}), fake({3, 4, 5})), kiln::ShapeError); // batches 2 and 3
-    EXPECT_THROW(plan(fake({}), fake({4, 5})), kiln::ShapeError);          // 0-d
+    EXPECT_THROW(plan(fake({}), fake({4, 5})), kiln::ShapeError);           // 0-d
 }
 
 TEST(MatmulPlan, ResultDtypesPromoteAsNumPyAndFloatsRunInTheirOwnType) {
@@ -206,8 +206,7 @@ TEST(MatmulPlan, WideIntegersAreRefusedAndNarrowOnesOnlyWhileExact) {
             plan(fake({2, 3}, wide), fake({3, 2}, DType::int8));
             FAIL() << kiln::name(wide) << " accepted";
         } catch (const kiln::ArgumentError& e) {
-            EXPECT_NE(std::string(e.what()).find(kiln::name(wide)), std::string::npos)
-                << e.what();
+            EXPECT_NE(std::string(e.what()).find(kiln::name(wide)), std::string::npos) << e.what();
             EXPECT_NE(std::string(e.what()).find("astype"), std::string::npos) << e.what();
         }
     }
@@ -225,12 +224,12 @@ TEST(MatmulPlan, WideIntegersAreRefusedAndNarrowOnesOnlyWhileExact) {
 TEST(MatmulPlan, TensorFloat32OnlyWhenAllowedAndOnlyForFloat32Products) {
     EXPECT_FALSE(plan(fake({2, 3}), fake({3, 2})).tf32);
     EXPECT_TRUE(plan(fake({2, 3}), fake({3, 2}), nullptr, true).tf32);
-    EXPECT_TRUE(plan(fake({2, 3}, DType::complex64), fake({3, 2}, DType::complex64), nullptr, true)
-                    .tf32);
-    EXPECT_FALSE(plan(fake({2, 3}, DType::float64), fake({3, 2}, DType::float64), nullptr, true)
-                     .tf32);
-    EXPECT_FALSE(plan(fake({2, 3}, DType::float16), fake({3, 2}, DType::float16), nullptr, true)
-                     .tf32);
+    EXPECT_TRUE(
+        plan(fake({2, 3}, DType::complex64), fake({3, 2}, DType::complex64), nullptr, true).tf32);
+    EXPECT_FALSE(
+        plan(fake({2, 3}, DType::float64), fake({3, 2}, DType::float64), nullptr, true).tf32);
+    EXPECT_FALSE(
+        plan(fake({2, 3}, DType::float16), fake({3, 2}, DType::float16), nullptr, true).tf32);
 }
 
 TEST(MatmulPlan, AGivenRowMajorOutputIsWrittenInPlace) {

@@ -8,21 +8,23 @@
 /// operands of more dimensions are stacks of matrices in their last two, whose leading (batch)
 /// dimensions broadcast. Result dtypes are NumPy's promotion of the two:
 ///
-/// | operands | run as | result |
-/// | --- | --- | --- |
-/// | float16, bfloat16 | that type, accumulated in float32 | that type |
-/// | float32 | float32 (no TF32 unless MatmulOptions::allow_tf32) | float32 |
-/// | float64, complex64, complex128 | that type | that type |
-/// | two different floating or complex types, or an integer with one | the promoted type (each operand converted first, as NumPy does) | the promoted type |
-/// | bool, int8, uint8, int16, uint16 (and their promotions among themselves) | float64, exact for these (products below 2^32, sums of up to 2^21 of them exact), converted back with NumPy's wrap-around | the promoted integer type, or bool (a logical or of ands) |
-/// | int32, uint32, int64, uint64 (alone or with a smaller integer) | refused (ArgumentError): no float type holds their sums exactly; convert with kiln::astype first | |
+/// - float16 and bfloat16 run in their type, accumulated in float32; float32 in float32 (no TF32
+///   unless MatmulOptions::allow_tf32); float64, complex64 and complex128 in their type.
+/// - Two different floating or complex types, or an integer with one: NumPy's promoted type
+///   (int32 with float32 is float64), each operand converted to it first.
+/// - bool, int8, uint8, int16, uint16 among themselves: float64, where every sum is exact
+///   (k times the largest product at most 2^53: any k for 8-bit operands, k up to 2^23 for
+///   int16; refused with ArgumentError beyond), converted back to NumPy's integer result type
+///   with NumPy's wrap-around, or to bool (an or of ands).
+/// - int32, uint32, int64, uint64 (alone or with a smaller integer): refused with ArgumentError,
+///   since no floating type holds their sums exactly; convert them with kiln::astype first.
 ///
 /// cuBLAS is opened at run time (KILN_CUBLAS_LIBRARY, docs/environment.md), never linked: a
 /// machine without it builds and runs everything else, and `matmul` says why it cannot run.
 ///
 /// @code
 /// kiln::Array c = kiln::matmul(a, b);                    // (m, k) @ (k, n) -> (m, n)
-/// kiln::Array batched = kiln::matmul(stack, b.transpose()); // (8, m, k) @ (k, n)^T
+/// kiln::Array batched = kiln::matmul(stack, w.transpose()); // (8, m, k) @ (n, k)^T
 /// kiln::Array t = kiln::trace(c);                        // a 0-d array, as kiln::sum gives
 /// kiln::Array d = kiln::diagonal(c);                     // a view: no copy
 /// @endcode
@@ -30,6 +32,7 @@
 #include "kiln/array.hpp"
 #include "kiln/stream.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
