@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                 bench.stream = stream;
                 bench.n_warmup = 2;
                 bench.n_repeat = 50;
-                bench.max_duration = quick ? 0.2 : 1.0;
+                bench.max_duration = quick ? 0.2 : 0.5;
                 const kiln::BenchmarkResult result = kiln::benchmark([&] { method.run(c); }, bench);
                 Row row{method.name, n, median(result.gpu_times()), 0, error};
                 row.gflops = flop / (row.gpu_ms * 1e6);
