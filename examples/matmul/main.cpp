@@ -112,9 +112,16 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// The largest |x - y| over two results, NaN if either has one (an unwritten element).
-double max_difference(const kiln::Array& x, const kiln::Array& y) {
-    const std::vector<float> a = x.to_host<float>(), b = y.to_host<float>();
+// kiln::benchmark's times are in seconds, as CuPy's are: their median in milliseconds.
+double median_ms(const std::vector<double>& seconds) {
+    return median(seconds) * 1e3;
+}
+
+// The largest |x - y| over two results, NaN if either has one (an unwritten element). The copies
+// are queued on @p stream, after the work that wrote x and y there (the legacy default stream
+// would not wait for a non-blocking stream's work).
+double max_difference(const kiln::Array& x, const kiln::Array& y, kiln::StreamRef stream) {
+    const std::vector<float> a = x.to_host<float>(stream), b = y.to_host<float>(stream);
     double worst = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
         const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
@@ -236,7 +243,7 @@ int main(int argc, char** argv) {
                 const kiln::Array c =
                     kiln::full({n, n}, std::nan(""), kiln::DType::float32, stream);
                 method.run(c);
-                const double error = max_difference(c, reference);
+                const double error = max_difference(c, reference, stream);
                 // TF32 rounds the inputs to 10 mantissa bits: about 1e-3 of each term.
                 const bool tf32 = std::strcmp(method.name, "kiln_matmul_tf32") == 0;
                 const double allowed = tf32 ? 2e-3 * n : tolerance;
@@ -252,7 +259,7 @@ int main(int argc, char** argv) {
                 bench.n_repeat = 50;
                 bench.max_duration = quick ? 0.2 : 0.5;
                 const kiln::BenchmarkResult result = kiln::benchmark([&] { method.run(c); }, bench);
-                Row row{method.name, n, median(result.gpu_times()), 0, error};
+                Row row{method.name, n, median_ms(result.gpu_times()), 0, error};
                 row.gflops = flop / (row.gpu_ms * 1e6);
                 rows.push_back(row);
                 std::printf("%-17s n=%5d  %10.3f ms  %9.0f GFLOP/s  max diff %.2e\n", method.name,
@@ -298,7 +305,7 @@ int main(int argc, char** argv) {
         }
         std::printf("trace of %d x %d: GPU %.4f ms (kiln::trace, median), host loop %.4f ms; "
                     "values %.6g and %.6g\n",
-                    tn, tn, median(gpu.gpu_times()), median(host_times), gpu_trace, host_trace);
+                    tn, tn, median_ms(gpu.gpu_times()), median(host_times), gpu_trace, host_trace);
         if (std::fabs(gpu_trace - host_trace) > 1e-3 * tn) {
             std::printf("trace: GPU and host differ\n");
             ok = false;
@@ -307,7 +314,7 @@ int main(int argc, char** argv) {
         std::ofstream csv(csv_path);
         csv << "# device=" << device.name() << ",fp32_peak_gflops=" << fp32_peak
             << ",tf32_peak_gflops=" << tf32_peak << ",trace_n=" << tn
-            << ",trace_gpu_ms=" << median(gpu.gpu_times())
+            << ",trace_gpu_ms=" << median_ms(gpu.gpu_times())
             << ",trace_host_ms=" << median(host_times) << "\n";
         csv << "method,n,gpu_ms,gflops,max_diff\n";
         for (const Row& row : rows)

@@ -113,12 +113,14 @@ Array view(const Array& a, const Dims& shape, const Dims& strides) {
     return Array::wrap(a.data(), shape, a.dtype(), strides, a.owner(), a.recorded_device());
 }
 
-// @p operand ready for cuBLAS: converted or copied when the plan says so.
-Array prepare_operand(const Array& operand, const Dims& shape, const Dims& strides,
-                      const detail::GemmOperand& op, const Dims& full_batch, DType compute,
-                      StreamRef stream) {
+// The address cuBLAS reads @p operand at: its own memory, or a converted or contiguous copy made
+// on @p stream when the plan says so (kept alive in @p copy until the GEMM is queued). The common
+// case makes no Array at all: a view costs more host time than the rest of the plan.
+CUdeviceptr operand_address(const Array& operand, const Dims& shape, const Dims& strides,
+                            const detail::GemmOperand& op, const Dims& full_batch, DType compute,
+                            StreamRef stream, Array& copy) {
+    if (!op.copy) return operand.data();
     Array viewed = view(operand, shape, strides);
-    if (!op.copy) return viewed;
     if (op.expand_batch) {
         Dims expanded = full_batch;
         expanded.push_back(shape[shape.size() - 2]);
@@ -127,14 +129,15 @@ Array prepare_operand(const Array& operand, const Dims& shape, const Dims& strid
     }
     OpOptions on_stream;
     on_stream.stream = stream;
-    return astype(viewed, compute, on_stream);
+    copy = astype(viewed, compute, on_stream);
+    return copy.data();
 }
 
-void* address(const Array& a) {
-    return reinterpret_cast<void*>(a.data()); // NOLINT(performance-no-int-to-ptr): device address
+void* address(CUdeviceptr pointer) {
+    return reinterpret_cast<void*>(pointer); // NOLINT(performance-no-int-to-ptr): device address
 }
 
-void run_gemm(const detail::MatmulPlan& plan, const Array& a, const Array& b, const Array& c,
+void run_gemm(const detail::MatmulPlan& plan, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c,
               StreamRef stream) {
     static thread_local ThreadHandles handles;
     const cublasHandle_t handle = handles.get(detail::current_context(), stream);
@@ -216,31 +219,24 @@ Array matmul(const Array& a, const Array& b, const MatmulOptions& options) {
     detail::cublas(); // unavailable: say so before anything is allocated
     check_devices(a, b, options.out);
     const StreamRef stream = options.stream;
-    Dims batch = plan.full_shape;
-    batch.resize(batch.size() - 2);
+    Dims batch; // the result's batch dimensions: full_shape without m and n
+    for (int i = 0; i + 2 < plan.full_shape.size(); ++i)
+        batch.push_back(plan.full_shape[i]);
 
+    // C: the given output in place, or a contiguous temporary of the compute dtype.
     Array c;
-    if (plan.out_direct) {
-        Dims strides;
-        const Dims& given = options.out->strides();
-        for (int i = 0; i < batch.size(); ++i)
-            strides.push_back(given[i]);
-        int next = batch.size();
-        strides.push_back(a.ndim() > 1 ? given[next++] : 0);
-        strides.push_back(b.ndim() > 1 ? given[next] : 0);
-        c = view(*options.out, plan.full_shape, strides);
-    } else {
-        c = empty(plan.full_shape, plan.compute, stream);
-    }
-    if (c.size() > 0) {
+    if (!plan.out_direct) c = empty(plan.full_shape, plan.compute, stream);
+    const CUdeviceptr c_address = plan.out_direct ? options.out->data() : c.data();
+    if (plan.batch * plan.m * plan.n > 0) {
         if (plan.k == 0) {
-            fill(c, 0, stream); // a sum of nothing
+            fill(plan.out_direct ? *options.out : c, 0, stream); // a sum of nothing
         } else {
-            const Array ga = prepare_operand(a, plan.a_shape, plan.a_strides, plan.a, batch,
-                                             plan.compute, stream);
-            const Array gb = prepare_operand(b, plan.b_shape, plan.b_strides, plan.b, batch,
-                                             plan.compute, stream);
-            run_gemm(plan, ga, gb, c, stream);
+            Array a_copy, b_copy;
+            const CUdeviceptr a_address = operand_address(a, plan.a_shape, plan.a_strides, plan.a,
+                                                          batch, plan.compute, stream, a_copy);
+            const CUdeviceptr b_address = operand_address(b, plan.b_shape, plan.b_strides, plan.b,
+                                                          batch, plan.compute, stream, b_copy);
+            run_gemm(plan, a_address, b_address, c_address, stream);
         }
     }
     if (plan.out_direct) return *options.out;
