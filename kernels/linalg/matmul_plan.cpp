@@ -83,13 +83,10 @@ BatchLayout batch_layout(const Dims& batch, const Dims& shape, const Dims& strid
         } else {
             any_walked = true;
             const std::int64_t s = strides[own];
-            if (s < 0 || s % inner != 0) {
-                consistent = false;
-            } else if (found < 0) {
-                found = s / inner;
-            } else if (s != found * inner) {
-                consistent = false;
-            }
+            // Each walked dimension steps stride * (the batches inside it), one stride for all.
+            const bool whole = s >= 0 && s % inner == 0;
+            if (whole && found < 0) found = s / inner;
+            consistent = consistent && whole && s == found * inner;
         }
         inner *= extent;
     }
