@@ -272,4 +272,20 @@ MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool al
     return plan;
 }
 
+const MatmulPlan& MatmulPlanMemo::plan(const Array& a, const Array& b, const Array* out,
+                                       bool allow_tf32) {
+    m_repeat = m_valid && m_tf32 == allow_tf32 && m_has_out == (out != nullptr) && m_a.same(a) &&
+               m_b.same(b) && (!out || m_out.same(*out));
+    if (m_repeat) return m_plan;
+    m_valid = false; // until the new plan is made: a call that throws leaves none
+    m_plan = plan_matmul(a, b, out, allow_tf32);
+    m_a.keep(a);
+    m_b.keep(b);
+    if (out) m_out.keep(*out);
+    m_has_out = out != nullptr;
+    m_tf32 = allow_tf32;
+    m_valid = true;
+    return m_plan;
+}
+
 } // namespace kiln::detail

@@ -58,6 +58,43 @@ struct MatmulPlan {
 /// @throws ShapeError, ArgumentError as kiln::matmul documents.
 MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool allow_tf32);
 
+/// The plan of a thread's last call, kept so that a call repeating it (the same operands and
+/// output: addresses, shapes, strides, dtypes; the same TF32 choice) skips planning, which costs
+/// about as much host time as a small GEMM's launch. Comparing takes a few dozen nanoseconds.
+/// One per thread (kiln::matmul keeps it thread_local); plain data, never shared.
+class MatmulPlanMemo {
+  public:
+    /// The plan of `matmul(a, b)` with @p out and @p allow_tf32: the last one when the call
+    /// repeats it, else a new one (which replaces it).
+    /// @throws as plan_matmul(); the memo then holds no plan.
+    const MatmulPlan& plan(const Array& a, const Array& b, const Array* out, bool allow_tf32);
+    /// Whether the last plan() call found its plan here.
+    bool last_was_repeat() const noexcept { return m_repeat; }
+
+  private:
+    struct Operand {
+        CUdeviceptr data = 0;
+        DType dtype = DType::float32;
+        Dims shape, strides;
+        bool same(const Array& a) const noexcept {
+            return data == a.data() && dtype == a.dtype() && shape == a.shape() &&
+                   strides == a.strides();
+        }
+        void keep(const Array& a) {
+            data = a.data();
+            dtype = a.dtype();
+            shape = a.shape();
+            strides = a.strides();
+        }
+    };
+    bool m_valid = false;
+    bool m_repeat = false;
+    bool m_has_out = false;
+    bool m_tf32 = false;
+    Operand m_a, m_b, m_out;
+    MatmulPlan m_plan;
+};
+
 /// The compute dtype for @p a and @p b with contracted extent @p k (NumPy's promotion, integers
 /// through float64 when exact). @throws ArgumentError for the dtypes matmul refuses.
 DType matmul_compute_dtype(DType a, DType b, std::int64_t k);
