@@ -216,9 +216,9 @@ bool matmul_available(std::string* reason) noexcept {
 
 Array matmul(const Array& a, const Array& b, const MatmulOptions& options) {
     // A call that repeats this thread's last one skips planning. Nothing below calls matmul
-    // again, so the memo's plan stays as it is for the length of the call.
-    static thread_local detail::MatmulPlanMemo memo;
-    const detail::MatmulPlan& plan = memo.plan(a, b, options.out, options.allow_tf32);
+    // again, so the cached plan stays as it is for the length of the call.
+    static thread_local detail::MatmulRepeatCache repeat;
+    const detail::MatmulPlan& plan = repeat.plan(a, b, options.out, options.allow_tf32);
     detail::cublas(); // unavailable: say so before anything is allocated
     check_devices(a, b, options.out);
     const StreamRef stream = options.stream;

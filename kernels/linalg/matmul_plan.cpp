@@ -272,8 +272,8 @@ MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool al
     return plan;
 }
 
-const MatmulPlan& MatmulPlanMemo::plan(const Array& a, const Array& b, const Array* out,
-                                       bool allow_tf32) {
+const MatmulPlan& MatmulRepeatCache::plan(const Array& a, const Array& b, const Array* out,
+                                          bool allow_tf32) {
     m_repeat = m_valid && m_tf32 == allow_tf32 && m_has_out == (out != nullptr) && m_a.same(a) &&
                m_b.same(b) && (!out || m_out.same(*out));
     if (m_repeat) return m_plan;

@@ -62,11 +62,11 @@ MatmulPlan plan_matmul(const Array& a, const Array& b, const Array* out, bool al
 /// output: addresses, shapes, strides, dtypes; the same TF32 choice) skips planning, which costs
 /// about as much host time as a small GEMM's launch. Comparing takes a few dozen nanoseconds.
 /// One per thread (kiln::matmul keeps it thread_local); plain data, never shared.
-class MatmulPlanMemo {
+class MatmulRepeatCache {
   public:
     /// The plan of `matmul(a, b)` with @p out and @p allow_tf32: the last one when the call
     /// repeats it, else a new one (which replaces it).
-    /// @throws as plan_matmul(); the memo then holds no plan.
+    /// @throws as plan_matmul(); the cache then holds no plan.
     const MatmulPlan& plan(const Array& a, const Array& b, const Array* out, bool allow_tf32);
     /// Whether the last plan() call found its plan here.
     bool last_was_repeat() const noexcept { return m_repeat; }

@@ -328,57 +328,58 @@ TEST(CublasLoader, TheToolkitsLibraryOpensWhereItIsInstalled) {
 
 namespace {
 
-TEST(MatmulPlanMemo, ARepeatedCallReusesItsPlan) {
-    kiln::detail::MatmulPlanMemo memo;
+TEST(MatmulRepeatCache, ARepeatedCallReusesItsPlan) {
+    kiln::detail::MatmulRepeatCache repeat;
     const Array a = fake({6, 3, 4}), b = fake({4, 5}), out = fake({6, 3, 5});
-    const MatmulPlan first = memo.plan(a, b, &out, false);
-    EXPECT_FALSE(memo.last_was_repeat());
-    const MatmulPlan& again = memo.plan(a, b, &out, false);
-    EXPECT_TRUE(memo.last_was_repeat());
+    const MatmulPlan first = repeat.plan(a, b, &out, false);
+    EXPECT_FALSE(repeat.last_was_repeat());
+    const MatmulPlan& again = repeat.plan(a, b, &out, false);
+    EXPECT_TRUE(repeat.last_was_repeat());
     EXPECT_EQ(again.out_shape, first.out_shape);
     EXPECT_EQ(again.a.batch_stride, first.a.batch_stride);
     EXPECT_TRUE(again.out_direct);
 }
 
-TEST(MatmulPlanMemo, AnyDifferenceIsANewPlan) {
-    kiln::detail::MatmulPlanMemo memo;
+TEST(MatmulRepeatCache, AnyDifferenceIsANewPlan) {
+    kiln::detail::MatmulRepeatCache repeat;
     const Array a = fake({3, 4}), b = fake({4, 5}), out = fake({3, 5});
-    memo.plan(a, b, &out, false);
+    repeat.plan(a, b, &out, false);
     // Another address (an element further: float32 still aligned).
     const Array moved = Array::wrap(kAddress + 4, {3, 4}, DType::float32, {}, nullptr, 0);
-    memo.plan(moved, b, &out, false);
-    EXPECT_FALSE(memo.last_was_repeat());
+    repeat.plan(moved, b, &out, false);
+    EXPECT_FALSE(repeat.last_was_repeat());
     // Another layout of the same memory: b's transposed view of a (5, 4) array.
-    memo.plan(a, b, &out, false);
-    const MatmulPlan& transposed = memo.plan(a, fake({5, 4}).transpose(), &out, false);
-    EXPECT_FALSE(memo.last_was_repeat());
+    repeat.plan(a, b, &out, false);
+    const MatmulPlan& transposed = repeat.plan(a, fake({5, 4}).transpose(), &out, false);
+    EXPECT_FALSE(repeat.last_was_repeat());
     EXPECT_TRUE(transposed.b.transposed);
     // Another dtype, TF32, no output, another output.
-    memo.plan(a, b, &out, false);
-    EXPECT_EQ(memo.plan(fake({3, 4}, DType::float64), fake({4, 5}, DType::float64), nullptr, false)
-                  .compute,
-              DType::float64);
-    EXPECT_FALSE(memo.last_was_repeat());
-    memo.plan(a, b, &out, false);
-    EXPECT_TRUE(memo.plan(a, b, &out, true).tf32);
-    EXPECT_FALSE(memo.last_was_repeat());
-    memo.plan(a, b, nullptr, true);
-    EXPECT_FALSE(memo.last_was_repeat());
+    repeat.plan(a, b, &out, false);
+    EXPECT_EQ(
+        repeat.plan(fake({3, 4}, DType::float64), fake({4, 5}, DType::float64), nullptr, false)
+            .compute,
+        DType::float64);
+    EXPECT_FALSE(repeat.last_was_repeat());
+    repeat.plan(a, b, &out, false);
+    EXPECT_TRUE(repeat.plan(a, b, &out, true).tf32);
+    EXPECT_FALSE(repeat.last_was_repeat());
+    repeat.plan(a, b, nullptr, true);
+    EXPECT_FALSE(repeat.last_was_repeat());
     const Array wide = fake({3, 8}).slice({kiln::Slice::all(), kiln::Slice::range(0, 5)});
-    EXPECT_EQ(memo.plan(a, b, &wide, true).ldc, 8);
-    EXPECT_FALSE(memo.last_was_repeat());
+    EXPECT_EQ(repeat.plan(a, b, &wide, true).ldc, 8);
+    EXPECT_FALSE(repeat.last_was_repeat());
 }
 
-TEST(MatmulPlanMemo, APlanThatFailsLeavesNoneBehind) {
-    kiln::detail::MatmulPlanMemo memo;
+TEST(MatmulRepeatCache, APlanThatFailsLeavesNoneBehind) {
+    kiln::detail::MatmulRepeatCache repeat;
     const Array a = fake({3, 4}), b = fake({4, 5});
-    memo.plan(a, b, nullptr, false);
+    repeat.plan(a, b, nullptr, false);
     const Array wrong = fake({5, 3});
-    EXPECT_THROW(memo.plan(a, b, &wrong, false), kiln::ShapeError);
-    memo.plan(a, b, nullptr, false);
-    EXPECT_FALSE(memo.last_was_repeat());
-    EXPECT_THROW(memo.plan(a, a, nullptr, false), kiln::ShapeError);
-    EXPECT_THROW(memo.plan(a, a, nullptr, false), kiln::ShapeError); // refused again, not reused
+    EXPECT_THROW(repeat.plan(a, b, &wrong, false), kiln::ShapeError);
+    repeat.plan(a, b, nullptr, false);
+    EXPECT_FALSE(repeat.last_was_repeat());
+    EXPECT_THROW(repeat.plan(a, a, nullptr, false), kiln::ShapeError);
+    EXPECT_THROW(repeat.plan(a, a, nullptr, false), kiln::ShapeError); // refused again, not reused
 }
 
 } // namespace
