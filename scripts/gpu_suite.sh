@@ -110,6 +110,7 @@ step_matmul() {
         build-gpu/CMakeCache.txt | sed -E 's/^([^:]*):[^=]*=(.*)$/-D\1=\2/')
     cmake --install build-gpu --prefix "$work/prefix" >"$out/matmul_install.log" 2>&1 \
         || { tail -20 "$out/matmul_install.log"; status=1; return; }
+    # shellcheck disable=SC2086 # the example's arguments, split as a shell would
     KILN_CACHE_DIR=$work/cache KILN_EXAMPLE_CMAKE_ARGS="${hints[*]}" \
         bash examples/matmul/run.sh "$work/prefix" "$out/matmul" ${KILN_MATMUL_ARGS:-} || status=1
     ./build-gpu/bench/bench_matmul --json "$out/bench_matmul.json" 2>&1 | tee "$out/bench_matmul.txt" \

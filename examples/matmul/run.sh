@@ -11,6 +11,7 @@ out=${2:-$PWD/matmul-out}
 shift $(( $# >= 2 ? 2 : 1 ))
 mkdir -p "$out"
 build=$(mktemp -d)
+# shellcheck disable=SC2086 # KILN_EXAMPLE_CMAKE_ARGS: -D options, split as a shell would
 cmake -S "$here" -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefix" \
     ${KILN_EXAMPLE_CMAKE_ARGS:-} >"$out/build.log" 2>&1 &&
     cmake --build "$build" -j"$(nproc)" >>"$out/build.log" 2>&1 || {
