@@ -46,6 +46,7 @@ struct Traced {
     std::vector<int> returns_argument; // per output: the updated argument it is, or -1
     ScalarTargets scalar_targets{};
     std::vector<std::string> nvrtc_options; // the row kernel's
+    bool direct = false; // one kernel, called with the call's arguments as they are
 };
 
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
@@ -147,7 +148,13 @@ struct FusedCore::Impl {
                 if (u.second == id) arg = u.first;
             traced.returns_argument.push_back(arg);
         }
-        if (traced.plan.steps.size() == 1) return traced; // one kernel already
+        if (traced.plan.steps.size() == 1) { // one kernel already
+            traced.direct =
+                std::none_of(traced.returns_argument.begin(), traced.returns_argument.end(),
+                             [](int arg) { return arg >= 0; }) &&
+                trace.updates().empty();
+            return traced;
+        }
         traced.rows = plan_rows(trace, options, traced.scalar_targets);
         if (traced.rows) {
             traced.nvrtc_options = options.options;
@@ -281,21 +288,21 @@ class Run {
             const Dims shape = broadcast_shapes(shapes.data(), shapes.size());
             // An input that shares memory with an updated argument, other than as that very
             // view, is read from a copy: its elements would be written before they are read.
-            for (std::size_t a = 0; a < args.size(); ++a) {
-                if (!args[a].is_array()) continue;
+            for (Arg& arg : args) {
+                if (!arg.is_array()) continue;
                 for (const StepTarget& t : step.targets) {
                     if (t.kind != StepTarget::Kind::update) continue;
                     bool identical = false;
                     const Array& target = m_args[t.index].array();
-                    if (!overlaps(target, args[a].array(), &identical) || identical) continue;
-                    const Array& source = args[a].array();
+                    if (!overlaps(target, arg.array(), &identical) || identical) continue;
+                    const Array& source = arg.array();
                     if (describing()) {
-                        args[a] = Arg(keep(described(source.shape(), source.dtype())));
+                        arg = Arg(keep(described(source.shape(), source.dtype())));
                     } else {
                         const Array& copy =
                             keep(empty(source.shape(), source.dtype(), m_options.stream));
                         kiln::copy(copy, source, m_options.stream);
-                        args[a] = Arg(copy);
+                        arg = Arg(copy);
                     }
                     break;
                 }
@@ -443,6 +450,16 @@ Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& o
     const Traced& t = m_impl->traced(args, count, function, tracers);
     m_impl->check_scalars(t.scalar_targets, args, count);
     try {
+        // One kernel that allocates its outputs (no update, no output that is an argument): its
+        // call, with nothing more made on the way.
+        if (t.direct) {
+            const StepKernel& k = t.kernels.front();
+            if (k.elementwise) return k.elementwise->call(args, count, options);
+            ReduceCall how = k.how;
+            how.stream = options.stream;
+            how.device = options.device;
+            return k.reduction->call(args, count, how);
+        }
         return Run(m_impl->who(), t, args, count).call(options);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);
