@@ -406,15 +406,23 @@ class Run {
             params.push_back(&pointers.back());
             sizes.push_back(sizeof(CUdeviceptr));
         }
-        long long columns = cols;
+        long long row_count = rows, columns = cols;
+        params.push_back(&row_count);
+        sizes.push_back(sizeof row_count);
         params.push_back(&columns);
         sizes.push_back(sizeof columns);
-        // A thread per four elements of a row, in whole warps, at most 1024.
-        const std::int64_t threads =
-            std::min<std::int64_t>(1024, std::max<std::int64_t>(32, (cols / 4 + 31) / 32 * 32));
+        // Short rows: a warp per row, eight rows in a block. Longer ones: a block per row, a
+        // thread per four elements in whole warps, at most 1024.
         LaunchConfig config;
-        config.grid = Dim3{static_cast<unsigned>(rows)};
-        config.block = Dim3{static_cast<unsigned>(threads)};
+        if (cols <= 128) {
+            config.grid = Dim3{static_cast<unsigned>((rows + 7) / 8)};
+            config.block = Dim3{32, 8};
+        } else {
+            const std::int64_t threads =
+                std::min<std::int64_t>(1024, std::max<std::int64_t>(64, (cols / 4 + 31) / 32 * 32));
+            config.grid = Dim3{static_cast<unsigned>(rows)};
+            config.block = Dim3{static_cast<unsigned>(threads)};
+        }
         config.stream = m_options.stream;
         m_t.row_kernel->function().launch_packed(config, params.data(), sizes.data(),
                                                  params.size());

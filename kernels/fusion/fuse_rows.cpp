@@ -32,16 +32,29 @@ std::string headers(const FusionTrace& trace, const std::vector<bool>& need) {
     return text + "#include \"kiln/cast.cuh\"\ntypedef long long kiln_index_t;\n";
 }
 
-// A whole block's reduction of its threads' accumulators (blockDim.x a multiple of 32), given to
-// every thread.
+// The reduction of a row's accumulators, given to each of the row's threads: a warp's alone when
+// a row has one warp (blockDim.x 32, blockDim.y rows in a block), else the whole block's
+// (blockDim.x a multiple of 32, one row in a block).
 constexpr const char* kRowReduce = R"(
+template <class T> __device__ __forceinline__ T kiln_shfl_first(const T& value) {
+    constexpr int kWords = (sizeof(T) + 3) / 4;
+    unsigned words[kWords];
+    memcpy(words, &value, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < kWords; ++k)
+        words[k] = __shfl_sync(0xffffffffu, words[k], 0);
+    T result = value;
+    memcpy(&result, words, sizeof(T));
+    return result;
+}
 template <class Ops>
 __device__ __forceinline__ typename Ops::Acc kiln_row_reduce(typename Ops::Acc acc) {
     typedef typename Ops::Acc Acc;
-    __shared__ __align__(16) unsigned char storage[32 * sizeof(Acc)];
-    Acc* scratch = reinterpret_cast<Acc*>(storage);
 #pragma unroll
     for (int d = 16; d > 0; d >>= 1) acc = Ops::reduce(acc, kiln::shfl_down(acc, d));
+    if (blockDim.x == 32) return kiln_shfl_first(acc);
+    __shared__ __align__(16) unsigned char storage[32 * sizeof(Acc)];
+    Acc* scratch = reinterpret_cast<Acc*>(storage);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (lane == 0) scratch[warp] = acc;
     __syncthreads();
@@ -238,7 +251,9 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         params +=
             std::string(cuda_type(plan.targets[j].dtype)) + "* _p_out" + std::to_string(j) + ", ";
     src += "extern \"C\" __global__ void __launch_bounds__(1024) " + plan.name + '(' + params +
-           "const long long _cols) {\n    const long long _row = blockIdx.x;\n";
+           "const long long _rows, const long long _cols) {\n"
+           "    const long long _row = (long long)blockIdx.x * blockDim.y + threadIdx.y;\n"
+           "    if (_row >= _rows) return;  // a whole warp: rows of one warp share no barrier\n";
 
     std::vector<bool> available(trace.nodes().size());
     // The lines of the constants, once.
@@ -264,7 +279,8 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         for (int id : ids)
             for (int k = 0; k < trace.node(id).operand_count; ++k)
                 mark(trace.node(id).operands[k]);
-        std::string text = "    for (long long _j = threadIdx.x; _j < _cols; _j += blockDim.x) {\n";
+        std::string text = "#pragma unroll 4\n"
+                           "    for (long long _j = threadIdx.x; _j < _cols; _j += blockDim.x) {\n";
         for (int k = 0; k < sig.count; ++k)
             if (loads[static_cast<std::size_t>(k)])
                 text += "        const " + std::string(cuda_type(sig.operands[k].dtype)) + " in" +

@@ -84,6 +84,8 @@ TEST(FuseGraph, SoftmaxOverContiguousRowsIsOneKernelOfABlockPerRow) {
         ++loops;
     EXPECT_EQ(loops, 3) << src[0];
     EXPECT_TRUE(has(src[0], "// traced: max(in0, axis=-1, keepdims=true)")) << src[0];
+    // Rows of a block (threadIdx.y) or of a grid: the row count is a parameter.
+    EXPECT_TRUE(has(src[0], "const long long _rows, const long long _cols)")) << src[0];
     compiles(softmax, {x}, 1);
     EXPECT_EQ(softmax.traces(), 1u);
 }

@@ -62,7 +62,10 @@ auto softmax_function = [](auto x) {
 TEST(FuseGraphGpu, SoftmaxRowsByTheRowKernelAndBySplitKernels) {
     KILN_REQUIRE_GPU();
     auto softmax = kiln::fuse("softmax_gpu", softmax_function);
-    for (const auto& [rows, cols] : {std::pair{300, 1000}, std::pair{7, 5000}, std::pair{33, 1}}) {
+    // A block per row (long rows: several warps, shared memory between them), a warp per row
+    // (short ones: eight rows in a block, the last block partly used).
+    for (const auto& [rows, cols] : {std::pair{300, 1000}, std::pair{7, 5000}, std::pair{33, 1},
+                                     std::pair{1001, 100}, std::pair{50, 200}}) {
         auto x = random_floats(static_cast<std::size_t>(rows) * cols, -20, 20);
         const Array xa = kiln::from_host(x, {rows, cols});
         const auto want = softmax_rows(x, rows, cols);
