@@ -9,6 +9,7 @@
 #include "fuse_trace.hpp"
 #include "kiln/device_guard.hpp"
 #include "kiln/elementwise_kernel.hpp"
+#include "kiln/ops.hpp"
 #include "kiln/raw_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
 
@@ -299,10 +300,9 @@ class Run {
                     if (describing()) {
                         arg = Arg(keep(described(source.shape(), source.dtype())));
                     } else {
-                        const Array& copy =
-                            keep(empty(source.shape(), source.dtype(), m_options.stream));
-                        kiln::copy(copy, source, m_options.stream);
-                        arg = Arg(copy);
+                        OpOptions on_stream;
+                        on_stream.stream = m_options.stream;
+                        arg = Arg(keep(ascontiguousarray(source, on_stream)));
                     }
                     break;
                 }

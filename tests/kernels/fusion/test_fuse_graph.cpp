@@ -330,4 +330,15 @@ TEST_F(FuseGraphLaunches, EachPlanLaunchesItsKernelsAndNoMore) {
     Array r = in_place(p, q);
     EXPECT_EQ(launches() - before, 1u);
     EXPECT_EQ(r.data(), p.data()) << "the updated argument is the output";
+    // Read through a transposed view of itself: a copy of the view first, then the update.
+    Array square = kiln::empty({32, 32}, DType::float32);
+    in_place(square, square.transpose());
+    before = launches();
+    Array s = in_place(square, square.transpose());
+    EXPECT_EQ(launches() - before, 2u) << "the copy, then the update";
+    EXPECT_EQ(s.data(), square.data());
+    // The same view twice: no copy.
+    before = launches();
+    in_place(square, square);
+    EXPECT_EQ(launches() - before, 1u);
 }
