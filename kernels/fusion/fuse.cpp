@@ -381,12 +381,19 @@ class Run {
             per_row.push_back(shape[d]);
         if (plan.keepdims) per_row.push_back(1);
         const DeviceScope on_device(m_options.device.value_or(-1));
+        // Vectors of four elements where every row of every array starts at a vector's
+        // alignment.
+        int vectors = cols % 4 == 0 ? 1 : 0;
+        auto aligned = [&](const Array& a) {
+            if (a.data() % (4 * a.itemsize()) != 0) vectors = 0;
+        };
         std::vector<CUdeviceptr> pointers;
         pointers.reserve(m_count + plan.targets.size());
         std::vector<void*> params;
         std::vector<std::size_t> sizes;
         for (std::size_t k = 0; k < m_count; ++k) {
             if (m_args[k].is_array()) {
+                aligned(m_args[k].array());
                 pointers.push_back(m_args[k].array().data());
                 params.push_back(&pointers.back());
                 sizes.push_back(sizeof(CUdeviceptr));
@@ -402,6 +409,7 @@ class Run {
             else
                 a = &keep(empty(t.per_row ? per_row : shape, t.dtype, m_options.stream));
             if (t.target.kind == StepTarget::Kind::output) m_outputs[t.target.index] = a;
+            if (!t.per_row) aligned(*a);
             pointers.push_back(a->data());
             params.push_back(&pointers.back());
             sizes.push_back(sizeof(CUdeviceptr));
@@ -411,6 +419,8 @@ class Run {
         sizes.push_back(sizeof row_count);
         params.push_back(&columns);
         sizes.push_back(sizeof columns);
+        params.push_back(&vectors);
+        sizes.push_back(sizeof vectors);
         // Short rows: a warp per row, eight rows in a block. Longer ones: a block per row, a
         // thread per four elements in whole warps, at most 1024.
         LaunchConfig config;

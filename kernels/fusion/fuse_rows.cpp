@@ -251,7 +251,7 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         params +=
             std::string(cuda_type(plan.targets[j].dtype)) + "* _p_out" + std::to_string(j) + ", ";
     src += "extern \"C\" __global__ void __launch_bounds__(1024) " + plan.name + '(' + params +
-           "const long long _rows, const long long _cols) {\n"
+           "const long long _rows, const long long _cols, const int _vec) {\n"
            "    const long long _row = (long long)blockIdx.x * blockDim.y + threadIdx.y;\n"
            "    if (_row >= _rows) return;  // a whole warp: rows of one warp share no barrier\n";
 
@@ -265,8 +265,12 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         src += "    " + traced_line(trace, n) + '\n';
         available[id] = true;
     }
-    // A pass over the row computing @p loop_roots per element, then @p body.
-    auto pass = [&](const std::vector<int>& loop_roots, const std::string& body) {
+    // A pass over the row computing @p loop_roots per element, then @p body (of `_j`, the
+    // element's column) and the @p stores (output, value): with vectors of four elements per
+    // array when the call allows (`_vec`), else element by element.
+    using Stores = std::vector<std::pair<std::size_t, std::string>>;
+    auto pass = [&](const std::vector<int>& loop_roots, const std::string& body,
+                    const Stores& stores) {
         const std::vector<int> ids = nodes_for(trace, loop_roots, available);
         std::vector<bool> loads(static_cast<std::size_t>(sig.count));
         auto mark = [&](int id) {
@@ -279,27 +283,54 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         for (int id : ids)
             for (int k = 0; k < trace.node(id).operand_count; ++k)
                 mark(trace.node(id).operands[k]);
-        std::string text = "#pragma unroll 4\n"
-                           "    for (long long _j = threadIdx.x; _j < _cols; _j += blockDim.x) {\n";
-        for (int k = 0; k < sig.count; ++k)
-            if (loads[static_cast<std::size_t>(k)])
-                text += "        const " + std::string(cuda_type(sig.operands[k].dtype)) + " in" +
-                        std::to_string(k) + " = _p_in" + std::to_string(k) +
-                        "[_row * _cols + _j];\n";
+        std::string lines;
         for (int id : ids) {
             note_scalar_targets(trace, trace.node(id), scalar_targets);
-            text += "        " + traced_line(trace, trace.node(id)) + '\n';
+            lines += "        " + traced_line(trace, trace.node(id)) + '\n';
         }
-        return text + body + "    }\n";
+        auto vec = [](const std::string& type) { return "kiln::Vec<" + type + ", 4>"; };
+        std::string scalar =
+            "#pragma unroll 4\n"
+            "    for (long long _j = threadIdx.x; _j < _cols; _j += blockDim.x) {\n";
+        std::string vector = "#pragma unroll 2\n"
+                             "    for (long long _j0 = (long long)threadIdx.x * 4; _j0 < _cols; "
+                             "_j0 += (long long)blockDim.x * 4) {\n";
+        std::string element;
+        for (int k = 0; k < sig.count; ++k) {
+            if (!loads[static_cast<std::size_t>(k)]) continue;
+            const std::string type = cuda_type(sig.operands[k].dtype), name = std::to_string(k);
+            scalar += "        const " + type + " in" + name + " = _p_in" + name +
+                      "[_row * _cols + _j];\n";
+            vector += "        const " + vec(type) + " _v_in" + name +
+                      " = *reinterpret_cast<const " + vec(type) + "*>(_p_in" + name +
+                      " + _row * _cols + _j0);\n";
+            element += "        const " + type + " in" + name + " = _v_in" + name + ".v[_e];\n";
+        }
+        std::string scalar_stores, vector_stores, element_stores;
+        for (const auto& [j, value] : stores) {
+            const std::string type = cuda_type(plan.targets[j].dtype), out = std::to_string(j);
+            scalar_stores += "        _p_out" + out + "[_row * _cols + _j] = " + value + ";\n";
+            vector += "        " + vec(type) + " _w_out" + out + ";\n";
+            element_stores += "        _w_out" + out + ".v[_e] = " + value + ";\n";
+            vector_stores += "        *reinterpret_cast<" + vec(type) + "*>(_p_out" + out +
+                             " + _row * _cols + _j0) = _w_out" + out + ";\n";
+        }
+        scalar += lines + body + scalar_stores + "    }\n";
+        vector += "#pragma unroll\n        for (int _e = 0; _e < 4; ++_e) {\n"
+                  "        const long long _j = _j0 + _e;\n" +
+                  element + lines + body + element_stores + "        }\n" + vector_stores +
+                  "    }\n";
+        return "    if (_vec) {\n" + vector + "    } else {\n" + scalar + "    }\n";
     };
     for (int r : reductions) {
         const FuseNode& red = trace.node(r);
         const std::string ns = "kiln_" + red.name;
         src +=
             "    " + ns + "::_type_reduce _acc_" + red.name + " = " + ns + "::Ops::identity();\n";
-        src += pass({red.operands[0]}, "        _acc_" + red.name + " = " + ns +
-                                           "::Ops::reduce(_acc_" + red.name + ", " + ns + "::map(" +
-                                           trace.node(red.operands[0]).name + ", _j));\n");
+        src += pass({red.operands[0]},
+                    "        _acc_" + red.name + " = " + ns + "::Ops::reduce(_acc_" + red.name +
+                        ", " + ns + "::map(" + trace.node(red.operands[0]).name + ", _j));\n",
+                    {});
         src += "    const " + std::string(cuda_type(red.dtype)) + ' ' + red.name + " = " + ns +
                "::value(kiln_row_reduce<" + ns + "::Ops>(_acc_" + red.name + "), _cols);  " +
                kTracedMarker + red.text + '\n';
@@ -325,19 +356,20 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
     }
     // The last pass writes the elements; thread 0 the per-row values.
     std::vector<int> element_roots;
-    std::string stores, row_stores;
+    Stores stores;
+    std::string row_stores;
     for (std::size_t j = 0; j < plan.targets.size(); ++j) {
         const RowPlan::Target& t = plan.targets[j];
         const FuseNode& n = trace.node(t.target.node);
-        const std::string out = "_p_out" + std::to_string(j);
         if (t.per_row) {
-            row_stores += "        " + out + "[_row] = " + as_type(n, t.dtype) + ";\n";
+            row_stores +=
+                "        _p_out" + std::to_string(j) + "[_row] = " + as_type(n, t.dtype) + ";\n";
         } else {
             element_roots.push_back(t.target.node);
-            stores += "        " + out + "[_row * _cols + _j] = " + as_type(n, t.dtype) + ";\n";
+            stores.emplace_back(j, as_type(n, t.dtype));
         }
     }
-    if (!element_roots.empty()) src += pass(element_roots, stores);
+    if (!element_roots.empty()) src += pass(element_roots, "", stores);
     if (!row_stores.empty()) src += "    if (threadIdx.x == 0) {\n" + row_stores + "    }\n";
     src += "}\n";
     plan.source = std::move(src);

@@ -5,6 +5,9 @@
 // and a last pass that writes the outputs; a row's bytes come from DRAM on the first pass and
 // from L2 on the later ones, so the kernel moves about what a copy moves. Values per row (the
 // reductions' results and what is computed from them and scalars) are computed once per block.
+// Rows of up to 128 elements take a warp each, eight rows to a block. Each pass reads and writes
+// vectors of four elements (kiln::Vec) when the call's rows all start at a vector's alignment
+// (`_vec`), element by element otherwise.
 //
 // A call takes the row plan when its arguments allow it (row_call_fits); the split plan
 // (fuse_plan.hpp) otherwise.

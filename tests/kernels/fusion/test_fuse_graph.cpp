@@ -77,15 +77,27 @@ TEST(FuseGraph, SoftmaxOverContiguousRowsIsOneKernelOfABlockPerRow) {
     EXPECT_TRUE(has(src[0], "one kernel, a block per row")) << src[0];
     EXPECT_TRUE(has(src[0], "extern \"C\" __global__ void __launch_bounds__(1024) softmax("))
         << src[0];
-    // Three passes over a row: the max, the sum, the outputs.
-    int loops = 0;
-    for (std::size_t at = src[0].find("for (long long _j"); at != std::string::npos;
-         at = src[0].find("for (long long _j", at + 1))
-        ++loops;
-    EXPECT_EQ(loops, 3) << src[0];
+    // Three passes over a row (the max, the sum, the outputs), each element by element and by
+    // vectors of four.
+    auto count = [&](const std::string& part) {
+        int n = 0;
+        for (std::size_t at = src[0].find(part); at != std::string::npos;
+             at = src[0].find(part, at + 1))
+            ++n;
+        return n;
+    };
+    EXPECT_EQ(count("for (long long _j = threadIdx.x;"), 3) << src[0];
+    EXPECT_EQ(count("for (long long _j0 = (long long)threadIdx.x * 4;"), 3) << src[0];
+    EXPECT_EQ(count("*reinterpret_cast<const kiln::Vec<float, 4>*>(_p_in0 + _row * _cols + _j0)"),
+              3)
+        << src[0];
+    EXPECT_TRUE(has(src[0], "*reinterpret_cast<kiln::Vec<float, 4>*>(_p_out0 + _row * _cols + _j0) "
+                            "= _w_out0;"))
+        << src[0];
     EXPECT_TRUE(has(src[0], "// traced: max(in0, axis=-1, keepdims=true)")) << src[0];
     // Rows of a block (threadIdx.y) or of a grid: the row count is a parameter.
-    EXPECT_TRUE(has(src[0], "const long long _rows, const long long _cols)")) << src[0];
+    EXPECT_TRUE(has(src[0], "const long long _rows, const long long _cols, const int _vec)"))
+        << src[0];
     compiles(softmax, {x}, 1);
     EXPECT_EQ(softmax.traces(), 1u);
 }
