@@ -354,3 +354,32 @@ TEST_F(FuseGraphLaunches, EachPlanLaunchesItsKernelsAndNoMore) {
     in_place(square, square);
     EXPECT_EQ(launches() - before, 1u);
 }
+
+TEST(FuseGraph, ACompileErrorInAnyKernelNamesTheTracedExpression) {
+    kiln::FuseOptions options;
+    options.preamble = "#define tanh(v) kiln_no_such_function(v)";
+    auto broken = kiln::fuse(
+        "broken_rows",
+        [](auto x) { return kiln::tanh(x - kiln::max(x, -1, {true})) / kiln::sum(x, -1, {true}); },
+        options);
+    for (const Array& x : {fake({64, 256}), fake({256, 64}).transpose()}) { // row plan, split
+        const Arg args[] = {x};
+        try {
+            broken.programs_for(args, 1, "sm_90");
+            ADD_FAILURE() << "compiled";
+        } catch (const kiln::CompileError& e) {
+            const std::string what = e.what();
+            EXPECT_TRUE(has(what, "kiln::fuse 'broken_rows' does not compile: the traced "
+                                  "expression 'tanh("))
+                << what;
+        }
+    }
+}
+
+TEST(FuseGraph, MoreOutputsThanAKernelWritesIsAFusionError) {
+    auto many = kiln::fuse("many_outputs", [](auto x) {
+        return std::make_tuple(x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, x + 7, x + 8, x + 9);
+    });
+    const std::string message = error_of<FusionError>([&] { sources(many, {fake({8})}); });
+    EXPECT_TRUE(has(message, "at most 8")) << message;
+}
