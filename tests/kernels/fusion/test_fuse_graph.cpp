@@ -189,6 +189,37 @@ TEST(FuseGraph, RowStatisticsAndAScalarArgumentInTheRowKernel) {
     compiles(best, {w}, 1);
 }
 
+TEST(FuseGraph, RowKernelsOfEveryKindOfDtypeCompile) {
+    auto stats = kiln::fuse("row_stats", [](auto x) {
+        auto centered = x - kiln::mean(x, -1, {true});
+        return std::make_tuple(kiln::abs(centered) * 2, kiln::max(x, -1, {true}));
+    });
+    for (DType dtype : {DType::float16, DType::float64, DType::int32, DType::uint8}) {
+        Array x = fake({16, 300}, dtype);
+        const auto src = sources(stats, {x});
+        ASSERT_EQ(src.size(), 1u) << kiln::name(dtype);
+        compiles(stats, {x}, 1);
+    }
+    // Complex rows: the mean and NumPy's order for the max.
+    Array z = fake({16, 300}, DType::complex64);
+    ASSERT_EQ(sources(stats, {z}).size(), 1u);
+    compiles(stats, {z}, 1);
+    // Per-row values without keepdims, used among themselves: one per row, of shape (rows,).
+    auto spread =
+        kiln::fuse("row_spread", [](auto x) { return kiln::max(x, -1) - kiln::min(x, -1); });
+    Array f = fake({16, 300});
+    const auto src = sources(spread, {f});
+    ASSERT_EQ(src.size(), 1u);
+    EXPECT_TRUE(has(src[0], "_p_out0[_row] =")) << src[0];
+    compiles(spread, {f}, 1);
+    // Without keepdims beside the elements, they would broadcast by the last axis, as NumPy
+    // does: no row plan, the split one.
+    auto misaligned = kiln::fuse("row_misaligned",
+                                 [](auto x) { return x - kiln::max(x, -1) - kiln::min(x, -1); });
+    Array square = fake({64, 64});
+    EXPECT_EQ(sources(misaligned, {square}).size(), 3u);
+}
+
 TEST(FuseGraph, CompoundAssignmentUpdatesTheArgumentAndTheFunctionMayReturnNothing) {
     auto axpy = kiln::fuse("axpy_in_place", [](auto y, auto a, auto x) { y += a * x; });
     Array y = fake({4096}), x = fake({4096});
@@ -349,6 +380,15 @@ TEST_F(FuseGraphLaunches, EachPlanLaunchesItsKernelsAndNoMore) {
     Array s = in_place(square, square.transpose());
     EXPECT_EQ(launches() - before, 2u) << "the copy, then the update";
     EXPECT_EQ(s.data(), square.data());
+    // Per-row values without keepdims come out with the rows' shape.
+    auto spread =
+        kiln::fuse("spread_launches", [](auto v) { return kiln::max(v, -1) - kiln::min(v, -1); });
+    Array m = kiln::empty({6, 5, 300}, DType::float32);
+    spread(m);
+    before = launches();
+    Array range = spread(m);
+    EXPECT_EQ(launches() - before, 1u);
+    EXPECT_EQ(range.shape(), kiln::Dims({6, 5}));
     // The same view twice: no copy.
     before = launches();
     in_place(square, square);
