@@ -6,6 +6,9 @@
 // driver (KILN_DRIVER_LIBRARY, the _fake_driver variant), calls run down to cuLaunchKernel and
 // the launches are counted.
 
+#include "run_command.hpp"
+#include "temp_dir.hpp"
+
 #include "kiln/fuse.hpp"
 #include "kiln/kiln.hpp"
 
@@ -14,7 +17,9 @@
 #include <dlfcn.h>
 
 #include <complex>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -311,6 +316,42 @@ TEST(FuseGraph, ComplexLiteralsPromoteAsNumPysComplexScalars) {
     });
     compiles(strong, {f64}, 1);
     compiles(strong, {f32}, 1);
+}
+
+// Run by ANewProcessFindsEveryKernelInTheDiskCache in a process of its own: compiles the kernels
+// of both plans of softmax for sm_90 and prints what the compiler did.
+TEST(FuseGraph, DISABLED_CompileBothPlansOfSoftmax) {
+    auto softmax = kiln::fuse("softmax_new_process", softmax_function);
+    const Array rows = fake({64, 1000}), split = fake({1000, 64}).transpose();
+    const Arg row_args[] = {rows}, split_args[] = {split};
+    EXPECT_EQ(softmax.programs_for(row_args, 1, "sm_90").size(), 1u);
+    EXPECT_EQ(softmax.programs_for(split_args, 1, "sm_90").size(), 3u);
+    const kiln::CompileStatistics stats = kiln::Compiler::global().statistics();
+    std::printf("compiles=%llu disk_hits=%llu\n", static_cast<unsigned long long>(stats.compiles),
+                static_cast<unsigned long long>(stats.disk_hits));
+}
+
+TEST(FuseGraph, ANewProcessFindsEveryKernelInTheDiskCache) {
+    const kiln::test::TempDir dir;
+    const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+    auto child = [&] {
+        const auto run =
+            kiln::test::run_command("KILN_CACHE_DIR='" + (dir / "cache").string() + "' '" + self +
+                                    "' --gtest_also_run_disabled_tests "
+                                    "--gtest_filter=FuseGraph.DISABLED_CompileBothPlansOfSoftmax");
+        EXPECT_EQ(run.status, 0) << run.out << run.err;
+        unsigned long long compiles = 99, disk_hits = 0;
+        const std::size_t at = run.out.find("compiles=");
+        EXPECT_NE(at, std::string::npos) << run.out;
+        if (at != std::string::npos)
+            std::sscanf(run.out.c_str() + at, "compiles=%llu disk_hits=%llu", &compiles,
+                        &disk_hits);
+        return std::make_pair(compiles, disk_hits);
+    };
+    const auto first = child(), second = child();
+    EXPECT_EQ(first.first, 4u) << "the row kernel and the three kernels of the split";
+    EXPECT_EQ(second.first, 0u) << "a new process compiles nothing";
+    EXPECT_EQ(second.second, 4u) << "it reads all four from the disk cache";
 }
 
 namespace {
