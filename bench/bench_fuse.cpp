@@ -2,7 +2,10 @@
 // against the same chain of unfused Kiln operations, for sum((x - y) * (x - y)) over 2^28
 // float32 (bytes of x and y) and a Black-Scholes call and put over 2^26 float32 options (bytes
 // of S, K, T and both outputs); host time per hot call of a fused function against an
-// ElementwiseKernel with the same operands; and, with --first-call (fused) or
+// ElementwiseKernel with the same operands; softmax over the rows of 16384 x 16384 float32
+// fused (the row plan: one kernel), fused over a transposed view (the split plan: three
+// kernels), as unfused Kiln operations and, for scale, a device copy of the same array (bytes
+// read and written once each); and, with --first-call (fused) or
 // --first-call --elementwise, the first call of each with an empty cache (run each in a fresh
 // process with a fresh KILN_CACHE_DIR).
 
@@ -132,6 +135,55 @@ void BM_FuseHost_ElementwiseKernel(benchmark::State& state) {
     time_host(state, [&] { benchmark::DoNotOptimize(fma(x, y, b)); });
 }
 
+const auto& softmax() {
+    static auto f = kiln::fuse("softmax", [](auto x) {
+        auto e = kiln::exp(x - kiln::max(x, -1, {true}));
+        return e / kiln::sum(e, -1, {true});
+    });
+    return f;
+}
+
+void BM_Fuse_Softmax(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n, n});
+    time_device(state, 2.0 * static_cast<double>(n * n) * 4,
+                [&] { benchmark::DoNotOptimize(softmax()(x)); });
+}
+
+// The split plan: a max, a sum and the elementwise kernel, over the transpose of a contiguous
+// array (each kernel reads the rows with a stride).
+void BM_Fuse_SoftmaxSplit(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n, n}).transpose();
+    time_device(state, 2.0 * static_cast<double>(n * n) * 4,
+                [&] { benchmark::DoNotOptimize(softmax()(x)); });
+}
+
+void BM_Fuse_SoftmaxUnfused(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n, n});
+    kiln::ReduceOptions keep;
+    keep.keepdims = true;
+    time_device(state, 2.0 * static_cast<double>(n * n) * 4, [&] {
+        Array e = kiln::exp(kiln::subtract(x, kiln::max(x, -1, keep)));
+        benchmark::DoNotOptimize(kiln::divide(e, kiln::sum(e, -1, keep)));
+    });
+}
+
+void BM_Fuse_CopyForScale(benchmark::State& state) {
+    if (!have_gpu(state)) return;
+    const std::int64_t n = state.range(0);
+    Array x = random_array({n, n}), y = kiln::empty({n, n}, DType::float32);
+    time_device(state, 2.0 * static_cast<double>(n * n) * 4, [&] { kiln::copy(y, x); });
+}
+
+BENCHMARK(BM_Fuse_Softmax)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fuse_SoftmaxSplit)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fuse_SoftmaxUnfused)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Fuse_CopyForScale)->Arg(16384)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Fuse_SumSquaredDiff)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Fuse_SumSquaredDiffUnfused)
     ->Arg(1 << 28)

@@ -2,8 +2,10 @@
 after a warm-up, median of the calls; sum((x - y) * (x - y)) over 2^28 float32 fused and as the
 unfused CuPy chain (GB/s over the bytes of x and y); a Black-Scholes call and put over 2^26
 float32 options fused and op by op (GB/s over S, K, T and both outputs); host time per hot call
-of a fused x * y + b against an ElementwiseKernel with the same operands; the first call of
-each with an empty cache in a fresh process. Prints one JSON object."""
+of a fused x * y + b against an ElementwiseKernel with the same operands; softmax over the rows
+of 16384 x 16384 float32 with cupy.fuse, op by op, and a device copy of the same array (GB/s
+over the bytes read and written once); the first call of each with an empty cache in a fresh
+process. Prints one JSON object."""
 
 import json
 import os
@@ -45,6 +47,14 @@ def fused_fma(x, y, b):
     return x * y + b
 
 
+def softmax_formula(x):
+    e = cp.exp(x - cp.max(x, axis=-1, keepdims=True))
+    return e / cp.sum(e, axis=-1, keepdims=True)
+
+
+softmax_fused = cp.fuse(softmax_formula)
+
+
 fma3 = cp.ElementwiseKernel("T x, T y, T b", "T z", "z = x * y + b", "kernel_fma")
 
 
@@ -75,10 +85,30 @@ def first_call_ms(kind):
         return float(run.stdout.strip())
 
 
+def softmax_figures(out):
+    n = 16384
+    x = rand(n, n)
+    y = cp.empty_like(x)
+    for key, f in (("softmax_fused", lambda: softmax_fused(x)),
+                   ("softmax_unfused", lambda: softmax_formula(x)),
+                   ("copy", lambda: y.__setitem__(Ellipsis, x))):
+        try:
+            ms = device_ms(f, repeat=10)
+            out[key + "_ms"] = ms
+            out[key + "_gbs"] = 2.0 * n * n * 4 / (ms * 1e6)
+        except Exception as e:  # cupy.fuse may refuse a function: recorded, not fatal
+            out[key + "_error"] = f"{type(e).__name__}: {e}"
+
+
 def main():
     if sys.argv[1:2] == ["--first-call"]:
         return first_call(sys.argv[2])
     out = {"cupy": cp.__version__}
+    if sys.argv[1:2] == ["--softmax"]:  # the softmax figures alone
+        softmax_figures(out)
+        print(json.dumps(out))
+        return
+
     n = 1 << 28
     x, y = rand(n), rand(n)
     ms = device_ms(lambda: sum_squared_diff(x, y), repeat=20)
@@ -97,6 +127,7 @@ def main():
     out["black_scholes_unfused_ms"] = ms
     out["black_scholes_unfused_gbs"] = 5.0 * n * 4 / (ms * 1e6)
     del S, K, T
+    softmax_figures(out)
     x, y, b = rand(1024), rand(1024), rand(1024)
     out["host_us_fused"] = host_us(lambda: fused_fma(x, y, b))
     out["host_us_elementwise_kernel"] = host_us(lambda: fma3(x, y, b))

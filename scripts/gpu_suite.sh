@@ -5,7 +5,8 @@
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # examples (examples/ built against an install of build-gpu, each run; any exit but 0 fails) ->
-# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, reduction, fuse, tuner (benches; "baseline" and
+# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, reduction, fuse, tuner (benches; "fuse_softmax",
+# not among the defaults, times softmax alone beside a copy and CuPy; "baseline" and
 # "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
 # calls, beside an earlier tree's: see step_baseline) -> startup (issue 16's
 # start-up figures: the first call from disk in fresh processes, with Kiln's context priming and
@@ -201,6 +202,19 @@ step_fuse() {
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_fuse --first-call --elementwise
     done | tee "$out/fuse_first_call.txt"
     has cupy && { python3 bench/cupy_fuse.py 2>&1 | tee "$out/cupy_fuse.json" || status=1; }
+}
+step_fuse_softmax() {
+    # Softmax over the rows of 16384 x 16384 float32 (issue 38): fused (the row plan, and the split
+    # plan over a transposed view), unfused, and a device copy of the same array for scale; then
+    # cupy.fuse, CuPy op by op and CuPy's copy, where CuPy is installed.
+    ./build-gpu/bench/bench_fuse --benchmark_filter='Softmax|Copy' --benchmark_repetitions=3 \
+        --benchmark_report_aggregates_only=true --benchmark_min_time=0.2 \
+        --benchmark_out="$out/bench_fuse_softmax.json" --benchmark_out_format=json \
+        >"$out/bench_fuse_softmax.txt" 2>&1 || status=1
+    grep -E "median|ERROR" "$out/bench_fuse_softmax.txt"
+    if python3 -c "import cupy" 2>/dev/null; then
+        python3 bench/cupy_fuse.py --softmax 2>&1 | tee "$out/cupy_fuse_softmax.json" || status=1
+    fi
 }
 step_tuner() {
     # Tuned against default launches (the tuning happens in each case's warm-up, fresh cache),

@@ -1,6 +1,8 @@
 // kiln::fuse: a generic lambda of array operations runs as one generated kernel instead of one
 // kernel per operation (CuPy's cupy.fuse). The lambda is traced once per signature (dtypes, array
-// or scalar, number of dimensions); later calls look the kernel up and launch it.
+// or scalar, number of dimensions); later calls look the kernel up and launch it. A function whose
+// reductions' results meet arrays again (softmax) becomes as few kernels as that allows: here,
+// over C-contiguous rows, one kernel of a block per row.
 // Exits 0 when the results match the host, 1 when they do not, 77 without a usable GPU.
 #include <kiln/kiln.hpp>
 
@@ -28,6 +30,12 @@ int main() {
             return kiln::sqrt(kiln::mean(x * x, -1) + eps);
         });
 
+        // Two reductions, their results used with the array: one kernel of a block per row.
+        auto softmax = kiln::fuse("example_softmax", [](auto x) {
+            auto e = kiln::exp(x - kiln::max(x, -1, {true}));
+            return e / kiln::sum(e, -1, {true});
+        });
+
         const std::int64_t rows = 128, cols = 768;
         std::vector<float> host(rows * cols);
         for (std::size_t i = 0; i < host.size(); ++i)
@@ -36,7 +44,8 @@ int main() {
         const kiln::Array activated = gelu(x); // float32: 0.5 is a weak scalar, as in NumPy 2
         rms(x, 1e-3);
         const kiln::Array norms = rms(x, 1e-6); // shape (128,); the same kernel as for 1e-3
-        const std::vector<float> g = activated.to_host<float>(), r = norms.to_host<float>();
+        const std::vector<float> g = activated.to_host<float>(), r = norms.to_host<float>(),
+                                 p = kiln::Array(softmax(x)).to_host<float>();
 
         double worst = 0;
         for (std::int64_t row = 0; row < rows; ++row) {
@@ -51,13 +60,22 @@ int main() {
             }
             const double want = std::sqrt(squares / cols + 1e-6);
             worst = std::fmax(worst, std::fabs(r[row] - want) / want);
+            double most = -INFINITY, total = 0;
+            for (std::int64_t c = 0; c < cols; ++c)
+                most = std::fmax(most, host[row * cols + c]);
+            for (std::int64_t c = 0; c < cols; ++c)
+                total += std::exp(host[row * cols + c] - most);
+            for (std::int64_t c = 0; c < cols; ++c) {
+                const double soft = std::exp(host[row * cols + c] - most) / total;
+                worst = std::fmax(worst, std::fabs(p[row * cols + c] - soft) / (1e-3 + soft));
+            }
         }
         if (worst > 1e-5 || rms.traces() != 1) {
             std::fprintf(stderr, "fusion: wrong (largest error %g, %zu traces)\n", worst,
                          rms.traces());
             return 1;
         }
-        std::printf("fusion: gelu and rms checked, largest relative error %.2g\n", worst);
+        std::printf("fusion: gelu, rms and softmax checked, largest relative error %.2g\n", worst);
         return 0;
     } catch (const std::exception& e) { // a FusionError says which operation cannot be fused
         std::fprintf(stderr, "fusion: %s\n", e.what());

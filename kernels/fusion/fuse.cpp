@@ -1,31 +1,53 @@
 #include "kiln/fuse.hpp"
 
+#include "core/device_headers.hpp"
 #include "core/scalar_overflow.hpp"
 #include "driver/per_context_cache.hpp"
 #include "fuse_codegen.hpp"
+#include "fuse_plan.hpp"
+#include "fuse_rows.hpp"
 #include "fuse_trace.hpp"
+#include "kiln/device_guard.hpp"
 #include "kiln/elementwise_kernel.hpp"
+#include "kiln/ops.hpp"
+#include "kiln/raw_kernel.hpp"
 #include "kiln/reduction_kernel.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <optional>
 
-// kiln::fuse is a front end over the other two: a traced function becomes an ElementwiseKernel
-// or a ReductionKernel definition (fuse_codegen.hpp), and a call is that kernel's call. What is
-// fusion's own is the trace and a table from signature to kernel, read without a lock, so a hot
-// call adds a signature lookup to the kernel's call: no tracing, no strings, no allocation.
+// kiln::fuse is a front end over the others: a traced function becomes a plan of
+// ElementwiseKernel and ReductionKernel definitions (fuse_plan.hpp), and, where its reductions
+// are all over rows, a kernel of a block per row (fuse_rows.hpp); a call is those kernels' calls
+// in order. What is fusion's own is the trace and a table from signature to kernels, read without
+// a lock, so a hot call adds a signature lookup to the kernels' calls: no tracing, no strings.
 
 namespace kiln::detail {
 
 namespace {
 
-// The kernel a signature traced to; values stay where they are made (PerContextCache).
-struct Traced {
+// One kernel of the split plan, made.
+struct StepKernel {
     std::unique_ptr<ElementwiseKernel> elementwise;
     std::unique_ptr<ReductionKernel> reduction;
     ReduceCall how; // the reduction's axes and keepdims
+};
+
+// The kernels a signature traced to; values stay where they are made (PerContextCache).
+struct Traced {
+    std::unique_ptr<FusionTrace> trace;
+    FusionPlan plan;
+    std::vector<StepKernel> kernels;
+    std::optional<RowPlan> rows;
+    std::unique_ptr<RawKernel> row_kernel;
+    std::vector<int> returns_argument; // per output: the updated argument it is, or -1
     ScalarTargets scalar_targets{};
+    std::vector<std::string> nvrtc_options; // the row kernel's
+    bool direct = false; // one kernel, called with the call's arguments as they are
 };
 
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
@@ -90,29 +112,58 @@ struct FusedCore::Impl {
     }
 
     Traced trace(const FuseSignature& sig, const void* function, const TraceFn* tracers) const {
-        FusionTrace trace(name, sig);
+        Traced traced;
+        traced.trace = std::make_unique<FusionTrace>(name, sig);
+        FusionTrace& trace = *traced.trace;
         tracers[sig.count](function, trace);
         traces.fetch_add(1, std::memory_order_relaxed);
-        const FusedDefinition def = fused_definition(trace, options);
-        Traced traced;
-        traced.scalar_targets = def.scalar_targets;
-        if (!def.reduction) {
-            ElementwiseOptions eo;
-            eo.preamble = def.preamble;
-            eo.options = options.options;
-            traced.elementwise = std::make_unique<ElementwiseKernel>(
-                def.in_params, def.out_params, def.operation, name, std::move(eo));
-        } else {
-            ReductionOptions ro;
-            ro.preamble = def.preamble;
-            ro.options = options.options;
-            ro.reduce_type = def.reduce_type;
-            ro.empty_is_error = def.empty_is_error;
-            traced.reduction = std::make_unique<ReductionKernel>(
-                def.in_params, def.out_params, def.map_expr, def.reduce_expr, def.post_map_expr,
-                def.identity, name, std::move(ro));
-            traced.how.axis = def.axis;
-            traced.how.keepdims = def.keepdims;
+        traced.plan = plan_fusion(trace, options);
+        traced.scalar_targets = traced.plan.scalar_targets;
+        for (const FusionStep& step : traced.plan.steps) {
+            StepKernel k;
+            if (!step.reduction) {
+                ElementwiseOptions eo;
+                eo.preamble = step.def.preamble;
+                eo.options = options.options;
+                k.elementwise = std::make_unique<ElementwiseKernel>(
+                    step.def.in_params, step.def.out_params, step.def.operation, step.name,
+                    std::move(eo));
+            } else {
+                ReductionOptions ro;
+                ro.preamble = step.def.preamble;
+                ro.options = options.options;
+                ro.reduce_type = step.def.reduce_type;
+                ro.empty_is_error = step.def.empty_is_error;
+                k.reduction = std::make_unique<ReductionKernel>(
+                    step.def.in_params, step.def.out_params, step.def.map_expr,
+                    step.def.reduce_expr, step.def.post_map_expr, step.def.identity, step.name,
+                    std::move(ro));
+                k.how.axis = step.def.axis;
+                k.how.keepdims = step.def.keepdims;
+            }
+            traced.kernels.push_back(std::move(k));
+        }
+        for (int id : trace.outputs()) {
+            int arg = -1;
+            for (const auto& u : trace.updates())
+                if (u.second == id) arg = u.first;
+            traced.returns_argument.push_back(arg);
+        }
+        if (traced.plan.steps.size() == 1) { // one kernel already
+            traced.direct =
+                std::none_of(traced.returns_argument.begin(), traced.returns_argument.end(),
+                             [](int arg) { return arg >= 0; }) &&
+                trace.updates().empty();
+            return traced;
+        }
+        traced.rows = plan_rows(trace, options, traced.scalar_targets);
+        if (traced.rows) {
+            traced.nvrtc_options = options.options;
+            CompileOptions co;
+            co.options = options.options;
+            co.headers = device_headers();
+            traced.row_kernel =
+                std::make_unique<RawKernel>(traced.rows->source, traced.rows->name, std::move(co));
         }
         return traced;
     }
@@ -123,6 +174,285 @@ struct FusedCore::Impl {
         return table.get(nullptr, sig, [&] { return trace(sig, function, tracers); });
     }
 };
+
+namespace {
+
+// One call of a traced function's kernels, or (describing, with no device) the sources or
+// programs they would be: the arrays that earlier kernels would give are then descriptions of
+// their shapes over made-up addresses.
+class Run {
+  public:
+    Run(const std::string& who, const Traced& t, const Arg* args, std::size_t count)
+        : m_who(who)
+        , m_t(t)
+        , m_args(args)
+        , m_count(count) {}
+
+    Outputs call(const CallOptions& options) {
+        m_options = options;
+        if (m_t.row_kernel && row_call_fits(*m_t.rows, m_args, m_count)) return call_rows();
+        for (std::size_t k = 0; k < m_t.kernels.size(); ++k)
+            step(k, nullptr, nullptr, {});
+        return outputs();
+    }
+
+    std::vector<std::string> sources() {
+        std::vector<std::string> all;
+        if (m_t.row_kernel && row_call_fits(*m_t.rows, m_args, m_count)) return {m_t.rows->source};
+        for (std::size_t k = 0; k < m_t.kernels.size(); ++k)
+            step(k, &all, nullptr, {});
+        return all;
+    }
+
+    std::vector<std::shared_ptr<const Program>> programs(const std::string& arch) {
+        std::vector<std::shared_ptr<const Program>> all;
+        if (m_t.row_kernel && row_call_fits(*m_t.rows, m_args, m_count)) {
+            CompileOptions co;
+            co.options = m_t.nvrtc_options;
+            co.headers = device_headers();
+            co.arch = arch;
+            return {RawKernel(m_t.rows->source, m_t.rows->name, std::move(co)).compile()};
+        }
+        for (std::size_t k = 0; k < m_t.kernels.size(); ++k)
+            step(k, nullptr, &all, arch);
+        return all;
+    }
+
+  private:
+    bool describing() const { return m_sources || m_programs; }
+
+    // A made-up, aligned address for a described array.
+    Array described(const Dims& shape, DType dtype) {
+        m_next += CUdeviceptr{1} << 32;
+        return Array::wrap(m_next, shape, dtype);
+    }
+
+    const Array& keep(Array a) {
+        m_kept.push_back(std::move(a));
+        return m_kept.back();
+    }
+
+    const Array& intermediate(int node) const {
+        for (const auto& entry : m_intermediates)
+            if (entry.first == node) return *entry.second;
+        throw FusionError(m_who + ": internal error: a kernel reads a result not made yet");
+    }
+
+    Dims reduced_shape(const Dims& in, const Axes& axis, bool keepdims) const {
+        const int ndim = in.size();
+        std::vector<bool> reduced(static_cast<std::size_t>(ndim), axis.is_all());
+        for (int k = 0; !axis.is_all() && k < axis.size(); ++k) {
+            const int a = axis[k] < 0 ? axis[k] + ndim : axis[k];
+            if (a < 0 || a >= ndim)
+                throw AxisError(m_who + ": axis " + std::to_string(axis[k]) +
+                                " is out of bounds for an array of " + std::to_string(ndim) +
+                                " dimensions");
+            reduced[static_cast<std::size_t>(a)] = true;
+        }
+        Dims out;
+        for (int d = 0; d < ndim; ++d)
+            if (!reduced[static_cast<std::size_t>(d)])
+                out.push_back(in[d]);
+            else if (keepdims)
+                out.push_back(1);
+        return out;
+    }
+
+    void step(std::size_t k, std::vector<std::string>* sources,
+              std::vector<std::shared_ptr<const Program>>* programs, const std::string& arch) {
+        m_sources = sources;
+        m_programs = programs;
+        const FusionStep& step = m_t.plan.steps[k];
+        const StepKernel& kernel = m_t.kernels[k];
+        const int arguments = m_t.trace->signature().count;
+        std::vector<Arg> args;
+        std::vector<Dims> shapes;
+        for (int p : step.params) {
+            if (p < arguments) {
+                args.push_back(m_args[p]);
+                if (m_args[p].is_array()) shapes.push_back(m_args[p].array().shape());
+            } else {
+                args.emplace_back(intermediate(p));
+                shapes.push_back(intermediate(p).shape());
+            }
+        }
+        const bool updates =
+            std::any_of(step.targets.begin(), step.targets.end(),
+                        [](const auto& t) { return t.kind == StepTarget::Kind::update; });
+        std::vector<const Array*> results(step.targets.size());
+        if (updates) {
+            // Every output given: the updated arguments and, beside them, new arrays of the
+            // shape they all broadcast to.
+            for (const StepTarget& t : step.targets)
+                if (t.kind == StepTarget::Kind::update)
+                    shapes.push_back(m_args[t.index].array().shape());
+            const Dims shape = broadcast_shapes(shapes.data(), shapes.size());
+            // An input that shares memory with an updated argument, other than as that very
+            // view, is read from a copy: its elements would be written before they are read.
+            for (Arg& arg : args) {
+                if (!arg.is_array()) continue;
+                for (const StepTarget& t : step.targets) {
+                    if (t.kind != StepTarget::Kind::update) continue;
+                    bool identical = false;
+                    const Array& target = m_args[t.index].array();
+                    if (!overlaps(target, arg.array(), &identical) || identical) continue;
+                    const Array& source = arg.array();
+                    if (describing()) {
+                        arg = Arg(keep(described(source.shape(), source.dtype())));
+                    } else {
+                        OpOptions on_stream;
+                        on_stream.stream = m_options.stream;
+                        arg = Arg(keep(ascontiguousarray(source, on_stream)));
+                    }
+                    break;
+                }
+            }
+            for (std::size_t j = 0; j < step.targets.size(); ++j) {
+                const StepTarget& t = step.targets[j];
+                const DType dtype = m_t.trace->node(t.node).dtype;
+                results[j] = t.kind == StepTarget::Kind::update
+                                 ? &m_args[t.index].array()
+                                 : &keep(describing() ? described(shape, dtype)
+                                                      : empty(shape, dtype, m_options.stream));
+                args.emplace_back(*results[j]);
+            }
+        }
+        if (describing()) {
+            if (sources) {
+                sources->push_back(
+                    kernel.elementwise
+                        ? kernel.elementwise->source_for(args.data(), args.size())
+                        : kernel.reduction->source_for(args.data(), args.size(), kernel.how));
+            } else {
+                programs->push_back(
+                    kernel.elementwise
+                        ? kernel.elementwise->compile_for(args.data(), args.size(), {}, arch)
+                        : kernel.reduction->compile_for(args.data(), args.size(), kernel.how,
+                                                        arch));
+            }
+            if (!updates) {
+                // What the kernel would allocate: its outputs' shape.
+                Dims shape = broadcast_shapes(shapes.data(), shapes.size());
+                if (kernel.reduction)
+                    shape = reduced_shape(shape, kernel.how.axis, kernel.how.keepdims);
+                for (std::size_t j = 0; j < step.targets.size(); ++j)
+                    results[j] =
+                        &keep(described(shape, m_t.trace->node(step.targets[j].node).dtype));
+            }
+        } else if (kernel.elementwise) {
+            Outputs out = kernel.elementwise->call(args.data(), args.size(), m_options);
+            if (!updates)
+                for (std::size_t j = 0; j < step.targets.size(); ++j)
+                    results[j] = &keep(out[j]);
+        } else {
+            ReduceCall how = kernel.how;
+            how.stream = m_options.stream;
+            how.device = m_options.device;
+            Outputs out = kernel.reduction->call(args.data(), args.size(), how);
+            for (std::size_t j = 0; j < step.targets.size(); ++j)
+                results[j] = &keep(out[j]);
+        }
+        for (std::size_t j = 0; j < step.targets.size(); ++j) {
+            const StepTarget& t = step.targets[j];
+            if (t.kind == StepTarget::Kind::output) m_outputs[t.index] = results[j];
+            if (m_t.trace->node(t.node).kind == FuseNode::Kind::reduction)
+                m_intermediates.emplace_back(t.node, results[j]);
+        }
+    }
+
+    Outputs outputs() {
+        Outputs out;
+        for (std::size_t j = 0; j < m_t.returns_argument.size(); ++j) {
+            const int arg = m_t.returns_argument[j];
+            out.push_back(arg >= 0 ? m_args[arg].array() : *m_outputs[j]);
+        }
+        return out;
+    }
+
+    Outputs call_rows() {
+        const RowPlan& plan = *m_t.rows;
+        const Array* first = nullptr;
+        for (std::size_t k = 0; k < m_count && !first; ++k)
+            if (m_args[k].is_array()) first = &m_args[k].array();
+        const Dims& shape = first->shape();
+        const std::int64_t cols = shape[plan.ndim - 1], rows = first->size() / cols;
+        Dims per_row;
+        for (int d = 0; d + 1 < plan.ndim; ++d)
+            per_row.push_back(shape[d]);
+        if (plan.keepdims) per_row.push_back(1);
+        const DeviceScope on_device(m_options.device.value_or(-1));
+        // Vectors of four elements where every row of every array starts at a vector's
+        // alignment.
+        int vectors = cols % 4 == 0 ? 1 : 0;
+        auto aligned = [&](const Array& a) {
+            if (a.data() % (4 * a.itemsize()) != 0) vectors = 0;
+        };
+        std::vector<CUdeviceptr> pointers;
+        pointers.reserve(m_count + plan.targets.size());
+        std::vector<void*> params;
+        std::vector<std::size_t> sizes;
+        for (std::size_t k = 0; k < m_count; ++k) {
+            if (m_args[k].is_array()) {
+                aligned(m_args[k].array());
+                pointers.push_back(m_args[k].array().data());
+                params.push_back(&pointers.back());
+                sizes.push_back(sizeof(CUdeviceptr));
+            } else {
+                params.push_back(const_cast<unsigned char*>(m_args[k].scalar().bytes()));
+                sizes.push_back(itemsize(m_args[k].scalar().dtype()));
+            }
+        }
+        for (const RowPlan::Target& t : plan.targets) {
+            const Array* a = nullptr;
+            if (t.target.kind == StepTarget::Kind::update)
+                a = &m_args[t.target.index].array();
+            else
+                a = &keep(empty(t.per_row ? per_row : shape, t.dtype, m_options.stream));
+            if (t.target.kind == StepTarget::Kind::output) m_outputs[t.target.index] = a;
+            if (!t.per_row) aligned(*a);
+            pointers.push_back(a->data());
+            params.push_back(&pointers.back());
+            sizes.push_back(sizeof(CUdeviceptr));
+        }
+        long long row_count = rows, columns = cols;
+        params.push_back(&row_count);
+        sizes.push_back(sizeof row_count);
+        params.push_back(&columns);
+        sizes.push_back(sizeof columns);
+        params.push_back(&vectors);
+        sizes.push_back(sizeof vectors);
+        // Short rows: a warp per row, eight rows in a block. Longer ones: a block per row, a
+        // thread per four elements in whole warps, at most 1024.
+        LaunchConfig config;
+        if (cols <= 128) {
+            config.grid = Dim3{static_cast<unsigned>((rows + 7) / 8)};
+            config.block = Dim3{32, 8};
+        } else {
+            const std::int64_t threads =
+                std::min<std::int64_t>(1024, std::max<std::int64_t>(64, (cols / 4 + 31) / 32 * 32));
+            config.grid = Dim3{static_cast<unsigned>(rows)};
+            config.block = Dim3{static_cast<unsigned>(threads)};
+        }
+        config.stream = m_options.stream;
+        m_t.row_kernel->function().launch_packed(config, params.data(), sizes.data(),
+                                                 params.size());
+        return outputs();
+    }
+
+    std::string m_who;
+    const Traced& m_t;
+    const Arg* m_args;
+    std::size_t m_count;
+    CallOptions m_options;
+    std::deque<Array> m_kept; // stable: Args point at them
+    std::vector<std::pair<int, const Array*>> m_intermediates;
+    std::array<const Array*, Outputs::kCapacity> m_outputs{};
+    std::vector<std::string>* m_sources = nullptr;
+    std::vector<std::shared_ptr<const Program>>* m_programs = nullptr;
+    CUdeviceptr m_next = CUdeviceptr{1} << 40;
+};
+
+} // namespace
 
 FusedCore::FusedCore(std::string name, FuseOptions options)
     : m_impl(std::make_unique<Impl>()) {
@@ -138,30 +468,35 @@ Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& o
     const Traced& t = m_impl->traced(args, count, function, tracers);
     m_impl->check_scalars(t.scalar_targets, args, count);
     try {
-        if (t.elementwise) return t.elementwise->call(args, count, options);
-        ReduceCall how = t.how;
-        how.stream = options.stream;
-        how.device = options.device;
-        return t.reduction->call(args, count, how);
+        // One kernel that allocates its outputs (no update, no output that is an argument): its
+        // call, with nothing more made on the way.
+        if (t.direct) {
+            const StepKernel& k = t.kernels.front();
+            if (k.elementwise) return k.elementwise->call(args, count, options);
+            ReduceCall how = k.how;
+            how.stream = options.stream;
+            how.device = options.device;
+            return k.reduction->call(args, count, how);
+        }
+        return Run(m_impl->who(), t, args, count).call(options);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);
     }
 }
 
-std::string FusedCore::source_for(const Arg* args, std::size_t count, const void* function,
-                                  const TraceFn* tracers) const {
+std::vector<std::string> FusedCore::sources_for(const Arg* args, std::size_t count,
+                                                const void* function,
+                                                const TraceFn* tracers) const {
     const Traced& t = m_impl->traced(args, count, function, tracers);
-    if (t.elementwise) return t.elementwise->source_for(args, count);
-    return t.reduction->source_for(args, count, t.how);
+    return Run(m_impl->who(), t, args, count).sources();
 }
 
-std::shared_ptr<const Program> FusedCore::compile_for(const Arg* args, std::size_t count,
-                                                      const std::string& arch, const void* function,
-                                                      const TraceFn* tracers) const {
+std::vector<std::shared_ptr<const Program>>
+FusedCore::compile_for(const Arg* args, std::size_t count, const std::string& arch,
+                       const void* function, const TraceFn* tracers) const {
     const Traced& t = m_impl->traced(args, count, function, tracers);
     try {
-        if (t.elementwise) return t.elementwise->compile_for(args, count, {}, arch);
-        return t.reduction->compile_for(args, count, t.how, arch);
+        return Run(m_impl->who(), t, args, count).programs(arch);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);
     }

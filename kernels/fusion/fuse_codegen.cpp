@@ -1,21 +1,31 @@
 #include "fuse_codegen.hpp"
 
 #include "core/scalar_overflow.hpp"
+#include "fuse_plan.hpp"
 #include "kiln/call_arguments.hpp"
 
+#include <complex>
 #include <vector>
 
 namespace kiln::detail {
 
-namespace {
-
-// Node @p n as a value of @p to: itself, a literal of that type, or a conversion.
 std::string as_type(const FuseNode& n, DType to) {
     if (n.kind != FuseNode::Kind::literal && n.dtype == to) return n.name;
-    if (n.kind == FuseNode::Kind::literal && (to == DType::float32 || to == DType::float64)) {
+    if (n.kind == FuseNode::Kind::literal &&
+        (to == DType::float32 || to == DType::float64 || is_complex(to))) {
         // A weak scalar takes the array's type, as NumPy converts it.
         if (to == DType::float32) {
             float v = 0;
+            n.literal.cast_to(to, &v);
+            return literal_text(Scalar(v));
+        }
+        if (to == DType::complex64) {
+            std::complex<float> v;
+            n.literal.cast_to(to, &v);
+            return literal_text(Scalar(v));
+        }
+        if (to == DType::complex128) {
+            std::complex<double> v;
             n.literal.cast_to(to, &v);
             return literal_text(Scalar(v));
         }
@@ -51,99 +61,88 @@ std::string traced_line(const FusionTrace& trace, const FuseNode& n) {
     return "const " + type + ' ' + n.name + " = " + expr + ";  " + kTracedMarker + n.text;
 }
 
-// The nodes the outputs need.
-std::vector<bool> needed(const FusionTrace& trace) {
+bool uses_helpers(const FuseNode& n) {
+    return n.kind == FuseNode::Kind::operation &&
+           op_expression(n.op, "x", "y", "z").find("kiln_") == 0;
+}
+
+std::vector<int> nodes_for(const FusionTrace& trace, const std::vector<int>& roots,
+                           const std::vector<bool>& available) {
     std::vector<bool> need(trace.nodes().size());
-    for (int id : trace.outputs())
+    for (int id : roots)
         need[static_cast<std::size_t>(id)] = true;
+    std::vector<int> ids;
     for (std::size_t id = need.size(); id-- > 0;) {
-        if (!need[id]) continue;
         const FuseNode& n = trace.node(static_cast<int>(id));
+        if (!need[id] || n.kind != FuseNode::Kind::operation ||
+            (id < available.size() && available[id]))
+            continue;
+        ids.push_back(static_cast<int>(id));
         for (int k = 0; k < n.operand_count; ++k)
             need[static_cast<std::size_t>(n.operands[k])] = true;
     }
-    return need;
+    return {ids.rbegin(), ids.rend()};
 }
 
-} // namespace
-
-FusedDefinition fused_definition(const FusionTrace& trace, const FuseOptions& options) {
-    const auto& outputs = trace.outputs();
-    if (outputs.empty()) trace.refuse("the function returns no array (an empty tuple)");
-    if (outputs.size() > Outputs::kCapacity)
-        trace.refuse("the function returns " + std::to_string(outputs.size()) +
-                     " arrays; a kernel gives at most " + std::to_string(Outputs::kCapacity));
-    for (std::size_t j = 0; j < outputs.size(); ++j) {
-        const FuseNode& n = trace.node(outputs[j]);
-        if (!n.array)
-            trace.refuse("the function returns " + n.text + " (output " + std::to_string(j) +
-                         "), which depends on no array argument: an output must be an array");
-    }
-    const std::vector<bool> need = needed(trace);
-    const int r = trace.reduction();
+FusedDefinition step_definition(const FusionTrace& trace, const std::vector<int>& params,
+                                int reduction, const std::vector<StepTarget>& targets,
+                                const std::string& banner, const FuseOptions& options,
+                                ScalarTargets& scalar_targets) {
     FusedDefinition def;
-    def.reduction = r >= 0 && need[static_cast<std::size_t>(r)];
-    if (def.reduction)
-        for (int id : outputs)
-            if (!trace.node(id).reduced)
-                trace.refuse("the function returns " + trace.node(id).text +
-                             ", computed before the reduction " + trace.node(r).text +
-                             ", beside values computed after it: every output of a fused "
-                             "reduction comes after the reduction");
-
-    const FuseSignature& sig = trace.signature();
-    for (int k = 0; k < sig.count; ++k)
-        def.in_params += std::string(k ? ", " : "") + kiln::name(sig.operands[k].dtype) + " in" +
-                         std::to_string(k);
-    for (std::size_t j = 0; j < outputs.size(); ++j)
-        def.out_params += std::string(j ? ", " : "") + kiln::name(trace.node(outputs[j]).dtype) +
-                          " out" + std::to_string(j);
-
-    // The lines of the work on one side of the reduction (all of it without one).
-    auto lines = [&](bool after, const char* separator) {
+    def.reduction = reduction >= 0;
+    std::vector<bool> available(trace.nodes().size());
+    for (std::size_t k = 0; k < params.size(); ++k) {
+        const FuseNode& p = trace.node(params[k]);
+        available[static_cast<std::size_t>(params[k])] = true;
+        def.in_params += std::string(k ? ", " : "") + kiln::name(p.dtype) + ' ' + p.name;
+    }
+    std::string stores;
+    std::vector<int> roots;
+    for (std::size_t j = 0; j < targets.size(); ++j) {
+        const FuseNode& n = trace.node(targets[j].node);
+        def.out_params +=
+            std::string(j ? ", " : "") + kiln::name(n.dtype) + " out" + std::to_string(j);
+        stores += std::string(j ? "; " : "") + "out" + std::to_string(j) + " = " + n.name;
+        roots.push_back(targets[j].node);
+    }
+    bool helpers = false;
+    // The lines that compute @p ids.
+    auto lines = [&](const std::vector<int>& ids, const char* separator) {
         std::string text;
-        for (std::size_t id = 0; id < need.size(); ++id) {
-            const FuseNode& n = trace.node(static_cast<int>(id));
-            if (!need[id] || n.kind != FuseNode::Kind::operation || n.reduced != after) continue;
-            note_scalar_targets(trace, n, def.scalar_targets);
+        for (int id : ids) {
+            const FuseNode& n = trace.node(id);
+            note_scalar_targets(trace, n, scalar_targets);
+            helpers = helpers || uses_helpers(n);
             text += traced_line(trace, n) + separator;
         }
         return text;
     };
-    std::string stores;
-    for (std::size_t j = 0; j < outputs.size(); ++j)
-        stores += std::string(j ? "; " : "") + "out" + std::to_string(j) + " = " +
-                  trace.node(outputs[j]).name;
-
-    // The ready operations' helpers only where an expression calls one: each #include the
-    // source needs (complex numbers) costs compile time.
-    bool helpers = false;
-    for (std::size_t id = 0; id < need.size(); ++id) {
-        const FuseNode& n = trace.node(static_cast<int>(id));
-        helpers = helpers || (need[id] && n.kind == FuseNode::Kind::operation &&
-                              op_expression(n.op, "x", "y", "z").find("kiln_") == 0);
-    }
-    if (helpers) def.preamble = ops_preamble();
     if (!def.reduction) {
-        def.operation = lines(false, "\n            ") + stores;
+        def.operation = lines(nodes_for(trace, roots, available), "\n            ") + stores;
     } else {
-        const FuseNode& red = trace.node(r);
+        const FuseNode& red = trace.node(reduction);
         const ReductionRecipe& recipe = *red.recipe;
-        def.map_expr = "[&]() {\n        " + lines(false, "\n        ") +
+        def.map_expr = "[&]() {\n        " +
+                       lines(nodes_for(trace, {red.operands[0]}, available), "\n        ") +
                        "const auto& x = " + trace.node(red.operands[0]).name + ";  " +
                        kTracedMarker + "the input of " + red.text + "\n        return " +
                        recipe.map + ";\n    }()";
+        available[static_cast<std::size_t>(reduction)] = true;
         def.post_map_expr = "const " + std::string(cuda_type(red.dtype)) + ' ' + red.name + " = " +
                             recipe.value + ";  " + kTracedMarker + red.text + "\n    " +
-                            lines(true, "\n    ") + stores;
+                            lines(nodes_for(trace, roots, available), "\n    ") + stores;
         def.reduce_expr = recipe.reduce;
         def.identity = recipe.identity;
         def.reduce_type = recipe.reduce_type;
         def.empty_is_error = recipe.empty_is_error;
         def.axis = red.axis;
         def.keepdims = red.keepdims;
-        def.preamble += recipe.preamble;
     }
+    // The ready operations' helpers only where an expression calls one: each #include the
+    // source needs (complex numbers) costs compile time.
+    def.preamble = banner;
+    if (helpers) def.preamble += ops_preamble();
+    if (def.reduction) def.preamble += trace.node(reduction).recipe->preamble;
     if (!options.preamble.empty()) def.preamble += options.preamble + '\n';
     return def;
 }

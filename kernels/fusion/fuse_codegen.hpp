@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace kiln::detail {
 
@@ -32,9 +33,35 @@ struct FusedDefinition {
     ScalarTargets scalar_targets{};                   // scalar arguments' integer targets
 };
 
-/// @throws FusionError for a function whose outputs cannot come from one kernel: none, one
-/// that depends on no array, too many, or outputs on both sides of the reduction.
-FusedDefinition fused_definition(const FusionTrace& trace, const FuseOptions& options);
+struct StepTarget;
+
+/// The definition of one kernel of a fused function: it reads @p params (argument inputs and the
+/// results of earlier kernels, by their node names), computes @p reduction (a node, or -1 for an
+/// elementwise kernel) when there is one, and writes @p targets' nodes to out0, out1... in order
+/// (with a reduction, targets come after it). @p banner starts the preamble. Each scalar
+/// argument's integer targets are added to @p scalar_targets.
+FusedDefinition step_definition(const FusionTrace& trace, const std::vector<int>& params,
+                                int reduction, const std::vector<StepTarget>& targets,
+                                const std::string& banner, const FuseOptions& options,
+                                ScalarTargets& scalar_targets);
+
+/// The operation nodes that computing @p roots takes, in trace order, stopping at @p available
+/// nodes (and at inputs, literals and reductions, which are never computed here).
+std::vector<int> nodes_for(const FusionTrace& trace, const std::vector<int>& roots,
+                           const std::vector<bool>& available);
+
+/// Node @p n as C++ source of type @p to: its name, a literal of that type, or a conversion.
+std::string as_type(const FuseNode& n, DType to);
+
+/// The line that computes operation node @p n (`const float t3 = (t1 * in0);  // traced: ...`).
+std::string traced_line(const FusionTrace& trace, const FuseNode& n);
+
+/// Adds the integer types operation node @p n converts a scalar argument to; checks that a
+/// literal it converts fits (OverflowError).
+void note_scalar_targets(const FusionTrace& trace, const FuseNode& n, ScalarTargets& targets);
+
+/// Whether operation node @p n calls one of the ready operations' helpers (ops_preamble()).
+bool uses_helpers(const FuseNode& n);
 
 /// The marker that starts the comment of each traced line.
 inline constexpr const char* kTracedMarker = "// traced: ";

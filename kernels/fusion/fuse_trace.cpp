@@ -1,6 +1,7 @@
 #include "fuse_trace.hpp"
 
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -58,7 +59,14 @@ std::string literal_text(const Scalar& s) {
         if (v == INT64_MIN) return "(-9223372036854775807ll - 1)";
         return std::to_string(v) + "ll";
     }
-    double v = 0; // 16-bit floats and complex scalars: as double, then converted
+    if (d == DType::complex64 || d == DType::complex128) {
+        std::complex<double> v;
+        s.cast_to(DType::complex128, &v);
+        const char* suffix = d == DType::complex64 ? "f" : "";
+        return std::string(cuda_type(d)) + '(' + floating(v.real(), suffix) + ", " +
+               floating(v.imag(), suffix) + ')';
+    }
+    double v = 0; // 16-bit floats: as double, then converted
     s.cast_to(DType::float64, &v);
     return std::string("kiln::cast<") + cuda_type(d) + ">(" + floating(v, "") + ")";
 }
@@ -136,6 +144,7 @@ FusionTrace::FusionTrace(const std::string& fused_name, const FuseSignature& sig
         node.arg = k;
         node.name = node.text = "in" + std::to_string(k);
         m_nodes.push_back(std::move(node));
+        m_alias.push_back(signature.operands[k].scalar == 0 ? k : -1);
     }
 }
 
@@ -159,6 +168,7 @@ int FusionTrace::add(FuseNode node) {
     if (node.kind == FuseNode::Kind::operation || node.kind == FuseNode::Kind::reduction)
         node.name = "t" + std::to_string(id);
     m_nodes.push_back(std::move(node));
+    m_alias.push_back(-1);
     return id;
 }
 
@@ -167,11 +177,13 @@ void FusionTrace::output(const fusion::Var& v) {
     m_outputs.push_back(id_of(v));
 }
 
-void FusionTrace::add_reduction(int id) {
-    if (m_reduction >= 0)
-        refuse("holds two reductions, " + node(m_reduction).text + " and " + node(id).text +
-               ": a fused function may hold one (fuse each part on its own)");
-    m_reduction = id;
+void FusionTrace::update(int arg, int id) {
+    for (auto& u : m_updates)
+        if (u.first == arg) {
+            u.second = id;
+            return;
+        }
+    m_updates.emplace_back(arg, id);
 }
 
 fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> operands,
@@ -193,13 +205,6 @@ fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> o
     }
     auto at = [&](int k) -> const FuseNode& { return trace.node(node.operands[k]); };
     auto typed = [&](int k) { return TypedOperand{at(k).dtype, at(k).weak}; };
-    if (node.reduced)
-        for (int k = 0; k < node.operand_count; ++k)
-            if (at(k).array && !at(k).reduced)
-                trace.refuse(std::string(op_text) + " combines the reduction's result with " +
-                             at(k).text +
-                             ", an array computed before it: after the reduction only its "
-                             "result and scalars may be used");
     const std::string what = trace.who() + ": " + op_text;
     if (is_binary(op)) {
         node.types = binary_types(op, typed(0), typed(1), what.c_str());
@@ -244,10 +249,6 @@ fusion::Var fuse_reduce(const char* op_text, const fusion::Var& v, const Axes& a
     if (!in.array)
         trace.refuse(std::string(op_text) + " of " + in.text +
                      ", which depends on no array argument");
-    if (in.reduced)
-        trace.refuse("holds two reductions: " + std::string(op_text) + " of " + in.text +
-                     ", which comes after a reduction; a fused function may hold one (fuse each "
-                     "part on its own)");
     const ReduceOp op = reduction_named(op_text);
     FuseNode node;
     node.kind = FuseNode::Kind::reduction;
@@ -264,9 +265,46 @@ fusion::Var fuse_reduce(const char* op_text, const fusion::Var& v, const Axes& a
     if (!axis.is_all()) node.text += ", axis=" + axis.to_string();
     if (options.keepdims) node.text += ", keepdims=true";
     node.text += ')';
-    const int id = trace.add(std::move(node));
-    trace.add_reduction(id);
-    return trace.var(id);
+    return trace.var(trace.add(std::move(node)));
+}
+
+namespace {
+
+// NumPy's order of kinds for same_kind casting: bool, unsigned, signed, floating, complex. A weak
+// (Python) integer is of no signedness.
+int kind_order(DType d, bool weak) {
+    if (is_bool(d)) return 0;
+    if (is_integer(d)) return weak || is_unsigned_integer(d) ? 1 : 2;
+    if (is_complex(d)) return 4;
+    return 3;
+}
+
+} // namespace
+
+void fuse_update(fusion::Var& target, const FuseOperand& value, const char* op, bool fresh) {
+    FusionTrace& trace = *FusionTrace::trace_of(target);
+    if (value.trace && value.trace != &trace)
+        trace.refuse(std::string(op) + " mixes values of two traced functions");
+    const int to = FusionTrace::id_of(target);
+    const DType dtype = trace.node(to).dtype;
+    int id = trace.operand(value);
+    {
+        const FuseNode& v = trace.node(id);
+        if (kind_order(v.dtype, v.weak) > kind_order(dtype, false))
+            trace.refuse(std::string(op) + ": cannot cast " + v.text + " (" + kiln::name(v.dtype) +
+                         ") to " + trace.node(to).text + "'s dtype " + kiln::name(dtype) +
+                         " by NumPy's same_kind rule");
+        fresh = fresh && v.kind == FuseNode::Kind::operation && trace.alias(id) < 0;
+    }
+    // The value as the target's dtype, in a node of its own unless made for this update.
+    if (trace.node(id).dtype != dtype || !fresh)
+        id = FusionTrace::id_of(fuse_apply("astype", {trace.var(id)}, dtype));
+    const int arg = trace.alias(to);
+    if (arg >= 0) {
+        trace.set_alias(id, arg);
+        trace.update(arg, id);
+    }
+    target = trace.var(id);
 }
 
 void fuse_refuse(const fusion::Var& v, const char* op, const char* why) {
@@ -285,6 +323,12 @@ void fusion_not_an_array(FusionTrace& trace, const char* returned) {
     trace.refuse(std::string("the function returns ") + returned +
                  ", not an array: return a Var (an expression of the arguments) or a tuple of "
                  "them");
+}
+
+void fusion_returns_nothing(FusionTrace& trace) {
+    if (trace.updates().empty())
+        trace.refuse("the function returns nothing and updates no array argument: return a Var, "
+                     "a tuple of them, or update an argument (x += y, kiln::copyto(x, y))");
 }
 
 void fusion_wrong_arity(FusionTrace& trace) {

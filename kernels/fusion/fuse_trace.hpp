@@ -1,10 +1,10 @@
 #pragma once
 // What tracing a fused function records: an expression graph, one node per input, literal,
 // elementwise operation or reduction, in the order the function made them (so every node's
-// operands come before it). Dtypes follow the ready operations' rules (op_rules.hpp) and
-// reductions' recipes (reduction_recipes.hpp) as each node is made; the rules of fusion itself
-// (one reduction; after it, only its result and scalars) are checked there too, so a FusionError
-// points at the operation at fault.
+// operands come before it), and the in-place updates of array arguments it asked for. Dtypes
+// follow the ready operations' rules (op_rules.hpp) and reductions' recipes
+// (reduction_recipes.hpp) as each node is made, so a FusionError points at the operation at
+// fault. How the graph becomes kernels is fuse_plan.hpp's.
 
 #include "core/signature.hpp"
 #include "elementwise/op_rules.hpp"
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kiln::detail {
@@ -44,7 +45,7 @@ struct FuseNode {
     DType dtype = DType::float32;
     bool weak = false;    // made of C++ scalars alone
     bool array = false;   // depends on an array argument
-    bool reduced = false; // the reduction, or depends on it
+    bool reduced = false; // a reduction, or depends on one
     int ndim = 0;
     int arg = -1;       // input: the argument's index
     Scalar literal{0};  // literal: its value
@@ -79,21 +80,30 @@ class FusionTrace {
     int operand(const FuseOperand& operand);
     int add(FuseNode node);
     void output(const fusion::Var& v);
-    /// Refuses a second reduction; records the first.
-    void add_reduction(int id);
+    /// Node @p id stands for array argument @p arg from now on (an update of it).
+    void set_alias(int id, int arg) { m_alias[static_cast<std::size_t>(id)] = arg; }
+    /// The array argument node @p id stands for, or -1.
+    int alias(int id) const {
+        return static_cast<std::size_t>(id) < m_alias.size() ? m_alias[static_cast<std::size_t>(id)]
+                                                             : -1;
+    }
+    /// Argument @p arg is written with node @p id when the function has run (the last wins).
+    void update(int arg, int id);
 
     const std::vector<FuseNode>& nodes() const { return m_nodes; }
     const std::vector<int>& outputs() const { return m_outputs; }
+    /// The updates, (argument, node), in the order of their arguments' first updates.
+    const std::vector<std::pair<int, int>>& updates() const { return m_updates; }
     const FuseSignature& signature() const { return m_signature; }
     const std::string& name() const { return m_name; }
-    int reduction() const { return m_reduction; }
 
   private:
     std::string m_name;
     FuseSignature m_signature;
     std::vector<FuseNode> m_nodes;
     std::vector<int> m_outputs;
-    int m_reduction = -1;
+    std::vector<std::pair<int, int>> m_updates;
+    std::vector<int> m_alias; // per node: the array argument it stands for, or -1
 };
 
 } // namespace kiln::detail

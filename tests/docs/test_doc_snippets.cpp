@@ -15,6 +15,12 @@ TEST(DocSnippets, FuseOfflineSnippetRuns) {
     snippet_fuse_offline();
 }
 
+void snippet_fuse_graph_offline();
+
+TEST(DocSnippets, FuseGraphOfflineSnippetRuns) {
+    snippet_fuse_graph_offline();
+}
+
 void snippet_describe_for();
 
 TEST(DocSnippets, DescribeForSnippetRuns) {

@@ -93,6 +93,13 @@ TEST(DocSnippets, FuseSnippetRuns) {
     snippet_fuse();
 }
 
+void snippet_fuse_in_place();
+
+TEST(DocSnippets, FuseInPlaceSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    snippet_fuse_in_place();
+}
+
 void snippet_tuning();
 
 TEST(DocSnippets, TuningSnippetRuns) {

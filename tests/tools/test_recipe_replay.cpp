@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -100,4 +101,26 @@ TEST_F(RecipeReplay, AnElementwiseKernelsEntryReplaysToTheSameKey) {
     const std::string description = recorded_description(*program);
     ASSERT_FALSE(description.empty());
     EXPECT_EQ(warmed_keys(description), std::vector<std::string>{program->key().hex()});
+}
+
+TEST_F(RecipeReplay, EachKernelOfASplitFusedFunctionReplaysToItsKey) {
+    // Softmax over a transposed view: a max, a sum and an elementwise kernel (issue 38).
+    auto softmax = kiln::fuse("replay_softmax", [](auto x) {
+        auto e = kiln::exp(x - kiln::max(x, -1, {true}));
+        return e / kiln::sum(e, -1, {true});
+    });
+    const Array x = described({512, 96}, DType::float32).transpose();
+    const Arg args[] = {x};
+    const auto programs = softmax.programs_for(args, 1, "sm_90");
+    ASSERT_EQ(programs.size(), 3u);
+    const char* kinds[] = {"reduction", "reduction", "elementwise"};
+    for (std::size_t k = 0; k < programs.size(); ++k) {
+        const std::string description = recorded_description(*programs[k]);
+        ASSERT_FALSE(description.empty());
+        EXPECT_EQ(nlohmann::json::parse(description).count(kinds[k]), 1u) << description;
+        // Warmed into the same directory one after the other: one more key each time, its own.
+        const std::vector<std::string> keys = warmed_keys(description);
+        EXPECT_EQ(keys.size(), k + 1);
+        EXPECT_NE(std::find(keys.begin(), keys.end(), programs[k]->key().hex()), keys.end());
+    }
 }

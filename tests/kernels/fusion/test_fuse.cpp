@@ -227,27 +227,6 @@ TEST(Fuse, AnOperationThatCannotBeFusedIsNamed) {
     EXPECT_TRUE(has(message, "var cannot be fused")) << message;
 }
 
-TEST(Fuse, TwoReductionsAreAFusionError) {
-    Array a = fake({16, 16});
-    auto two = kiln::fuse("two", [](auto x) { return kiln::sum(x) / kiln::max(x); });
-    const std::string message = error_of<FusionError>([&] { source(two, {a}); });
-    EXPECT_TRUE(has(message, "two reductions")) << message;
-    EXPECT_TRUE(has(message, "sum(in0)")) << message;
-    auto nested = kiln::fuse("nested", [](auto x) { return kiln::max(kiln::sum(x, 1)); });
-    EXPECT_TRUE(has(error_of<FusionError>([&] { source(nested, {a}); }), "two reductions"));
-}
-
-TEST(Fuse, AnArrayUsedAfterTheReductionIsAFusionError) {
-    Array a = fake({16, 16});
-    auto centered = kiln::fuse("centered", [](auto x) { return x - kiln::mean(x, 1, {true}); });
-    EXPECT_TRUE(has(error_of<FusionError>([&] { source(centered, {a}); }),
-                    "after the reduction only its result and scalars"));
-    auto mixed =
-        kiln::fuse("mixed_outputs", [](auto x) { return std::make_tuple(kiln::sum(x, 1), x * 2); });
-    EXPECT_TRUE(has(error_of<FusionError>([&] { source(mixed, {a}); }),
-                    "every output of a fused reduction comes after the reduction"));
-}
-
 TEST(Fuse, ACompileErrorNamesTheTracedExpression) {
     kiln::FuseOptions options;
     options.preamble = "#define tanh(v) kiln_no_such_function(v)";

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// Kernel fusion (CuPy's `cupy.fuse`): a function of array operations, written once as a generic
-/// C++ lambda, runs as one generated kernel instead of one kernel per operation.
+/// C++ lambda, runs as one generated kernel, or as few as its data dependencies allow, instead of
+/// one kernel per operation.
 ///
 /// @code
 /// auto squared_diff =
@@ -10,28 +11,51 @@
 /// auto sum_of_products =
 ///     kiln::fuse("sum_of_products", [](auto x, auto y) { return kiln::sum(x * y, -1); });
 /// kiln::Array s = sum_of_products(x, y); // one reduction kernel
+/// auto softmax = kiln::fuse("softmax", [](auto x) {
+///     auto e = kiln::exp(x - kiln::max(x, -1, {true}));
+///     return e / kiln::sum(e, -1, {true});
+/// });
+/// kiln::Array p = softmax(x); // one kernel of a block per row (C-contiguous rows)
 /// @endcode
 ///
 /// On the first call with a signature (each argument's dtype, whether it is an array or a scalar,
 /// and its number of dimensions) the function is called once with symbolic arrays
-/// (kiln::fusion::Var) that record what it does; the record becomes an ElementwiseKernel (or, with
-/// a reduction, a ReductionKernel) definition with one line of source per traced expression.
-/// Later calls with that signature run the kernel without calling the function again: the
+/// (kiln::fusion::Var) that record what it does. The record is planned into kernels, each with one
+/// line of source per traced expression:
+/// - without a reduction, one ElementwiseKernel;
+/// - with reductions, a ReductionKernel per reduction (its map the elementwise work before it,
+///   its post-map the outputs that need its result and scalars alone), and one ElementwiseKernel
+///   after them for whatever else the function returns or updates (an array used after a
+///   reduction: `x - mean(x)`); a reduction may read earlier reductions' results (softmax's sum
+///   reads the max). A function with one reduction whose outputs all come after it is one kernel;
+/// - where every reduction reduces the last axis of arrays of one rank (softmax, layer norms), a
+///   call whose arrays are C-contiguous and of one shape, with rows of at most 32768 elements, runs
+///   one generated kernel instead: a block per row, a pass over the row per reduction (the later
+///   ones from L2) and one that writes the outputs.
+/// Later calls with that signature run the kernels without calling the function again: the
 /// function must compute the same thing each time it is traced (no side effects it relies on).
-/// Everything else is the kernel's: broadcasting, output allocation, layouts, vector width, the
+/// Everything else is the kernels': broadcasting, output allocation, layouts, vector width, the
 /// caches in memory and on disk (`kiln warm --from-cache` replays a fused kernel from its
-/// recipe), `-lineinfo`.
+/// recipe), `-lineinfo`. sources_for() gives the source of every kernel a call would launch, in
+/// launch order, each with a `// kiln::fuse` line that names it ("kernel 2 of 3, softmax_2: the
+/// reduction sum(t5, axis=-1, keepdims=true)"); kernels of a split are named `<name>_1`,
+/// `<name>_2`... as profilers show them.
 ///
 /// What a traced function may do, with NumPy's result dtypes (the rules of kiln/ops.hpp):
 /// - operators `+ - * /`, unary `-`, `== != < <= > >=` and the functions add, subtract,
 ///   multiply, divide, equal, not_equal, less, less_equal, greater, greater_equal, power, maximum,
-///   minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars and C++ scalars;
-/// - at most one reduction (sum, prod, min, max, mean, argmax, argmin, any, all, count_nonzero,
-///   with axes and keepdims as kiln/reductions.hpp takes them), elementwise work before it, and
-///   after it elementwise work on its result and scalars (each reduction takes a Var, then
-///   optionally the axes and ReduceOptions; ReduceOptions::out is refused);
-/// - return one Var, or a std::tuple / std::pair of Vars for several outputs (with a reduction,
-///   every output comes after it).
+///   minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars and C++ scalars
+///   (numbers, `std::complex<double>` as Python's complex, `std::complex<float>` as complex64);
+/// - reductions (sum, prod, min, max, mean, argmax, argmin, any, all, count_nonzero, with axes and
+///   keepdims as kiln/reductions.hpp takes them), any number, of any Var that depends on an array,
+///   and elementwise work on their results with arrays and scalars (each reduction takes a Var,
+///   then optionally the axes and ReduceOptions; ReduceOptions::out is refused);
+/// - update an array argument in place: `x += y` (`-=`, `*=`, `/=`) or `kiln::copyto(x, y)`, cast
+///   to the argument's dtype by NumPy's same_kind rule, with the value broadcast to its shape; the
+///   argument's array is written when all the function's reads of it are done (an argument that
+///   shares memory with it in another layout is read from a copy, as NumPy reads it);
+/// - return one Var, a std::tuple / std::pair of Vars for several outputs, or nothing when it
+///   updates an argument. An output that is an updated argument is that argument's array.
 ///
 /// These functions live in kiln::fusion beside the operators (found by argument-dependent lookup)
 /// and are also brought into kiln, so `kiln::sum(x * y, -1)` reads the same inside a fused
@@ -40,16 +64,18 @@
 /// Scalars: a C++ scalar passed to the fused call is a kernel parameter (a new value never
 /// recompiles; its C++ type is part of the signature). A literal inside the function (`x * 2`)
 /// is a constant in the generated source. Both follow the ready operations' rules: a scalar of a
-/// weak type (kiln::is_weak_scalar_v: `int`, `double`, ...) is weak, as NumPy 2's Python scalars:
-/// it takes the array's dtype unless its kind is higher (`float32 * 2.5` is float32, `int32 * 2.5`
-/// is float64), and an expression of weak scalars alone stays weak; a strong one (`float`,
-/// `std::int8_t`, ...) promotes as a NumPy scalar. A literal converted to an integer type it does
-/// not fit is an OverflowError when traced, a scalar argument one at the call (a value computed
-/// from scalars alone is not checked).
+/// weak type (kiln::is_weak_scalar_v: `int`, `double`, `std::complex<double>` ...) is weak, as
+/// NumPy 2's Python scalars: it takes the array's dtype unless its kind is higher (`float32 *
+/// 2.5` is float32, `int32 * 2.5` is float64, `float32 * 1i` is complex64), and an expression of
+/// weak scalars alone stays weak; a strong one (`float`, `std::int8_t`, `std::complex<float>`
+/// ...) promotes as a NumPy scalar. A literal converted to an integer type it does not fit is an
+/// OverflowError when traced, a scalar argument one at the call (a value computed from scalars
+/// alone is not checked).
 ///
-/// Errors are FusionError (an ArgumentError): a function that returns no array, an operation
-/// that cannot be fused (kiln::var, kiln::std: named, with the reason), two reductions, an
-/// array used after the reduction. An Array operation given a Var (a captured kiln::Array, an
+/// Errors are FusionError (an ArgumentError): a function that returns no array and updates none,
+/// an operation that cannot be fused (kiln::var, kiln::std: named, with the reason), an update
+/// that NumPy's same_kind rule refuses (`int32 += 1.5`), a kernel that would write more than
+/// Outputs::kCapacity arrays. An Array operation given a Var (a captured kiln::Array, an
 /// operation Kiln has only for arrays) does not compile.
 ///
 /// Threads: a fused function may be called from several threads at once. Two threads that meet
@@ -65,6 +91,7 @@
 #include "kiln/scalar.hpp"
 
 #include <array>
+#include <complex>
 #include <cstddef>
 #include <initializer_list>
 #include <memory>
@@ -130,8 +157,11 @@ template <class T> inline constexpr bool is_var_v = std::is_same_v<std::decay_t<
 /// (`char` excluded: it is text, not a number).
 /// @tparam T the type to test.
 template <class T>
-inline constexpr bool is_operand_v = is_var_v<T> || (std::is_arithmetic_v<std::decay_t<T>> &&
-                                                     !std::is_same_v<std::decay_t<T>, char>);
+inline constexpr bool is_operand_v = is_var_v<T> ||
+                                     (std::is_arithmetic_v<std::decay_t<T>> &&
+                                      !std::is_same_v<std::decay_t<T>, char>) ||
+                                     std::is_same_v<std::decay_t<T>, std::complex<float>> ||
+                                     std::is_same_v<std::decay_t<T>, std::complex<double>>;
 /// Enables an operation on operands that are Vars or C++ scalars, at least one a Var.
 template <class... T>
 using IfFusable = std::enable_if_t<(is_operand_v<T> && ...) && (is_var_v<T> || ...), Var>;
@@ -149,6 +179,9 @@ struct FuseOperand {
     template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
     FuseOperand(T value) noexcept // NOLINT(google-explicit-constructor): `x * 2 + y`
         : literal(value) {}
+    template <class T>
+    FuseOperand(std::complex<T> value) noexcept // NOLINT(google-explicit-constructor): `x * 1i`
+        : literal(value) {}
     FusionTrace* trace = nullptr;
     int id = -1;
     Scalar literal;
@@ -160,6 +193,13 @@ fusion::Var fuse_apply(const char* op, std::initializer_list<FuseOperand> operan
 /// Records the reduction @p op ("sum", "argmax"...) of @p v.
 fusion::Var fuse_reduce(const char* op, const fusion::Var& v, const Axes& axis,
                         const ReduceOptions& options);
+/// Records the in-place update of @p target (NumPy's `x += y`, `copyto(x, y)`) with @p value, cast
+/// to @p target's dtype by NumPy's same_kind rule; @p target then stands for the updated value.
+/// When @p target is an array argument (or an earlier update of one), the argument's array is
+/// written when the fused function runs.
+/// @p fresh: @p value is a Var made for this update alone (`x += y`), which may stand for the
+/// argument from now on; otherwise (copyto) a copy of it does.
+void fuse_update(fusion::Var& target, const FuseOperand& value, const char* op, bool fresh);
 /// @throws FusionError: @p op cannot be fused, because @p why.
 [[noreturn]] void fuse_refuse(const fusion::Var& v, const char* op, const char* why);
 
@@ -167,6 +207,7 @@ fusion::Var fuse_reduce(const char* op, const fusion::Var& v, const Axes& axis,
 fusion::Var fusion_input(FusionTrace& trace, std::size_t k);
 void fusion_output(FusionTrace& trace, const fusion::Var& v);
 [[noreturn]] void fusion_not_an_array(FusionTrace& trace, const char* returned);
+void fusion_returns_nothing(FusionTrace& trace);
 [[noreturn]] void fusion_wrong_arity(FusionTrace& trace);
 
 /// What kiln::fuse's result holds beyond the user's function: the per-signature table of traced
@@ -186,11 +227,12 @@ class FusedCore {
     /// @p tracers[n] traces with n arguments.
     Outputs call(const Arg* args, std::size_t count, const CallOptions& options,
                  const void* function, const TraceFn* tracers) const;
-    std::string source_for(const Arg* args, std::size_t count, const void* function,
-                           const TraceFn* tracers) const;
-    std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
-                                               const std::string& arch, const void* function,
-                                               const TraceFn* tracers) const;
+    std::vector<std::string> sources_for(const Arg* args, std::size_t count, const void* function,
+                                         const TraceFn* tracers) const;
+    std::vector<std::shared_ptr<const Program>> compile_for(const Arg* args, std::size_t count,
+                                                            const std::string& arch,
+                                                            const void* function,
+                                                            const TraceFn* tracers) const;
     const std::string& name() const noexcept;
     std::size_t traces() const noexcept;
 
@@ -223,7 +265,7 @@ void trace_with(const void* function, FusionTrace& trace, std::index_sequence<I.
         using R = std::invoke_result_t<const F&, std::conditional_t<I == I, fusion::Var, void>...>;
         if constexpr (std::is_void_v<R>) {
             f(fusion_input(trace, I)...);
-            fusion_not_an_array(trace, "nothing");
+            fusion_returns_nothing(trace);
         } else {
             collect_outputs(trace, f(fusion_input(trace, I)...));
         }
@@ -295,23 +337,50 @@ template <class F> class Fused {
     }
 
     /// The CUDA source a call with @p args would compile (no device needed; nothing launched or
-    /// allocated). Traces the function if the signature is new.
+    /// allocated). Traces the function if the signature is new. A function that became several
+    /// kernels gives all their sources, in launch order, one after the other (each starts with a
+    /// `// kiln::fuse` comment line that names the kernel and what it computes).
     /// @param args @p count arguments, as for call().
     /// @param count how many.
-    /// @return the complete source handed to NVRTC.
+    /// @return the complete sources handed to NVRTC, in launch order.
     /// @throws FusionError, ArgumentError, ShapeError, AxisError as a call would.
     std::string source_for(const Arg* args, std::size_t count) const {
-        return m_core.source_for(args, count, &m_function, kTracers.data());
+        std::string all;
+        for (const std::string& source : sources_for(args, count))
+            all += source;
+        return all;
     }
-    /// Compiles a call's kernel for @p arch (e.g. "sm_90") without a device, warming the caches.
-    /// Traces the function if the signature is new.
+    /// The source of each kernel a call with @p args would launch, in launch order: one for a
+    /// function that fuses into one kernel, more where a reduction's result is used with arrays
+    /// or several reductions are traced (see docs/fusion.md). Traces the function if the
+    /// signature is new; no device needed.
+    /// @param args @p count arguments, as for call().
+    /// @param count how many.
+    /// @return one complete source per kernel.
+    /// @throws FusionError, ArgumentError, ShapeError, AxisError as a call would.
+    std::vector<std::string> sources_for(const Arg* args, std::size_t count) const {
+        return m_core.sources_for(args, count, &m_function, kTracers.data());
+    }
+    /// Compiles every kernel of a call for @p arch (e.g. "sm_90") without a device, warming the
+    /// caches. Traces the function if the signature is new.
     /// @param args @p count arguments, as for call(); only their dtypes, shapes and layouts count.
     /// @param count how many.
     /// @param arch the target architecture.
-    /// @return the compiled program.
+    /// @return the program of the last kernel launched (the one that writes the outputs);
+    /// programs_for() gives them all.
     /// @throws FusionError as a call would; CompileError naming the traced expression at fault.
     std::shared_ptr<const Program> compile_for(const Arg* args, std::size_t count,
                                                const std::string& arch) const {
+        return m_core.compile_for(args, count, arch, &m_function, kTracers.data()).back();
+    }
+    /// compile_for(), giving the program of every kernel, in launch order.
+    /// @param args @p count arguments, as for call().
+    /// @param count how many.
+    /// @param arch the target architecture.
+    /// @return one program per kernel.
+    /// @throws as compile_for().
+    std::vector<std::shared_ptr<const Program>> programs_for(const Arg* args, std::size_t count,
+                                                             const std::string& arch) const {
         return m_core.compile_for(args, count, arch, &m_function, kTracers.data());
     }
 
@@ -423,6 +492,57 @@ template <class A, class B> IfFusable<A, B> operator>(const A& a, const B& b) {
 /// @throws FusionError when the operation cannot be fused here.
 template <class A, class B> IfFusable<A, B> operator>=(const A& a, const B& b) {
     return detail::fuse_apply("greater_equal", {a, b});
+}
+
+/// In-place sum (NumPy's `x += y`): @p a becomes `a + b` cast back to @p a's dtype (NumPy's
+/// same_kind rule: `int32 += float` is a FusionError). When @p a is an array argument, the
+/// argument's array is updated when the fused function runs; a Var copied from @p a before keeps
+/// the value it had.
+/// @param a the Var to update.
+/// @param b a Var or C++ scalar.
+/// @return @p a.
+/// @throws FusionError when the operation cannot be fused or the result cannot be cast back.
+template <class B, class = std::enable_if_t<is_operand_v<B>>> Var& operator+=(Var& a, const B& b) {
+    detail::fuse_update(a, detail::fuse_apply("add", {a, b}), "+=", true);
+    return a;
+}
+/// In-place difference (NumPy's `x -= y`), as operator+=.
+/// @param a the Var to update.
+/// @param b a Var or C++ scalar.
+/// @return @p a.
+/// @throws FusionError as operator+=.
+template <class B, class = std::enable_if_t<is_operand_v<B>>> Var& operator-=(Var& a, const B& b) {
+    detail::fuse_update(a, detail::fuse_apply("subtract", {a, b}), "-=", true);
+    return a;
+}
+/// In-place product (NumPy's `x *= y`), as operator+=.
+/// @param a the Var to update.
+/// @param b a Var or C++ scalar.
+/// @return @p a.
+/// @throws FusionError as operator+=.
+template <class B, class = std::enable_if_t<is_operand_v<B>>> Var& operator*=(Var& a, const B& b) {
+    detail::fuse_update(a, detail::fuse_apply("multiply", {a, b}), "*=", true);
+    return a;
+}
+/// In-place true division (NumPy's `x /= y`): an integer @p a is a FusionError (the quotient is
+/// floating), as in NumPy.
+/// @param a the Var to update.
+/// @param b a Var or C++ scalar.
+/// @return @p a.
+/// @throws FusionError as operator+=.
+template <class B, class = std::enable_if_t<is_operand_v<B>>> Var& operator/=(Var& a, const B& b) {
+    detail::fuse_update(a, detail::fuse_apply("divide", {a, b}), "/=", true);
+    return a;
+}
+/// Writes @p value into @p dst (NumPy's `copyto(dst, value)`, casting by the same_kind rule):
+/// when @p dst is an array argument, its array is updated when the fused function runs, with
+/// @p value broadcast to its shape. A function may do all its work this way and return nothing.
+/// @param dst the Var written (an argument, or an earlier update of one).
+/// @param value a Var or C++ scalar.
+/// @throws FusionError when @p value cannot be cast to @p dst's dtype by the same_kind rule.
+template <class B, class = std::enable_if_t<is_operand_v<B>>>
+void copyto(Var& dst, const B& value) {
+    detail::fuse_update(dst, value, "copyto", false);
 }
 
 /// @cond
@@ -578,6 +698,7 @@ using fusion::argmax;
 using fusion::argmin;
 using fusion::astype;
 using fusion::clip;
+using fusion::copyto;
 using fusion::cos;
 using fusion::count_nonzero;
 using fusion::divide;
