@@ -154,8 +154,9 @@ DType operand_type(ElementwiseOp op, int k, const OpTypes& types);
 std::string op_expression(ElementwiseOp op, const std::string& x, const std::string& y = {},
                           const std::string& z = {});
 
-/// Device helpers the expressions use (file scope; names start with kiln_): NumPy's integer and floating
-/// floor division and remainder, shifts, and the math functions over real and complex types.
+/// Device helpers the expressions use (file scope; names start with kiln_): NumPy's integer and
+/// floating floor division and remainder, shifts, and the math functions over real and complex
+/// types.
 const char* ops_preamble();
 
 /// NumPy's real dtype of @p d: float32 for complex64, float64 for complex128, else @p d.
