@@ -152,6 +152,11 @@ constexpr Definition kTable[] = {
     flag_row(Variable::driver_trace, "KILN_DRIVER_TRACE", false,
              "`1`: time every driver call Kiln makes and write it to standard error, with the "
              "host time since the previous one (Kiln's own work)."),
+    text_row(Variable::cublas_library, "KILN_CUBLAS_LIBRARY", Type::path, "",
+             "`libcublas.so.<major>` of the toolkit Kiln was built with, else by that name on the "
+             "loader's search path",
+             "a library name or path, as `dlopen` takes it",
+             "The cuBLAS library `kiln::matmul` opens on its first call (never linked)."),
     flag_row(Variable::block_cache, "KILN_BLOCK_CACHE", true,
              "`0`: keep no freed device blocks per thread for reuse; every allocation and free "
              "goes to the driver's pool."),

@@ -8,9 +8,7 @@
 
 #include "kiln/error.hpp"
 
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <sodium.h>
+#include "crypto_library.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -25,16 +23,19 @@ namespace kiln::cache {
 
 namespace {
 
+using detail::openssl;
+using detail::sodium;
+
 struct PkeyFree {
-    void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+    void operator()(EVP_PKEY* key) const { openssl().EVP_PKEY_free(key); }
 };
 using Pkey = std::unique_ptr<EVP_PKEY, PkeyFree>;
 struct MdCtxFree {
-    void operator()(EVP_MD_CTX* ctx) const { EVP_MD_CTX_free(ctx); }
+    void operator()(EVP_MD_CTX* ctx) const { openssl().EVP_MD_CTX_free(ctx); }
 };
 using MdCtx = std::unique_ptr<EVP_MD_CTX, MdCtxFree>;
 struct BioFree {
-    void operator()(BIO* bio) const { BIO_free(bio); }
+    void operator()(BIO* bio) const { openssl().BIO_free(bio); }
 };
 using Bio = std::unique_ptr<BIO, BioFree>;
 
@@ -43,14 +44,8 @@ constexpr std::size_t kMaxKeyFile = std::size_t{1} << 20;
 
 // Fetched once: an implicit fetch per call (EVP_sha256()) costs a lookup in the provider tables.
 const EVP_MD* sha256_md() {
-    static EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+    static EVP_MD* md = openssl().EVP_MD_fetch(nullptr, "SHA256", nullptr);
     return md;
-}
-
-// sodium_init() is idempotent and thread-safe; it picks the fastest implementations once.
-void need_sodium() {
-    static const bool ready = sodium_init() >= 0;
-    if (!ready) throw Error("libsodium could not be initialised");
 }
 
 std::string hex(const std::uint8_t* bytes, std::size_t n) {
@@ -65,7 +60,7 @@ std::string hex(const std::uint8_t* bytes, std::size_t n) {
 
 std::string base64(const PublicKeyBytes& bytes) {
     unsigned char out[4 * ((sizeof bytes + 2) / 3) + 1];
-    const int n = EVP_EncodeBlock(out, bytes.data(), static_cast<int>(bytes.size()));
+    const int n = openssl().EVP_EncodeBlock(out, bytes.data(), static_cast<int>(bytes.size()));
     return std::string(reinterpret_cast<char*>(out), static_cast<std::size_t>(n));
 }
 
@@ -73,8 +68,8 @@ bool unbase64(std::string_view text, PublicKeyBytes& bytes) {
     // 32 bytes are 44 characters with one '=' of padding.
     if (text.size() != 44 || text[43] != '=' || text[42] == '=') return false;
     unsigned char out[33];
-    if (EVP_DecodeBlock(out, reinterpret_cast<const unsigned char*>(text.data()),
-                        static_cast<int>(text.size())) != 33)
+    if (openssl().EVP_DecodeBlock(out, reinterpret_cast<const unsigned char*>(text.data()),
+                                  static_cast<int>(text.size())) != 33)
         return false;
     std::memcpy(bytes.data(), out, bytes.size());
     return true;
@@ -83,7 +78,8 @@ bool unbase64(std::string_view text, PublicKeyBytes& bytes) {
 PublicKeyBytes raw_public(EVP_PKEY* key) {
     PublicKeyBytes bytes{};
     std::size_t size = bytes.size();
-    if (EVP_PKEY_get_raw_public_key(key, bytes.data(), &size) != 1 || size != bytes.size())
+    if (openssl().EVP_PKEY_get_raw_public_key(key, bytes.data(), &size) != 1 ||
+        size != bytes.size())
         throw Error("signing key: cannot read its public half");
     return bytes;
 }
@@ -175,12 +171,14 @@ std::string fingerprint(const PublicKeyBytes& key) {
 
 Digest sha256(std::initializer_list<std::string_view> parts) {
     Digest digest{};
-    MdCtx ctx(EVP_MD_CTX_new());
+    MdCtx ctx(openssl().EVP_MD_CTX_new());
     unsigned size = 0;
-    bool ok = ctx && sha256_md() && EVP_DigestInit_ex(ctx.get(), sha256_md(), nullptr) == 1;
+    bool ok =
+        ctx && sha256_md() && openssl().EVP_DigestInit_ex(ctx.get(), sha256_md(), nullptr) == 1;
     for (std::string_view part : parts)
-        ok = ok && EVP_DigestUpdate(ctx.get(), part.data(), part.size()) == 1;
-    ok = ok && EVP_DigestFinal_ex(ctx.get(), digest.data(), &size) == 1 && size == digest.size();
+        ok = ok && openssl().EVP_DigestUpdate(ctx.get(), part.data(), part.size()) == 1;
+    ok = ok && openssl().EVP_DigestFinal_ex(ctx.get(), digest.data(), &size) == 1 &&
+         size == digest.size();
     if (!ok) throw Error("SHA-256 failed (OpenSSL)");
     return digest;
 }
@@ -189,13 +187,14 @@ Digest sha256(std::initializer_list<std::string_view> parts) {
 
 struct SigningKey::Impl {
     unsigned char secret[crypto_sign_SECRETKEYBYTES]; // libsodium's: seed and public key
-    ~Impl() { sodium_memzero(secret, sizeof secret); }
+    ~Impl() { sodium().sodium_memzero(secret, sizeof secret); }
     // The seed as an OpenSSL key, for writing it as PEM.
     Pkey as_pkey() const {
         unsigned char seed[crypto_sign_SEEDBYTES];
-        crypto_sign_ed25519_sk_to_seed(seed, secret);
-        Pkey key(EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, seed, sizeof seed));
-        sodium_memzero(seed, sizeof seed);
+        sodium().crypto_sign_ed25519_sk_to_seed(seed, secret);
+        Pkey key(
+            openssl().EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, nullptr, seed, sizeof seed));
+        sodium().sodium_memzero(seed, sizeof seed);
         return key;
     }
 };
@@ -204,9 +203,8 @@ namespace {
 
 // A key from its 32-byte seed.
 std::unique_ptr<SigningKey::Impl> from_seed(const unsigned char* seed, PublicKeyBytes& pub) {
-    need_sodium();
     auto impl = std::make_unique<SigningKey::Impl>();
-    if (crypto_sign_seed_keypair(pub.data(), impl->secret, seed) != 0)
+    if (sodium().crypto_sign_seed_keypair(pub.data(), impl->secret, seed) != 0)
         throw Error("cannot derive an Ed25519 key (libsodium)");
     return impl;
 }
@@ -221,28 +219,29 @@ SigningKey& SigningKey::operator=(SigningKey&&) noexcept = default;
 SigningKey::~SigningKey() = default;
 
 SigningKey SigningKey::generate(std::string comment) {
-    need_sodium();
     unsigned char seed[crypto_sign_SEEDBYTES];
-    randombytes_buf(seed, sizeof seed);
+    sodium().randombytes_buf(seed, sizeof seed);
     PublicKey pub{{}, std::move(comment)};
     auto impl = from_seed(seed, pub.bytes);
-    sodium_memzero(seed, sizeof seed);
+    sodium().sodium_memzero(seed, sizeof seed);
     return SigningKey(std::move(impl), std::move(pub));
 }
 
 SigningKey SigningKey::load(const std::filesystem::path& path) {
     const std::string pem = read_key_file(path, true);
-    Bio bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
-    Pkey key(bio ? PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+    Bio bio(openssl().BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+    Pkey key(bio ? openssl().PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr)
+                 : nullptr);
     unsigned char seed[crypto_sign_SEEDBYTES];
     std::size_t seed_size = sizeof seed;
-    if (!key || EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519 ||
-        EVP_PKEY_get_raw_private_key(key.get(), seed, &seed_size) != 1 || seed_size != sizeof seed)
+    if (!key || openssl().EVP_PKEY_get_base_id(key.get()) != EVP_PKEY_ED25519 ||
+        openssl().EVP_PKEY_get_raw_private_key(key.get(), seed, &seed_size) != 1 ||
+        seed_size != sizeof seed)
         throw ConfigError("key file " + path.string() +
                           ": not an Ed25519 private key (make one with `kiln key generate`)");
     PublicKey pub{{}, ""};
     auto impl = from_seed(seed, pub.bytes);
-    sodium_memzero(seed, sizeof seed);
+    sodium().sodium_memzero(seed, sizeof seed);
     if (pub.bytes != raw_public(key.get()))
         throw ConfigError("key file " + path.string() + ": its public half does not match");
     // The comment lives in NAME.pub; a missing or other .pub leaves it empty.
@@ -261,13 +260,14 @@ void SigningKey::save(const std::filesystem::path& path) const {
     struct stat st {};
     for (const auto& name : {path, pub_path})
         if (::lstat(name.c_str(), &st) == 0) throw Error(name.string() + " already exists");
-    Bio bio(BIO_new(BIO_s_mem()));
+    Bio bio(openssl().BIO_new(openssl().BIO_s_mem()));
     const Pkey key = m_impl->as_pkey();
     if (!bio || !key ||
-        PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
+        openssl().PEM_write_bio_PrivateKey(bio.get(), key.get(), nullptr, nullptr, 0, nullptr,
+                                           nullptr) != 1)
         throw Error("cannot encode the private key (OpenSSL)");
     char* data = nullptr;
-    const long size = BIO_get_mem_data(bio.get(), &data);
+    const long size = openssl().BIO_ctrl(bio.get(), BIO_CTRL_INFO, 0, static_cast<void*>(&data));
     write_new_file(path, std::string_view(data, static_cast<std::size_t>(size)), 0600);
     try {
         write_new_file(pub_path, format_public_key(m_public) + "\n", 0644);
@@ -279,9 +279,9 @@ void SigningKey::save(const std::filesystem::path& path) const {
 
 SignatureBytes SigningKey::sign(std::string_view message) const {
     SignatureBytes signature{};
-    if (crypto_sign_detached(signature.data(), nullptr,
-                             reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-                             m_impl->secret) != 0)
+    if (sodium().crypto_sign_detached(signature.data(), nullptr,
+                                      reinterpret_cast<const unsigned char*>(message.data()),
+                                      message.size(), m_impl->secret) != 0)
         throw Error("Ed25519 signing failed (libsodium)");
     return signature;
 }
@@ -336,10 +336,9 @@ const PublicKey* TrustedKeys::verify(const PublicKeyBytes& signer, std::string_v
                                      const SignatureBytes& signature) const {
     const auto it = m_impl->by_bytes.find(signer);
     if (it == m_impl->by_bytes.end()) return nullptr;
-    need_sodium();
-    if (crypto_sign_verify_detached(signature.data(),
-                                    reinterpret_cast<const unsigned char*>(message.data()),
-                                    message.size(), signer.data()) != 0)
+    if (sodium().crypto_sign_verify_detached(signature.data(),
+                                             reinterpret_cast<const unsigned char*>(message.data()),
+                                             message.size(), signer.data()) != 0)
         return nullptr;
     return &m_impl->entries[it->second];
 }

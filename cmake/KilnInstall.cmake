@@ -32,8 +32,8 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/kilnConfig.cmake ${PROJECT_BINARY_DIR}/kilnConfigVersion.cmake
     DESTINATION ${KILN_INSTALL_CMAKEDIR} COMPONENT kiln_development)
 
-# pkg-config: the libraries in link order, then what they need from the system.
-set(KILN_PC_CUDA_LIBDIR ${CUDAToolkit_LIBRARY_DIR})
+# pkg-config: the libraries in link order, then what they need from the system (NVRTC,
+# nvJitLink, OpenSSL and libsodium are opened at run time, not linked).
 list(GET CUDAToolkit_INCLUDE_DIRS 0 KILN_PC_CUDA_INCLUDEDIR)
 # The prefix is found from the .pc file's own place, so an installed tree can move.
 file(RELATIVE_PATH KILN_PC_RELATIVE_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)

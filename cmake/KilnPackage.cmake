@@ -22,11 +22,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_LICENSE Apache-2.0)
 # What users of the package compile and link against: spdlog (public in kiln/log.hpp), fmt,
-# OpenSSL's libcrypto and libsodium (signed entries), OpenSSL's libssl (rediss://), libzstd
-# (compressed entries); the tool's shared libraries come with them. DLPack is only needed by
+# libzstd (compressed entries); the tool's shared libraries come with them. OpenSSL 3 and
+# libsodium are opened at run time when a program signs, verifies or speaks TLS. DLPack is only needed by
 # programs that include <dlpack/dlpack.h> themselves; pkg-config only by those that use kiln.pc.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "libspdlog-dev (>= 1:1.10), libfmt-dev (>= 9), libssl-dev (>= 3), libsodium-dev, libzstd-dev")
+    "libspdlog-dev (>= 1:1.10), libfmt-dev (>= 9), libssl3 (>= 3), libsodium23, libzstd-dev")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libdlpack-dev, pkg-config")
 
 set(CPACK_STRIP_FILES TRUE) # debug info stays in the build tree: the package is 5x smaller

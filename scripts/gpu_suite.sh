@@ -13,7 +13,9 @@
 # them, page faults), and the driver's first-use set-up in a fresh context (bench_context_priming);
 # a raw kernel's cold compile beside plain NVRTC + module load; generated kernels' cold first call
 # beside a trivial kernel's compile and beside the same generated source's) -> warm (`kiln warm` -j 1 against -j 16) -> multigpu (several
-# GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation). "sanitize" runs
+# GPUs) -> cupy (CuPy side by side) -> ncu (Nsight Compute source correlation) -> matmul (the matmul
+# example, its CSV and plot, and bench_matmul beside direct cuBLAS and CuPy's cp.matmul; needs the
+# libraries, kiln_tool and bench_matmul built). "sanitize" runs
 # the GPU tests under compute-sanitizer. List the most important steps first when device time is
 # short: each step's files are packed as it ends.
 # KILN_GPU_BUILD_TARGETS (build: only these targets, e.g. "kiln_tool test_doc_snippets_gpu") and
@@ -32,7 +34,7 @@ if [[ $pack == 1 ]]; then
     out=$(mktemp -d) # the logs; packed into $archive
 fi
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu}
+steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu matmul}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
@@ -96,6 +98,24 @@ step_examples() {
     if [[ ! -s $out/examples.txt ]] || grep -q ": exit [1-9]" "$out/examples.txt"; then
         status=1
     fi
+    rm -rf "$work"
+}
+step_matmul() {
+    # Issue 41: the matmul example (naive and tiled raw kernels against kiln::matmul, its CSV and
+    # plot, trace against a host loop) built against an install of build-gpu, then kiln::matmul
+    # against cuBLAS called directly (bench_matmul) and CuPy's cp.matmul on the same cases.
+    local work hints=()
+    work=$(mktemp -d)
+    mapfile -t hints < <(grep -E "^(CUDAToolkit_ROOT|CMAKE_CXX_COMPILER|OPENSSL_INCLUDE_DIR|OPENSSL_CRYPTO_LIBRARY|OPENSSL_SSL_LIBRARY):" \
+        build-gpu/CMakeCache.txt | sed -E 's/^([^:]*):[^=]*=(.*)$/-D\1=\2/')
+    cmake --install build-gpu --prefix "$work/prefix" >"$out/matmul_install.log" 2>&1 \
+        || { tail -20 "$out/matmul_install.log"; status=1; return; }
+    # shellcheck disable=SC2086 # the example's arguments, split as a shell would
+    KILN_CACHE_DIR=$work/cache KILN_EXAMPLE_CMAKE_ARGS="${hints[*]}" \
+        bash examples/matmul/run.sh "$work/prefix" "$out/matmul" ${KILN_MATMUL_ARGS:-} || status=1
+    ./build-gpu/bench/bench_matmul --json "$out/bench_matmul.json" 2>&1 | tee "$out/bench_matmul.txt" \
+        || status=1
+    python3 bench/cupy_matmul.py 2>&1 | tee "$out/cupy_matmul.json" || status=1
     rm -rf "$work"
 }
 step_bench() {

@@ -44,13 +44,23 @@ if [[ ! -f $build/compile_commands.json ]]; then
 fi
 # The repository's own directories: sources analysed, headers reported.
 dirs='(base|cache|runtime|kernels|tools|tests|bench|fuzz|examples)'
+library='(base|cache|runtime|kernels)'
+extra=()
 if [[ $# -gt 0 ]]; then
     files=()
     for f in "$@"; do files+=("^$(realpath "$f")\$"); done
 elif ((everything)); then
     files=("^$root/$dirs/.*\\.cpp\$")
+elif grep -qE "\"file\": \"$build/$library/.*/Unity/unity_[0-9]+_cxx\\.cxx\"" "$build/compile_commands.json"; then
+    # A build with the libraries in batches (KILN_LIBRARY_UNITY_BUILD, as scripts/setup.sh
+    # configures it): each batch is analysed as the compiler sees it, and the header filter
+    # reports what it finds in the batch's sources. The headers are then parsed once per batch, not
+    # once per source. Sources kept out of the batches are in the database as themselves.
+    files=("^$build/$library/.*/Unity/unity_[0-9]+_cxx\\.cxx\$" "^$root/$library/.*\\.cpp\$")
+    # A batch includes its sources by design.
+    extra=(-checks=-bugprone-suspicious-include)
 else
-    files=("^$root/(base|cache|runtime|kernels)/.*\\.cpp\$")
+    files=("^$root/$library/.*\\.cpp\$")
 fi
 log=$(mktemp)
 database=$(mktemp -d)
@@ -59,8 +69,9 @@ trap 'rm -rf "$log" "$database"' EXIT
 # names its unity file, not its sources: to analyse them, the build is configured without it for
 # the run, and with it again after.
 if ((everything)) || [[ $# -gt 0 ]]; then
-    cmake -B "$build" -DKILN_TOOL_UNITY_BUILD=OFF >/dev/null
-    trap 'rm -rf "$log" "$database"; cmake -B "$build" -DKILN_TOOL_UNITY_BUILD=ON >/dev/null' EXIT
+    library_unity=$(sed -n 's/^KILN_LIBRARY_UNITY_BUILD:BOOL=//p' "$build/CMakeCache.txt")
+    cmake -B "$build" -DKILN_TOOL_UNITY_BUILD=OFF -DKILN_LIBRARY_UNITY_BUILD=OFF >/dev/null
+    trap 'rm -rf "$log" "$database"; cmake -B "$build" -DKILN_TOOL_UNITY_BUILD=ON -DKILN_LIBRARY_UNITY_BUILD="${library_unity:-OFF}" >/dev/null' EXIT
 fi
 # The test suites share a precompiled header made by the build's compiler, which clang cannot read:
 # clang-tidy gets the database without it, and so sees each suite's own includes only.
@@ -74,7 +85,8 @@ done
 # run-clang-tidy exits non-zero when clang-tidy does (WarningsAsErrors: '*'), and the log is
 # checked too so that a finding can never pass silently.
 status=0
-run-clang-tidy-14 -p "$database" -quiet -j "$jobs" -header-filter="^$root/$dirs/" "${files[@]}" \
+run-clang-tidy-14 -p "$database" -quiet -j "$jobs" -header-filter="^$root/$dirs/" "${extra[@]}" \
+    "${files[@]}" \
     >"$log" 2>&1 || status=$?
 if ((status != 0)) || grep -q -E '(warning|error): ' "$log"; then
     grep -E -A3 '(warning|error): ' "$log" || cat "$log"

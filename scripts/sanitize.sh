@@ -41,10 +41,9 @@ fi
 
 default_cxx=c++
 [[ $kind == address ]] && default_cxx=clang++-14
-# ThreadSanitizer: the libraries in batches of sources (KILN_LIBRARY_UNITY_BUILD), built faster
-# and instrumented the same.
-unity=OFF
-[[ $kind == thread ]] && unity=ON
+# The libraries in batches of sources (KILN_LIBRARY_UNITY_BUILD), built faster and instrumented
+# the same.
+unity=ON
 cxx=${KILN_SANITIZE_CXX:-$default_cxx}
 link_flags=()
 if [[ $cxx == clang++-14 ]]; then

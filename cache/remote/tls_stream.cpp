@@ -4,11 +4,7 @@
 
 #include "setting_file.hpp"
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
+#include "crypto_library.hpp"
 
 #include <arpa/inet.h>
 #include <sys/socket.h>
@@ -30,13 +26,13 @@ constexpr const char* kKeyVariable = "KILN_REMOTE_CACHE_KEY_FILE";
 constexpr std::uint64_t kMaxPemFile = std::uint64_t{16} << 20;
 
 struct BioFree {
-    void operator()(BIO* bio) const noexcept { BIO_free(bio); }
+    void operator()(BIO* bio) const noexcept { openssl().BIO_free(bio); }
 };
 struct X509Free {
-    void operator()(X509* cert) const noexcept { X509_free(cert); }
+    void operator()(X509* cert) const noexcept { openssl().X509_free(cert); }
 };
 struct KeyFree {
-    void operator()(EVP_PKEY* key) const noexcept { EVP_PKEY_free(key); }
+    void operator()(EVP_PKEY* key) const noexcept { openssl().EVP_PKEY_free(key); }
 };
 using Bio = std::unique_ptr<BIO, BioFree>;
 using Cert = std::unique_ptr<X509, X509Free>;
@@ -45,18 +41,18 @@ using PrivateKey = std::unique_ptr<EVP_PKEY, KeyFree>;
 // OpenSSL's reason for its oldest queued error (or @p otherwise), and the queue emptied: it is
 // per thread, and a stale entry would be blamed on the next caller.
 std::string openssl_reason(const char* otherwise) {
-    const unsigned long code = ERR_peek_error();
+    const unsigned long code = openssl().ERR_peek_error();
     std::string reason;
     if (code != 0) {
-        if (const char* text = ERR_reason_error_string(code)) {
+        if (const char* text = openssl().ERR_reason_error_string(code)) {
             reason = text;
         } else {
             char buffer[256];
-            ERR_error_string_n(code, buffer, sizeof buffer);
+            openssl().ERR_error_string_n(code, buffer, sizeof buffer);
             reason = buffer;
         }
     }
-    ERR_clear_error();
+    openssl().ERR_clear_error();
     return reason.empty() ? otherwise : reason;
 }
 
@@ -67,29 +63,31 @@ int no_password(char* /*buffer*/, int /*size*/, int /*writing*/, void* /*data*/)
 }
 
 Bio memory_bio(const std::string& bytes) {
-    return Bio(BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
+    return Bio(openssl().BIO_new_mem_buf(bytes.data(), static_cast<int>(bytes.size())));
 }
 
 // The BIO between OpenSSL and the socket: send(MSG_NOSIGNAL) and recv on the descriptor kept as
 // its data; a socket that would block sets the retry flags, which SSL_get_error turns into
 // WANT_READ / WANT_WRITE.
 int socket_of(BIO* bio) {
-    return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(bio)));
+    return static_cast<int>(reinterpret_cast<std::intptr_t>(openssl().BIO_get_data(bio)));
 }
 
 int bio_write(BIO* bio, const char* data, int size) {
-    BIO_clear_retry_flags(bio);
+    openssl().BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
     const ssize_t n = ::send(socket_of(bio), data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
     if (n >= 0) return static_cast<int>(n);
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(bio);
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        openssl().BIO_set_flags(bio, BIO_FLAGS_WRITE | BIO_FLAGS_SHOULD_RETRY);
     return -1;
 }
 
 int bio_read(BIO* bio, char* data, int size) {
-    BIO_clear_retry_flags(bio);
+    openssl().BIO_clear_flags(bio, BIO_FLAGS_RWS | BIO_FLAGS_SHOULD_RETRY);
     const ssize_t n = ::recv(socket_of(bio), data, static_cast<std::size_t>(size), 0);
     if (n >= 0) return static_cast<int>(n);
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(bio);
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+        openssl().BIO_set_flags(bio, BIO_FLAGS_READ | BIO_FLAGS_SHOULD_RETRY);
     return -1;
 }
 
@@ -100,10 +98,12 @@ long bio_ctrl(BIO* /*bio*/, int command, long /*number*/, void* /*pointer*/) {
 // One method for the process, made on first use and kept (OpenSSL keeps its own the same way).
 const BIO_METHOD* socket_method() {
     static BIO_METHOD* const method = [] {
-        BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kiln socket");
-        if (m && (BIO_meth_set_write(m, bio_write) != 1 || BIO_meth_set_read(m, bio_read) != 1 ||
-                  BIO_meth_set_ctrl(m, bio_ctrl) != 1)) {
-            BIO_meth_free(m);
+        BIO_METHOD* m = openssl().BIO_meth_new(openssl().BIO_get_new_index() | BIO_TYPE_SOURCE_SINK,
+                                               "kiln socket");
+        if (m && (openssl().BIO_meth_set_write(m, bio_write) != 1 ||
+                  openssl().BIO_meth_set_read(m, bio_read) != 1 ||
+                  openssl().BIO_meth_set_ctrl(m, bio_ctrl) != 1)) {
+            openssl().BIO_meth_free(m);
             m = nullptr;
         }
         return m;
@@ -114,17 +114,17 @@ const BIO_METHOD* socket_method() {
 void load_ca_file(SSL_CTX* ctx, const std::string& path) {
     const std::string pem = read_setting_file(kCaVariable, path, "PEM certificates", kMaxPemFile);
     Bio bio = memory_bio(pem);
-    X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+    X509_STORE* store = openssl().SSL_CTX_get_cert_store(ctx);
     int count = 0;
     while (bio) {
-        Cert cert(PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
+        Cert cert(openssl().PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr));
         if (!cert) break;
-        if (X509_STORE_add_cert(store, cert.get()) != 1)
+        if (openssl().X509_STORE_add_cert(store, cert.get()) != 1)
             throw ConfigError(std::string(kCaVariable) + "='" + path +
                               "': a certificate cannot be used (" + openssl_reason("?") + ")");
         ++count;
     }
-    ERR_clear_error(); // the end of the file reads as an error
+    openssl().ERR_clear_error(); // the end of the file reads as an error
     if (count == 0)
         throw ConfigError(std::string(kCaVariable) + "='" + path +
                           "' holds no PEM certificate (-----BEGIN CERTIFICATE-----)");
@@ -137,29 +137,32 @@ void load_client_certificate(SSL_CTX* ctx, const std::string& cert_path,
     const std::string pem =
         read_setting_file(kCertVariable, cert_path, "a PEM certificate", kMaxPemFile);
     Bio bio = memory_bio(pem);
-    Cert leaf(bio ? PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr) : nullptr);
-    if (!leaf || SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
+    Cert leaf(bio ? openssl().PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr)
+                  : nullptr);
+    if (!leaf || openssl().SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
         throw ConfigError(named_cert + " holds no usable PEM certificate (" +
                           openssl_reason("none found") + ")");
     // What follows the certificate is its chain, sent with it.
-    while (Cert link{PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr)}) {
-        if (SSL_CTX_add1_chain_cert(ctx, link.get()) != 1)
+    while (Cert link{openssl().PEM_read_bio_X509(bio.get(), nullptr, no_password, nullptr)}) {
+        if (openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, link.get()) != 1)
             throw ConfigError(named_cert + ": a chain certificate cannot be used (" +
                               openssl_reason("?") + ")");
     }
-    ERR_clear_error();
+    openssl().ERR_clear_error();
 
     std::string key_pem = read_setting_file(kKeyVariable, key_path, "a PEM private key",
                                             kMaxPemFile, /*secret=*/true);
     Bio key_bio = memory_bio(key_pem);
-    PrivateKey key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_password, nullptr)
-                           : nullptr);
-    OPENSSL_cleanse(key_pem.data(), key_pem.size());
+    PrivateKey key(
+        key_bio ? openssl().PEM_read_bio_PrivateKey(key_bio.get(), nullptr, no_password, nullptr)
+                : nullptr);
+    openssl().OPENSSL_cleanse(key_pem.data(), key_pem.size());
     if (!key)
         throw ConfigError(named_key + " holds no usable unencrypted PEM private key (" +
                           openssl_reason("none found") + ")");
     // OpenSSL checks the pair as it takes the key.
-    if (SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+    if (openssl().SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 ||
+        openssl().SSL_CTX_check_private_key(ctx) != 1)
         throw ConfigError(named_key + " is not the key of " + named_cert + " (" +
                           openssl_reason("they do not match") + ")");
 }
@@ -171,7 +174,7 @@ IoStep step_of(SSL* ssl, int result, int saved_errno) {
         step.bytes = static_cast<std::size_t>(result);
         return step;
     }
-    switch (SSL_get_error(ssl, result)) {
+    switch (openssl().SSL_get_error(ssl, result)) {
     case SSL_ERROR_WANT_READ:
         step.status = IoStep::Status::wait;
         step.wait = IoWait::read;
@@ -181,31 +184,31 @@ IoStep step_of(SSL* ssl, int result, int saved_errno) {
         step.wait = IoWait::write;
         return step;
     case SSL_ERROR_ZERO_RETURN:
-        ERR_clear_error();
+        openssl().ERR_clear_error();
         step.status = IoStep::Status::closed;
         return step;
     case SSL_ERROR_SYSCALL:
-        if (ERR_peek_error() == 0 && saved_errno == 0) {
+        if (openssl().ERR_peek_error() == 0 && saved_errno == 0) {
             step.status = IoStep::Status::closed;
             return step;
         }
         step.status = IoStep::Status::failed;
         step.message = "TLS: " + (saved_errno != 0 ? std::string(std::strerror(saved_errno))
                                                    : openssl_reason("a system call failed"));
-        ERR_clear_error();
+        openssl().ERR_clear_error();
         return step;
     default:
         break;
     }
-    const long verify = SSL_get_verify_result(ssl);
+    const long verify = openssl().SSL_get_verify_result(ssl);
     if (verify != X509_V_OK) {
-        ERR_clear_error();
+        openssl().ERR_clear_error();
         step.status = IoStep::Status::refused;
         step.message = std::string("TLS: the server's certificate failed verification (") +
-                       X509_verify_cert_error_string(verify) + ")";
+                       openssl().X509_verify_cert_error_string(verify) + ")";
         return step;
     }
-    const unsigned long code = ERR_peek_error();
+    const unsigned long code = openssl().ERR_peek_error();
     const int reason = ERR_GET_REASON(code);
     std::string why = openssl_reason("an unknown TLS error");
     // An alert from the server: it refused the connection, most often this client's certificate
@@ -229,22 +232,24 @@ IoStep step_of(SSL* ssl, int result, int saved_errno) {
 } // namespace
 
 void TlsContext::Free::operator()(ssl_ctx_st* ctx) const noexcept {
-    SSL_CTX_free(ctx);
+    openssl().SSL_CTX_free(ctx);
 }
 
 TlsContext::TlsContext(const RemoteConfig& config) {
-    ERR_clear_error();
-    m_ctx.reset(SSL_CTX_new(TLS_client_method()));
+    openssl().ERR_clear_error();
+    m_ctx.reset(openssl().SSL_CTX_new(openssl().TLS_client_method()));
     if (!m_ctx) throw Error("TLS: cannot make a context (" + openssl_reason("?") + ")");
     SSL_CTX* ctx = m_ctx.get();
-    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, nullptr);
+    openssl().SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     // A write that would block is called again with the same bytes, possibly from another
     // buffer; RESP's framing notices a reply cut short, so an EOF without close_notify is a close.
-    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
+    openssl().SSL_CTX_ctrl(ctx, SSL_CTRL_MODE,
+                           SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER,
+                           nullptr);
+    openssl().SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
     if (config.ca_file.empty()) {
-        if (SSL_CTX_set_default_verify_paths(ctx) != 1)
+        if (openssl().SSL_CTX_set_default_verify_paths(ctx) != 1)
             throw ConfigError("TLS: the system's certificate store cannot be read (" +
                               openssl_reason("?") + "): set " + kCaVariable);
     } else {
@@ -261,47 +266,50 @@ TlsContext::TlsContext(const RemoteConfig& config) {
 TlsContext::~TlsContext() = default;
 
 void TlsStream::Free::operator()(ssl_st* ssl) const noexcept {
-    SSL_free(ssl); // no close_notify: the socket closes next, and Redis needs none
+    openssl().SSL_free(ssl); // no close_notify: the socket closes next, and Redis needs none
 }
 
 TlsStream TlsStream::open(const TlsContext& context, int fd, const std::string& host,
                           std::string& error) {
-    ERR_clear_error();
+    openssl().ERR_clear_error();
     TlsStream stream;
-    stream.m_ssl.reset(SSL_new(context.m_ctx.get()));
+    stream.m_ssl.reset(openssl().SSL_new(context.m_ctx.get()));
     const BIO_METHOD* method = socket_method();
-    BIO* bio = stream.m_ssl && method ? BIO_new(method) : nullptr;
+    BIO* bio = stream.m_ssl && method ? openssl().BIO_new(method) : nullptr;
     if (!bio) {
         error = "TLS: cannot start a session (" + openssl_reason("out of memory") + ")";
         return {};
     }
     // The descriptor rides in the data pointer, which is never dereferenced.
-    BIO_set_data(bio, reinterpret_cast<void*>( // NOLINT(performance-no-int-to-ptr): see above
-                          static_cast<std::intptr_t>(fd)));
-    BIO_set_init(bio, 1);
+    openssl().BIO_set_data(bio,
+                           reinterpret_cast<void*>( // NOLINT(performance-no-int-to-ptr): see above
+                               static_cast<std::intptr_t>(fd)));
+    openssl().BIO_set_init(bio, 1);
     SSL* ssl = stream.m_ssl.get();
-    SSL_set_bio(ssl, bio, bio); // the session owns it now
+    openssl().SSL_set_bio(ssl, bio, bio); // the session owns it now
     unsigned char address[16];
     const bool numeric = ::inet_pton(AF_INET, host.c_str(), address) == 1 ||
                          ::inet_pton(AF_INET6, host.c_str(), address) == 1;
     // A numeric address is checked against the certificate's IP names (SNI takes host names
     // only); a name against its DNS names, and sent as SNI for servers with several.
-    const bool named = numeric
-                           ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1
-                           : SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 &&
-                                 SSL_set1_host(ssl, host.c_str()) == 1;
+    const bool named =
+        numeric ? openssl().X509_VERIFY_PARAM_set1_ip_asc(openssl().SSL_get0_param(ssl),
+                                                          host.c_str()) == 1
+                : openssl().SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+                                     const_cast<char*>(host.c_str())) == 1 &&
+                      openssl().SSL_set1_host(ssl, host.c_str()) == 1;
     if (!named) {
         error = "TLS: cannot check the server's name " + host + " (" + openssl_reason("?") + ")";
         return {};
     }
-    SSL_set_connect_state(ssl);
+    openssl().SSL_set_connect_state(ssl);
     return stream;
 }
 
 IoStep TlsStream::handshake() {
-    ERR_clear_error();
+    openssl().ERR_clear_error();
     errno = 0;
-    const int result = SSL_do_handshake(m_ssl.get());
+    const int result = openssl().SSL_do_handshake(m_ssl.get());
     const int saved_errno = errno;
     IoStep step = step_of(m_ssl.get(), result, saved_errno);
     step.bytes = 0;
@@ -309,30 +317,30 @@ IoStep TlsStream::handshake() {
 }
 
 IoStep TlsStream::read(char* buffer, std::size_t size) {
-    ERR_clear_error();
+    openssl().ERR_clear_error();
     errno = 0;
-    const int result =
-        SSL_read(m_ssl.get(), buffer, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+    const int result = openssl().SSL_read(m_ssl.get(), buffer,
+                                          static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
     return step_of(m_ssl.get(), result, errno);
 }
 
 IoStep TlsStream::write(const char* data, std::size_t size) {
-    ERR_clear_error();
+    openssl().ERR_clear_error();
     errno = 0;
-    const int result =
-        SSL_write(m_ssl.get(), data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
+    const int result = openssl().SSL_write(m_ssl.get(), data,
+                                           static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
     IoStep step = step_of(m_ssl.get(), result, errno);
     if (step.status == IoStep::Status::failed || step.status == IoStep::Status::closed) {
         // With TLS 1.3 a server checks the client's certificate after the handshake: one that
         // refuses it sends an alert and closes, and the first request meets the closed socket.
         // The alert, still waiting to be read, says why.
         char scratch[512];
-        ERR_clear_error();
+        openssl().ERR_clear_error();
         errno = 0;
-        const int got = SSL_read(m_ssl.get(), scratch, sizeof scratch);
+        const int got = openssl().SSL_read(m_ssl.get(), scratch, sizeof scratch);
         IoStep why = step_of(m_ssl.get(), got, errno);
         if (why.status == IoStep::Status::refused) return why;
-        ERR_clear_error();
+        openssl().ERR_clear_error();
     }
     return step;
 }

@@ -1,72 +1,35 @@
 #include "nvrtc_library.hpp"
 
-#include "kiln/error.hpp"
-#include "kiln/log.hpp"
+#include "shared_library.hpp"
 
 #include <nvJitLink.h>
 #include <nvrtc.h>
-
-#include <dlfcn.h>
-
-#include <string>
 
 namespace kiln::detail {
 
 namespace {
 
-struct DlLibrary {
-    void* handle = nullptr;
-    std::string failure; // empty when opened
-};
+constexpr const char* kToolkitHint =
+    "install the CUDA toolkit's NVRTC, or put its lib64 folder on LD_LIBRARY_PATH";
 
-DlLibrary open_dl_library(const char* soname, const char* built_path) {
-    DlLibrary library;
-    library.handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
-    if (!library.handle) {
-        const char* why = dlerror();
-        library.failure = why ? why : "unknown reason";
-        library.handle = dlopen(built_path, RTLD_NOW | RTLD_LOCAL);
-    }
-    if (library.handle) {
-        library.failure.clear();
-        logger().debug("opened {}", soname);
-        return library;
-    }
-    const char* why = dlerror();
-    library.failure = std::string(soname) + " could not be opened (" + library.failure + "; " +
-                      built_path + ": " + (why ? why : "unknown reason") +
-                      "): install the CUDA toolkit's NVRTC, or put its lib64 folder on "
-                      "LD_LIBRARY_PATH";
+const SharedLibrary& nvrtc_dl() {
+    static const SharedLibrary library(KILN_NVRTC_SONAME, KILN_NVRTC_PATH, kToolkitHint);
     return library;
 }
 
-const DlLibrary& nvrtc_dl() {
-    static const DlLibrary library = open_dl_library(KILN_NVRTC_SONAME, KILN_NVRTC_PATH);
+const SharedLibrary& nvjitlink_dl() {
+    static const SharedLibrary library(KILN_NVJITLINK_SONAME, KILN_NVJITLINK_PATH, kToolkitHint);
     return library;
-}
-
-const DlLibrary& nvjitlink_dl() {
-    static const DlLibrary library = open_dl_library(KILN_NVJITLINK_SONAME, KILN_NVJITLINK_PATH);
-    return library;
-}
-
-void* resolve_in(const DlLibrary& library, const char* name) {
-    if (!library.handle) throw Error(library.failure);
-    void* symbol = dlsym(library.handle, name);
-    if (!symbol)
-        throw Error(std::string("the NVRTC or nvJitLink library in use lacks ") + name +
-                    ": it is older than the CUDA toolkit Kiln was built with; update it");
-    return symbol;
 }
 
 } // namespace
 
 const void* nvrtc_address() {
-    return resolve_in(nvrtc_dl(), "nvrtcVersion");
+    return nvrtc_dl().symbol("nvrtcVersion");
 }
 
 const void* nvjitlink_address() {
-    return resolve_in(nvjitlink_dl(), "nvJitLinkVersion");
+    return nvjitlink_dl().symbol("nvJitLinkVersion");
 }
 
 } // namespace kiln::detail
@@ -79,8 +42,8 @@ const void* nvjitlink_address() {
 #define KILN_FORWARD(library, result, name, params, args)                                          \
     extern "C" result name params {                                                                \
         using Function = result(*) params;                                                         \
-        static const auto function = reinterpret_cast<Function>(                                   \
-            kiln::detail::resolve_in(kiln::detail::library(), KILN_FORWARD_NAME(name)));           \
+        static const auto function =                                                               \
+            reinterpret_cast<Function>(kiln::detail::library().symbol(KILN_FORWARD_NAME(name)));   \
         return function args;                                                                      \
     }
 // NOLINTEND(bugprone-macro-parentheses)

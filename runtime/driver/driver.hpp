@@ -41,6 +41,7 @@
     X(cuStreamIsCapturing)                                                                         \
     X(cuStreamBeginCapture)                                                                        \
     X(cuStreamEndCapture)                                                                          \
+    X(cuThreadExchangeStreamCaptureMode)                                                           \
     X(cuGraphInstantiateWithFlags)                                                                 \
     X(cuGraphLaunch)                                                                               \
     X(cuGraphDestroy)                                                                              \

@@ -3,6 +3,8 @@
 
 #include "gpu.hpp"
 
+#include "kiln/linalg.hpp"
+
 #include <gtest/gtest.h>
 
 void snippet_raw_kernel();
@@ -79,6 +81,15 @@ void snippet_reduction();
 TEST(DocSnippets, ReductionSnippetRuns) {
     KILN_REQUIRE_GPU();
     snippet_reduction();
+}
+
+void snippet_linalg();
+
+TEST(DocSnippets, LinalgSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    std::string reason;
+    if (!kiln::matmul_available(&reason)) GTEST_SKIP() << "no cuBLAS: " << reason;
+    snippet_linalg();
 }
 
 void snippet_fuse();

@@ -45,6 +45,7 @@ enum class Variable : std::uint8_t {
     cuda_device_runtime,          ///< KILN_CUDA_DEVICE_RUNTIME
     driver_library,               ///< KILN_DRIVER_LIBRARY
     driver_trace,                 ///< KILN_DRIVER_TRACE
+    cublas_library,               ///< KILN_CUBLAS_LIBRARY
     block_cache,                  ///< KILN_BLOCK_CACHE
     context_warm_up,              ///< KILN_CONTEXT_WARM_UP
     log_level,                    ///< KILN_LOG_LEVEL

@@ -21,6 +21,7 @@
 #include "kiln/fuse.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/launch.hpp"
+#include "kiln/linalg.hpp"
 #include "kiln/memory.hpp"
 #include "kiln/module.hpp"
 #include "kiln/nvtx.hpp"
