@@ -6,6 +6,7 @@
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
 #include "op_rules.hpp"
+#include "ready_ops.hpp"
 
 #include <cstddef>
 #include <string>
@@ -58,6 +59,10 @@ struct OpKernelKeyHash {
     }
 };
 
+struct DTypeHash {
+    std::size_t operator()(DType d) const noexcept { return static_cast<std::size_t>(d); }
+};
+
 ElementwiseKernel make_kernel(Op op, DType compute) {
     ElementwiseOptions options;
     options.preamble =
@@ -75,9 +80,25 @@ ElementwiseKernel make_kernel(Op op, DType compute) {
 // One ElementwiseKernel per (operation, compute type), built on first use and kept; each caches
 // its own specializations per dtypes and layout. A hot call finds its kernel without a lock: the
 // table is the lock-free per-context cache, used with no context.
-const ElementwiseKernel& kernel_for(Op op, DType compute) {
+const ElementwiseKernel& cached_kernel(Op op, DType compute) {
     static detail::PerContextCache<ElementwiseKernel, OpKernelKey, OpKernelKeyHash> kernels;
     return kernels.get(nullptr, OpKernelKey{op, compute}, [&] { return make_kernel(op, compute); });
+}
+
+// floor_divide and remainder in one kernel, per compute type.
+const ElementwiseKernel& cached_divmod_kernel(DType compute) {
+    static detail::PerContextCache<ElementwiseKernel, DType, DTypeHash> kernels;
+    return kernels.get(nullptr, compute, [&] {
+        ElementwiseOptions options;
+        options.preamble =
+            std::string("typedef ") + cuda_type(compute) + " P;\n" + detail::ops_preamble();
+        const std::string x = "kiln::cast<P>(x)", y = "kiln::cast<P>(y)";
+        return ElementwiseKernel(
+            "T x, U y", "V q, V r",
+            "q = kiln::cast<V>(" + detail::op_expression(Op::floor_divide, x, y) +
+                "); r = kiln::cast<V>(" + detail::op_expression(Op::remainder, x, y) + ')',
+            "kiln_divmod", options);
+    });
 }
 
 detail::TypedOperand typed(const Arg& a) {
@@ -128,15 +149,27 @@ Array binary(Op op, const Arg& a, const Arg& b, const OpOptions& options, const 
     if (!b.is_array()) types = detail::exact_comparison_types(op, types, b.scalar());
     check_scalar(a, types.compute, what);
     check_scalar(b, types.compute, what);
-    return run(kernel_for(op, types.compute), {a, b}, types.result, options);
+    return run(detail::ready_op_kernel(op, types.compute), {a, b}, types.result, options);
 }
 
 Array unary(Op op, const Array& a, const OpOptions& options) {
-    const detail::OpTypes types = detail::unary_types(op, a.dtype());
-    return run(kernel_for(op, types.compute), {a}, types.result, options);
+    const detail::OpTypes types = detail::unary_types(op, a.dtype(), detail::op_name(op));
+    return run(detail::ready_op_kernel(op, types.compute), {a}, types.result, options);
 }
 
 } // namespace
+
+namespace detail {
+
+const ElementwiseKernel& ready_op_kernel(ElementwiseOp op, DType compute) {
+    return cached_kernel(op, compute);
+}
+
+const ElementwiseKernel& ready_divmod_kernel(DType compute) {
+    return cached_divmod_kernel(compute);
+}
+
+} // namespace detail
 
 Array add(const Arg& a, const Arg& b, const OpOptions& o) {
     return binary(Op::add, a, b, o, "add");
@@ -200,6 +233,172 @@ Array abs(const Array& a, const OpOptions& o) {
     return unary(Op::abs, a, o);
 }
 
+Array floor_divide(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::floor_divide, a, b, o, "floor_divide");
+}
+Array remainder(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::remainder, a, b, o, "remainder");
+}
+Array fmod(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::fmod, a, b, o, "fmod");
+}
+Array bitwise_and(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::bitwise_and, a, b, o, "bitwise_and");
+}
+Array bitwise_or(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::bitwise_or, a, b, o, "bitwise_or");
+}
+Array bitwise_xor(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::bitwise_xor, a, b, o, "bitwise_xor");
+}
+Array left_shift(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::left_shift, a, b, o, "left_shift");
+}
+Array right_shift(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::right_shift, a, b, o, "right_shift");
+}
+Array logical_and(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::logical_and, a, b, o, "logical_and");
+}
+Array logical_or(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::logical_or, a, b, o, "logical_or");
+}
+Array logical_xor(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::logical_xor, a, b, o, "logical_xor");
+}
+Array fmax(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::fmax, a, b, o, "fmax");
+}
+Array fmin(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::fmin, a, b, o, "fmin");
+}
+Array arctan2(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::arctan2, a, b, o, "arctan2");
+}
+Array hypot(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::hypot, a, b, o, "hypot");
+}
+Array copysign(const Arg& a, const Arg& b, const OpOptions& o) {
+    return binary(Op::copysign, a, b, o, "copysign");
+}
+Array negative(const Array& a, const OpOptions& o) {
+    return unary(Op::negative, a, o);
+}
+Array invert(const Array& a, const OpOptions& o) {
+    return unary(Op::invert, a, o);
+}
+Array bitwise_not(const Array& a, const OpOptions& o) {
+    return unary(Op::invert, a, o);
+}
+Array logical_not(const Array& a, const OpOptions& o) {
+    return unary(Op::logical_not, a, o);
+}
+Array sign(const Array& a, const OpOptions& o) {
+    return unary(Op::sign, a, o);
+}
+Array square(const Array& a, const OpOptions& o) {
+    return unary(Op::square, a, o);
+}
+Array reciprocal(const Array& a, const OpOptions& o) {
+    return unary(Op::reciprocal, a, o);
+}
+Array cbrt(const Array& a, const OpOptions& o) {
+    return unary(Op::cbrt, a, o);
+}
+Array exp2(const Array& a, const OpOptions& o) {
+    return unary(Op::exp2, a, o);
+}
+Array expm1(const Array& a, const OpOptions& o) {
+    return unary(Op::expm1, a, o);
+}
+Array log2(const Array& a, const OpOptions& o) {
+    return unary(Op::log2, a, o);
+}
+Array log10(const Array& a, const OpOptions& o) {
+    return unary(Op::log10, a, o);
+}
+Array log1p(const Array& a, const OpOptions& o) {
+    return unary(Op::log1p, a, o);
+}
+Array tan(const Array& a, const OpOptions& o) {
+    return unary(Op::tan, a, o);
+}
+Array arcsin(const Array& a, const OpOptions& o) {
+    return unary(Op::arcsin, a, o);
+}
+Array arccos(const Array& a, const OpOptions& o) {
+    return unary(Op::arccos, a, o);
+}
+Array arctan(const Array& a, const OpOptions& o) {
+    return unary(Op::arctan, a, o);
+}
+Array sinh(const Array& a, const OpOptions& o) {
+    return unary(Op::sinh, a, o);
+}
+Array cosh(const Array& a, const OpOptions& o) {
+    return unary(Op::cosh, a, o);
+}
+Array arcsinh(const Array& a, const OpOptions& o) {
+    return unary(Op::arcsinh, a, o);
+}
+Array arccosh(const Array& a, const OpOptions& o) {
+    return unary(Op::arccosh, a, o);
+}
+Array arctanh(const Array& a, const OpOptions& o) {
+    return unary(Op::arctanh, a, o);
+}
+Array floor(const Array& a, const OpOptions& o) {
+    return unary(Op::floor, a, o);
+}
+Array ceil(const Array& a, const OpOptions& o) {
+    return unary(Op::ceil, a, o);
+}
+Array trunc(const Array& a, const OpOptions& o) {
+    return unary(Op::trunc, a, o);
+}
+Array rint(const Array& a, const OpOptions& o) {
+    return unary(Op::rint, a, o);
+}
+Array isnan(const Array& a, const OpOptions& o) {
+    return unary(Op::isnan, a, o);
+}
+Array isinf(const Array& a, const OpOptions& o) {
+    return unary(Op::isinf, a, o);
+}
+Array isfinite(const Array& a, const OpOptions& o) {
+    return unary(Op::isfinite, a, o);
+}
+Array signbit(const Array& a, const OpOptions& o) {
+    return unary(Op::signbit, a, o);
+}
+Array real(const Array& a, const OpOptions& o) {
+    return unary(Op::real, a, o);
+}
+Array imag(const Array& a, const OpOptions& o) {
+    return unary(Op::imag, a, o);
+}
+Array conj(const Array& a, const OpOptions& o) {
+    return unary(Op::conj, a, o);
+}
+
+std::pair<Array, Array> divmod(const Arg& a, const Arg& b, StreamRef stream) {
+    need_an_array(a, b, "divmod");
+    const detail::OpTypes types =
+        detail::binary_types(Op::floor_divide, typed(a), typed(b), "divmod");
+    check_scalar(a, types.compute, "divmod");
+    check_scalar(b, types.compute, "divmod");
+    const detail::CallContextScope call_scope;
+    const Dims shape = broadcast_shapes(
+        {a.is_array() ? a.array().shape() : Dims{}, b.is_array() ? b.array().shape() : Dims{}});
+    std::pair<Array, Array> out{empty(shape, types.result, stream),
+                                empty(shape, types.result, stream)};
+    CallOptions call;
+    call.stream = stream;
+    std::array<Arg, 4> args{a, b, Arg(out.first), Arg(out.second)};
+    detail::ready_divmod_kernel(types.compute).call(args.data(), args.size(), call);
+    return out;
+}
+
 Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions& o) {
     need_an_array(x, y, "where");
     const detail::OpTypes types = detail::where_types(typed(x), typed(y));
@@ -216,7 +415,7 @@ Array where(const Array& condition, const Arg& x, const Arg& y, const OpOptions&
                                       y.is_array() ? y.array().shape() : Dims{}}),
                     result, o.stream);
     std::array<Arg, 4> args{Arg(condition), x, y, Arg(out)};
-    kernel_for(Op::where, types.compute).call(args.data(), args.size(), call);
+    detail::ready_op_kernel(Op::where, types.compute).call(args.data(), args.size(), call);
     return out;
 }
 
@@ -230,16 +429,16 @@ Array clip(const Array& a, const Arg& lo, const Arg& hi, const OpOptions& o) {
     const DType result = types.result;
     Array out = o.out ? *o.out : empty(a.shape(), result, o.stream);
     std::array<Arg, 4> args{Arg(a), lo, hi, Arg(out)};
-    kernel_for(Op::clip, types.compute).call(args.data(), args.size(), call);
+    detail::ready_op_kernel(Op::clip, types.compute).call(args.data(), args.size(), call);
     return out;
 }
 
 Array astype(const Array& a, DType dtype, const OpOptions& o) {
-    return run(kernel_for(Op::convert, dtype), {a}, dtype, o);
+    return run(detail::ready_op_kernel(Op::convert, dtype), {a}, dtype, o);
 }
 
 Array ascontiguousarray(const Array& a, const OpOptions& o) {
-    return run(kernel_for(Op::convert, a.dtype()), {a}, a.dtype(), o);
+    return run(detail::ready_op_kernel(Op::convert, a.dtype()), {a}, a.dtype(), o);
 }
 
 void fill(const Array& a, const Scalar& value, StreamRef stream) {
@@ -247,7 +446,7 @@ void fill(const Array& a, const Scalar& value, StreamRef stream) {
     OpOptions o;
     o.stream = stream;
     o.out = &a;
-    run(kernel_for(Op::convert, a.dtype()), {Arg(value)}, a.dtype(), o);
+    run(detail::ready_op_kernel(Op::convert, a.dtype()), {Arg(value)}, a.dtype(), o);
 }
 
 } // namespace kiln

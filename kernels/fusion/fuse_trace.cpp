@@ -87,31 +87,9 @@ ReduceOp reduction_named(const char* name) {
     throw ArgumentError(std::string("kiln::fuse: no reduction named '") + name + "'");
 }
 
+// Binary operations with a C++ operator read as it in traced text: "t2 & t3", "in0 // 2ll".
 const char* infix_sign(ElementwiseOp op) {
-    switch (op) {
-    case ElementwiseOp::add:
-        return "+";
-    case ElementwiseOp::subtract:
-        return "-";
-    case ElementwiseOp::multiply:
-        return "*";
-    case ElementwiseOp::divide:
-        return "/";
-    case ElementwiseOp::equal:
-        return "==";
-    case ElementwiseOp::not_equal:
-        return "!=";
-    case ElementwiseOp::less:
-        return "<";
-    case ElementwiseOp::less_equal:
-        return "<=";
-    case ElementwiseOp::greater:
-        return ">";
-    case ElementwiseOp::greater_equal:
-        return ">=";
-    default:
-        return nullptr;
-    }
+    return is_binary(op) ? op_sign(op) : nullptr;
 }
 
 FusionTrace& trace_of(std::initializer_list<FuseOperand> operands, const char* op) {
@@ -212,7 +190,7 @@ fusion::Var fuse_apply(const char* op_text, std::initializer_list<FuseOperand> o
             if (at(k).kind == FuseNode::Kind::literal)
                 node.types = exact_comparison_types(op, node.types, at(k).literal);
     } else if (is_unary(op))
-        node.types = unary_types(op, at(0).dtype);
+        node.types = unary_types(op, at(0).dtype, what.c_str());
     else if (op == ElementwiseOp::where)
         node.types = where_types(typed(1), typed(2));
     else if (op == ElementwiseOp::clip) {
@@ -252,7 +230,7 @@ fusion::Var fuse_reduce(const char* op_text, const fusion::Var& v, const Axes& a
     const ReduceOp op = reduction_named(op_text);
     FuseNode node;
     node.kind = FuseNode::Kind::reduction;
-    node.recipe = reduction_recipe(op, in.dtype, options.dtype, axis);
+    node.recipe = reduction_recipe(op, in.dtype, options.dtype, axis, options.ddof);
     node.dtype = node.recipe->result;
     node.array = node.reduced = true;
     node.operands[0] = FusionTrace::id_of(v);

@@ -25,7 +25,14 @@ enum class ReduceOp : std::uint8_t {
     norm,
     any,
     all,
-    count_nonzero,
+    nansum,  // NaN counted as 0
+    nanprod, // NaN counted as 1
+    nanmax,  // NaN skipped
+    nanmin,
+    nanmean,
+    var, // one pass: Welford's moments, merged as Chan et al. merge them
+    std,
+    count_nonzero, // the last
 };
 
 /// A reduction as ReductionKernel's pieces. The expressions see the typedefs C (the type
@@ -35,7 +42,7 @@ struct ReductionRecipe {
     const char* in;       ///< the input parameters ("T x")
     const char* map;      ///< of the input `x` (and `_J`, the index within the reduction)
     const char* reduce;   ///< of `a` and `b`
-    const char* value;    ///< the result, of the reduced value `a` (post-map: "y = " value)
+    std::string value;    ///< the result, of the reduced value `a` (post-map: "y = " value)
     const char* identity; ///< of the reduce type
     std::string reduce_type;
     bool empty_is_error = false;
@@ -45,11 +52,13 @@ struct ReductionRecipe {
 /// The name NumPy gives @p op ("sum", "argmax").
 const char* reduce_op_name(ReduceOp op);
 
-/// The recipe of sum, prod, max, min, argmax, argmin, mean, any, all or count_nonzero over
-/// @p input: @p dtype is NumPy's `dtype=` (sum, prod, mean). max, min, argmax and argmin of
-/// complex values follow NumPy's order (real parts first; a NaN in either part wins).
-/// @throws AxisError for argmax / argmin over several axes (not all).
+/// The recipe of a single-pass reduction (every ReduceOp but squared_deviation and norm) over
+/// @p input: @p dtype is NumPy's `dtype=` (sum, prod, mean and their nan forms, var, std), @p ddof
+/// var's and std's. max, min, argmax and argmin of complex values follow NumPy's order (real
+/// parts first; a NaN in either part wins).
+/// @throws AxisError for argmax / argmin over several axes (not all); DTypeError for nanmax and
+/// nanmin of complex values.
 ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
-                                 const Axes& axis);
+                                 const Axes& axis, int ddof = 0);
 
 } // namespace kiln::detail

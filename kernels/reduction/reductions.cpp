@@ -21,11 +21,50 @@ template <class T> __device__ T kiln_abs2(T v) { return v * v; }
 template <class T> __device__ T kiln_abs2(kiln::complex<T> v) { return v.re * v.re + v.im * v.im; }
 )";
 
+// The nan-reductions' helpers: a NaN (in either part of a complex value) is skipped.
+constexpr const char* kNanPreamble = R"(
+template <class T> __device__ T kiln_nan_to(T v, T to) { return kiln::is_nan(v) ? to : v; }
+template <class T> __device__ T kiln_nanmax(T a, T b) { return kiln::is_nan(b) ? a : (kiln::is_nan(a) || b > a ? b : a); }
+template <class T> __device__ T kiln_nanmin(T a, T b) { return kiln::is_nan(b) ? a : (kiln::is_nan(a) || b < a ? b : a); }
+// The identities: NaN for floats (every NaN is skipped, so an all-NaN slice stays NaN).
+template <class T> __device__ T kiln_nanmax_identity() { return kiln::lowest<T>(); }
+template <class T> __device__ T kiln_nanmin_identity() { return kiln::highest<T>(); }
+template <> __device__ float kiln_nanmax_identity<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ double kiln_nanmax_identity<double>() { return __longlong_as_double(0x7fffffffffffffffll); }
+template <> __device__ float kiln_nanmin_identity<float>() { return __int_as_float(0x7fffffff); }
+template <> __device__ double kiln_nanmin_identity<double>() { return __longlong_as_double(0x7fffffffffffffffll); }
+template <class T> __device__ kiln::pair<T, long long> kiln_nan_count(T v) {
+    return kiln::is_nan(v) ? kiln::make_pair(T(0), 0ll) : kiln::make_pair(v, 1ll);
+}
+)";
+
+// var and std in one pass: each element is the moments (1, x, 0); two sets of moments merge as
+// Chan, Golub and LeVeque merge them, so partial results meet in any (fixed) order.
+constexpr const char* kMomentsPreamble = R"(
+template <class M, class S> struct kiln_moments {
+    S n;
+    M mean;
+    S m2;
+    kiln_moments() = default;
+    __device__ kiln_moments(S n_, M mean_, S m2_) : n(n_), mean(mean_), m2(m2_) {}
+};
+template <class M, class S>
+__device__ kiln_moments<M, S> kiln_moments_merge(const kiln_moments<M, S>& a, const kiln_moments<M, S>& b) {
+    if (b.n == S(0)) return a;
+    if (a.n == S(0)) return b;
+    const S n = a.n + b.n;
+    const S wb = b.n / n;
+    const M d = b.mean - a.mean;
+    return kiln_moments<M, S>(n, a.mean + d * M(wb), a.m2 + b.m2 + kiln_abs2(d) * (a.n * wb));
+}
+template <class S> __device__ S kiln_dof(S n, S ddof) { return n > ddof ? n - ddof : S(0); }
+)";
+
 struct Spec {
     const char* in;
     const char* map;
     const char* reduce;
-    const char* value; // of the reduced value `a`
+    std::string value; // of the reduced value `a`
     const char* identity;
     std::string reduce_type; // empty: R
     bool empty_is_error = false;
@@ -46,7 +85,7 @@ Spec complex_order_spec(ReduceOp op) {
             true};
 }
 
-Spec spec_of(ReduceOp op, bool complex_sqrt, bool complex_order) {
+Spec spec_of(ReduceOp op, bool complex_sqrt, bool complex_order, int ddof) {
     if (complex_order) return complex_order_spec(op);
     switch (op) {
     case ReduceOp::sum:
@@ -95,6 +134,44 @@ Spec spec_of(ReduceOp op, bool complex_sqrt, bool complex_order) {
         return {"T x", "kiln::cast<bool>(x)", "a || b", "a", "false", {}};
     case ReduceOp::all:
         return {"T x", "kiln::cast<bool>(x)", "a && b", "a", "true", {}};
+    case ReduceOp::nansum:
+        return {"T x", "kiln_nan_to(kiln::cast<R>(x), R(0))", "a + b", "kiln::cast<O>(a)", "0", {}};
+    case ReduceOp::nanprod:
+        return {"T x", "kiln_nan_to(kiln::cast<R>(x), R(1))", "a * b", "kiln::cast<O>(a)", "1", {}};
+    case ReduceOp::nanmax:
+        return {"T x",
+                "kiln::cast<R>(x)",
+                "kiln_nanmax(a, b)",
+                "kiln::cast<O>(a)",
+                "kiln_nanmax_identity<R>()",
+                {},
+                true};
+    case ReduceOp::nanmin:
+        return {"T x",
+                "kiln::cast<R>(x)",
+                "kiln_nanmin(a, b)",
+                "kiln::cast<O>(a)",
+                "kiln_nanmin_identity<R>()",
+                {},
+                true};
+    case ReduceOp::nanmean:
+        return {"T x",
+                "kiln_nan_count(kiln::cast<R>(x))",
+                "kiln::make_pair(a.first + b.first, a.second + b.second)",
+                "kiln::cast<O>(a.first / R(a.second))",
+                "R(0), 0ll",
+                "kiln::pair<R, long long>"};
+    case ReduceOp::var:
+    case ReduceOp::std: {
+        const std::string variance = "a.m2 / kiln_dof(a.n, S(" + std::to_string(ddof) + "))";
+        return {"T x",
+                "kiln_moments<C, S>(S(1), kiln::cast<C>(x), S(0))",
+                "kiln_moments_merge(a, b)",
+                "kiln::cast<O>(" + (op == ReduceOp::std ? "sqrt(" + variance + ')' : variance) +
+                    ')',
+                "S(0), C(0), S(0)",
+                "kiln_moments<C, S>"};
+    }
     case ReduceOp::count_nonzero:
         return {"T x", "(R)kiln::cast<bool>(x)", "a + b", "a", "0", {}};
     }
@@ -123,10 +200,10 @@ DType mean_result(DType d) {
 
 // The recipe of @p op computing in C, accumulating in R, giving O.
 ReductionRecipe recipe_of(ReduceOp op, DType compute, DType accumulate, DType result,
-                          bool sqrt_after = false) {
+                          bool sqrt_after = false, int ddof = 0) {
     const bool ordered = op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax ||
                          op == ReduceOp::argmin;
-    const Spec spec = spec_of(op, sqrt_after, ordered && is_complex(compute));
+    const Spec spec = spec_of(op, sqrt_after, ordered && is_complex(compute), ddof);
     ReductionRecipe recipe{compute,  accumulate,          result,     spec.in,
                            spec.map, spec.reduce,         spec.value, spec.identity,
                            {},       spec.empty_is_error, {}};
@@ -135,14 +212,25 @@ ReductionRecipe recipe_of(ReduceOp op, DType compute, DType accumulate, DType re
     recipe.preamble = std::string("typedef ") + cuda_type(compute) + " C;\ntypedef " +
                       cuda_type(accumulate) + " R;\ntypedef " + cuda_type(result) + " O;\n" +
                       kReducePreamble;
+    if (op >= ReduceOp::nansum && op <= ReduceOp::nanmean) recipe.preamble += kNanPreamble;
+    if (op == ReduceOp::var || op == ReduceOp::std)
+        // S: the moments' real type (the count and the squared deviations).
+        recipe.preamble +=
+            std::string("typedef ") + cuda_type(real_of(compute)) + " S;\n" + kMomentsPreamble;
     return recipe;
 }
 
 } // namespace
 
 const char* reduce_op_name(ReduceOp op) {
-    static const char* const names[] = {"sum",  "prod", "max",  "min", "argmax", "argmin",
-                                        "mean", "var",  "norm", "any", "all",    "count_nonzero"};
+    static const char* const names[] = {"sum",     "prod",   "max",          "min",
+                                        "argmax",  "argmin", "mean",         "squared_deviation",
+                                        "norm",    "any",    "all",          "nansum",
+                                        "nanprod", "nanmax", "nanmin",       "nanmean",
+                                        "var",     "std",    "count_nonzero"};
+    static_assert(sizeof(names) / sizeof(names[0]) ==
+                      static_cast<std::size_t>(ReduceOp::count_nonzero) + 1,
+                  "a name per reduction");
     return names[static_cast<int>(op)];
 }
 
@@ -166,6 +254,30 @@ ReductionTypes reduction_types(ReduceOp op, DType input, std::optional<DType> dt
     case ReduceOp::max:
     case ReduceOp::min:
         return {widen(input), widen(input), input};
+    case ReduceOp::nansum:
+    case ReduceOp::nanprod: {
+        const DType result = dtype.value_or(sum_result(input));
+        return {widen(result), widen(result), result};
+    }
+    case ReduceOp::nanmax:
+    case ReduceOp::nanmin:
+        if (is_complex(input))
+            throw DTypeError(std::string(what) +
+                             ": Kiln does not order complex values here (NumPy's order of real "
+                             "parts, then imaginary parts, is max's and min's)");
+        return {widen(input), widen(input), input};
+    case ReduceOp::nanmean: {
+        const DType result = dtype.value_or(mean_result(input));
+        return {widen(result), widen(result), result};
+    }
+    case ReduceOp::var:
+    case ReduceOp::std: {
+        // One pass loses what two passes keep when the mean is large beside the spread (the
+        // error grows with mean / deviation): the moments are kept in double precision.
+        const DType computed = dtype.value_or(mean_result(input));
+        const DType wide = is_complex(computed) ? DType::complex128 : DType::float64;
+        return {wide, DType::float64, real_of(computed)};
+    }
     case ReduceOp::argmax:
     case ReduceOp::argmin:
         if (!axis.is_all() && axis.size() != 1)
@@ -189,9 +301,9 @@ ReductionTypes reduction_types(ReduceOp op, DType input, std::optional<DType> dt
 } // namespace
 
 ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
-                                 const Axes& axis) {
+                                 const Axes& axis, int ddof) {
     const ReductionTypes types = reduction_types(op, input, dtype, axis);
-    return recipe_of(op, types.compute, types.accumulate, types.result);
+    return recipe_of(op, types.compute, types.accumulate, types.result, false, ddof);
 }
 
 } // namespace detail
@@ -204,8 +316,10 @@ using detail::ReductionRecipe;
 // Kernel names as profilers show them.
 const char* kernel_name(ReduceOp op) {
     static const char* const names[] = {
-        "kiln_sum",  "kiln_prod", "kiln_max",  "kiln_min", "kiln_argmax", "kiln_argmin",
-        "kiln_mean", "kiln_var",  "kiln_norm", "kiln_any", "kiln_all",    "kiln_count_nonzero"};
+        "kiln_sum",     "kiln_prod",        "kiln_max",         "kiln_min",          "kiln_argmax",
+        "kiln_argmin",  "kiln_mean",        "kiln_var",         "kiln_norm",         "kiln_any",
+        "kiln_all",     "kiln_nansum",      "kiln_nanprod",     "kiln_nanmax",       "kiln_nanmin",
+        "kiln_nanmean", "kiln_var_moments", "kiln_std_moments", "kiln_count_nonzero"};
     return names[static_cast<int>(op)];
 }
 
@@ -325,6 +439,26 @@ Array any(const Array& a, const Axes& axis, const ReduceOptions& options) {
 
 Array all(const Array& a, const Axes& axis, const ReduceOptions& options) {
     return run(ReduceOp::all, a, axis, options);
+}
+
+Array nansum(const Array& a, const Axes& axis, const ReduceOptions& options) {
+    return run(ReduceOp::nansum, a, axis, options);
+}
+
+Array nanprod(const Array& a, const Axes& axis, const ReduceOptions& options) {
+    return run(ReduceOp::nanprod, a, axis, options);
+}
+
+Array nanmax(const Array& a, const Axes& axis, const ReduceOptions& options) {
+    return run(ReduceOp::nanmax, a, axis, options);
+}
+
+Array nanmin(const Array& a, const Axes& axis, const ReduceOptions& options) {
+    return run(ReduceOp::nanmin, a, axis, options);
+}
+
+Array nanmean(const Array& a, const Axes& axis, const ReduceOptions& options) {
+    return run(ReduceOp::nanmean, a, axis, options);
 }
 
 Array count_nonzero(const Array& a, const Axes& axis, const ReduceOptions& options) {

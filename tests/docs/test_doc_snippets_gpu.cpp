@@ -12,6 +12,7 @@ void snippet_raw_module();
 void snippet_elementwise();
 void snippet_texture();
 void snippet_scalar_rules();
+void snippet_numpy_ops();
 
 TEST(DocSnippets, TextureSnippetRuns) {
     KILN_REQUIRE_GPU();
@@ -21,6 +22,11 @@ TEST(DocSnippets, TextureSnippetRuns) {
 TEST(DocSnippets, ScalarRulesSnippetRuns) {
     KILN_REQUIRE_GPU();
     snippet_scalar_rules();
+}
+
+TEST(DocSnippets, NumpyOpsSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    snippet_numpy_ops();
 }
 
 TEST(DocSnippets, RawKernelSnippetRuns) {

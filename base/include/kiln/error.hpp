@@ -116,6 +116,14 @@ class OverflowError : public ArgumentError {
     using ArgumentError::ArgumentError;
 };
 
+/// An operation NumPy does not define for its operands' dtypes (NumPy's TypeError): a bitwise
+/// operation on floating values, floor division of complex values, a boolean subtract. The message
+/// names the operation and the dtypes.
+class DTypeError : public ArgumentError {
+  public:
+    using ArgumentError::ArgumentError;
+};
+
 /// A parameter spec that does not parse; the message shows the spec with a caret at the fault.
 class SpecError : public Error {
   public:

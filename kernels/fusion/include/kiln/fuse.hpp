@@ -42,14 +42,22 @@
 /// `<name>_2`... as profilers show them.
 ///
 /// What a traced function may do, with NumPy's result dtypes (the rules of kiln/ops.hpp):
-/// - operators `+ - * /`, unary `-`, `== != < <= > >=` and the functions add, subtract,
-///   multiply, divide, equal, not_equal, less, less_equal, greater, greater_equal, power, maximum,
-///   minimum, where, clip, astype, exp, log, sqrt, sin, cos, tanh, abs, on Vars and C++ scalars
-///   (numbers, `std::complex<double>` as Python's complex, `std::complex<float>` as complex64);
-/// - reductions (sum, prod, min, max, mean, argmax, argmin, any, all, count_nonzero, with axes and
-///   keepdims as kiln/reductions.hpp takes them), any number, of any Var that depends on an array,
-///   and elementwise work on their results with arrays and scalars (each reduction takes a Var,
-///   then optionally the axes and ReduceOptions; ReduceOptions::out is refused);
+/// - operators `+ - * / % & | ^ << >>`, unary `- ~ !`, `== != < <= > >=` and every operation of
+///   kiln/ops.hpp by NumPy's name, on Vars and C++ scalars (numbers, `std::complex<double>` as
+///   Python's complex, `std::complex<float>` as complex64): add, subtract, multiply, divide,
+///   floor_divide, remainder, fmod, divmod (a pair of Vars), power, maximum, minimum, fmax, fmin,
+///   equal, not_equal, less, less_equal, greater, greater_equal, bitwise_and, bitwise_or,
+///   bitwise_xor, invert (bitwise_not), left_shift, right_shift, logical_and, logical_or,
+///   logical_xor, logical_not, negative, sign, square, reciprocal, abs, exp, exp2, expm1, log,
+///   log2, log10, log1p, sqrt, cbrt, sin, cos, tan, arcsin, arccos, arctan, arctan2, hypot, sinh,
+///   cosh, tanh, arcsinh, arccosh, arctanh, floor, ceil, trunc, rint, copysign, isnan, isinf,
+///   isfinite, signbit, real, imag, conj, where, clip, astype (an operation NumPy refuses for the
+///   operands' dtypes is a DTypeError when traced);
+/// - reductions (sum, prod, min, max, mean, var, std, argmax, argmin, any, all, count_nonzero,
+///   nansum, nanprod, nanmax, nanmin, nanmean, with axes, keepdims, dtype and ddof as
+///   kiln/reductions.hpp takes them), any number, of any Var that depends on an array, and
+///   elementwise work on their results with arrays and scalars (each reduction takes a Var, then
+///   optionally the axes and ReduceOptions; ReduceOptions::out is refused);
 /// - update an array argument in place: `x += y` (`-=`, `*=`, `/=`) or `kiln::copyto(x, y)`, cast
 ///   to the argument's dtype by NumPy's same_kind rule, with the value broadcast to its shape; the
 ///   argument's array is written when all the function's reads of it are done (an argument that
@@ -73,9 +81,9 @@
 /// alone is not checked).
 ///
 /// Errors are FusionError (an ArgumentError): a function that returns no array and updates none,
-/// an operation that cannot be fused (kiln::var, kiln::std: named, with the reason), an update
-/// that NumPy's same_kind rule refuses (`int32 += 1.5`), a kernel that would write more than
-/// Outputs::kCapacity arrays. An Array operation given a Var (a captured kiln::Array, an
+/// an update that NumPy's same_kind rule refuses (`int32 += 1.5`), a kernel that would write more
+/// than Outputs::kCapacity arrays; an operation NumPy refuses for its operands' dtypes is a
+/// DTypeError. An Array operation given a Var (a captured kiln::Array, an
 /// operation Kiln has only for arrays) does not compile.
 ///
 /// Threads: a fused function may be called from several threads at once. Two threads that meet
@@ -444,12 +452,68 @@ template <class A, class B> IfFusable<A, B> operator*(const A& a, const B& b) {
 template <class A, class B> IfFusable<A, B> operator/(const A& a, const B& b) {
     return detail::fuse_apply("divide", {a, b});
 }
-/// Negation, as `a * -1`.
+/// Negation (NumPy's negative): unsigned values wrap, as NumPy's do (uint8 200 gives 56).
 /// @param a the value.
 /// @return `-a`, a new Var.
-/// @throws FusionError when the operation cannot be fused here.
+/// @throws DTypeError for a bool value (NumPy's boolean negative is an error).
 inline Var operator-(const Var& a) {
-    return detail::fuse_apply("multiply", {a, -1});
+    return detail::fuse_apply("negative", {a});
+}
+/// Bitwise not (NumPy's invert): logical not for bool.
+/// @param a the value.
+/// @return `~a`, a new Var.
+/// @throws DTypeError for a floating or complex value.
+inline Var operator~(const Var& a) {
+    return detail::fuse_apply("invert", {a});
+}
+/// Logical not (NumPy's logical_not): a bool Var, not a C++ bool.
+/// @param a the value.
+/// @return `!a`, a new bool Var.
+/// @throws FusionError when the operation cannot be fused here.
+inline Var operator!(const Var& a) {
+    return detail::fuse_apply("logical_not", {a});
+}
+/// The remainder with Python's signs (NumPy's remainder, `%`): 0 for an integer zero divisor.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a % b`, a new Var.
+/// @throws DTypeError for complex operands.
+template <class A, class B> IfFusable<A, B> operator%(const A& a, const B& b) {
+    return detail::fuse_apply("remainder", {a, b});
+}
+/// Bitwise and (NumPy's bitwise_and), of bool or integer operands.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a & b`, a new Var.
+/// @throws DTypeError for floating or complex operands.
+template <class A, class B> IfFusable<A, B> operator&(const A& a, const B& b) {
+    return detail::fuse_apply("bitwise_and", {a, b});
+}
+/// Bitwise or (NumPy's bitwise_or), of bool or integer operands.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a | b`, a new Var.
+/// @throws DTypeError for floating or complex operands.
+template <class A, class B> IfFusable<A, B> operator|(const A& a, const B& b) {
+    return detail::fuse_apply("bitwise_or", {a, b});
+}
+/// Bitwise exclusive or (NumPy's bitwise_xor), of bool or integer operands.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a ^ b`, a new Var.
+/// @throws DTypeError for floating or complex operands.
+template <class A, class B> IfFusable<A, B> operator^(const A& a, const B& b) {
+    return detail::fuse_apply("bitwise_xor", {a, b});
+}
+/// Left shift (NumPy's left_shift): a shift by the width or more gives 0.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a << b`, a new Var.
+/// @throws DTypeError for floating or complex operands.
+template <class A, class B> IfFusable<A, B> operator<<(const A& a, const B& b) {
+    return detail::fuse_apply("left_shift", {a, b});
+}
+/// Right shift (NumPy's right_shift), arithmetic for signed types.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return `a >> b`, a new Var.
+/// @throws DTypeError for floating or complex operands.
+template <class A, class B> IfFusable<A, B> operator>>(const A& a, const B& b) {
+    return detail::fuse_apply("right_shift", {a, b});
 }
 /// Elementwise comparison (NumPy's equal): a bool Var, not a C++ bool.
 /// @param a, b Vars or C++ scalars, at least one a Var.
@@ -565,8 +629,73 @@ KILN_FUSION_BINARY(less)
 KILN_FUSION_BINARY(less_equal)
 KILN_FUSION_BINARY(greater)
 KILN_FUSION_BINARY(greater_equal)
+KILN_FUSION_BINARY(floor_divide)
+KILN_FUSION_BINARY(remainder)
+KILN_FUSION_BINARY(fmod)
+KILN_FUSION_BINARY(bitwise_and)
+KILN_FUSION_BINARY(bitwise_or)
+KILN_FUSION_BINARY(bitwise_xor)
+KILN_FUSION_BINARY(left_shift)
+KILN_FUSION_BINARY(right_shift)
+KILN_FUSION_BINARY(logical_and)
+KILN_FUSION_BINARY(logical_or)
+KILN_FUSION_BINARY(logical_xor)
+KILN_FUSION_BINARY(fmax)
+KILN_FUSION_BINARY(fmin)
+KILN_FUSION_BINARY(arctan2)
+KILN_FUSION_BINARY(hypot)
+KILN_FUSION_BINARY(copysign)
 #undef KILN_FUSION_BINARY
+#define KILN_FUSION_UNARY(name, op)                                                                \
+    inline Var name(const Var& a) {                                                                \
+        return detail::fuse_apply(#op, {a});                                                       \
+    }
+KILN_FUSION_UNARY(negative, negative)
+KILN_FUSION_UNARY(invert, invert)
+KILN_FUSION_UNARY(bitwise_not, invert)
+KILN_FUSION_UNARY(logical_not, logical_not)
+KILN_FUSION_UNARY(sign, sign)
+KILN_FUSION_UNARY(square, square)
+KILN_FUSION_UNARY(reciprocal, reciprocal)
+KILN_FUSION_UNARY(cbrt, cbrt)
+KILN_FUSION_UNARY(exp2, exp2)
+KILN_FUSION_UNARY(expm1, expm1)
+KILN_FUSION_UNARY(log2, log2)
+KILN_FUSION_UNARY(log10, log10)
+KILN_FUSION_UNARY(log1p, log1p)
+KILN_FUSION_UNARY(tan, tan)
+KILN_FUSION_UNARY(arcsin, arcsin)
+KILN_FUSION_UNARY(arccos, arccos)
+KILN_FUSION_UNARY(arctan, arctan)
+KILN_FUSION_UNARY(sinh, sinh)
+KILN_FUSION_UNARY(cosh, cosh)
+KILN_FUSION_UNARY(arcsinh, arcsinh)
+KILN_FUSION_UNARY(arccosh, arccosh)
+KILN_FUSION_UNARY(arctanh, arctanh)
+KILN_FUSION_UNARY(floor, floor)
+KILN_FUSION_UNARY(ceil, ceil)
+KILN_FUSION_UNARY(trunc, trunc)
+KILN_FUSION_UNARY(rint, rint)
+KILN_FUSION_UNARY(isnan, isnan)
+KILN_FUSION_UNARY(isinf, isinf)
+KILN_FUSION_UNARY(isfinite, isfinite)
+KILN_FUSION_UNARY(signbit, signbit)
+KILN_FUSION_UNARY(real, real)
+KILN_FUSION_UNARY(imag, imag)
+KILN_FUSION_UNARY(conj, conj)
+#undef KILN_FUSION_UNARY
 /// @endcond
+
+/// Floor division and remainder together (NumPy's divmod): two Vars, the values of floor_divide
+/// and remainder.
+/// @param a, b Vars or C++ scalars, at least one a Var.
+/// @return the quotient and the remainder.
+/// @throws DTypeError for complex operands.
+template <class A, class B>
+std::enable_if_t<std::is_same_v<IfFusable<A, B>, Var>, std::pair<Var, Var>> divmod(const A& a,
+                                                                                   const B& b) {
+    return {detail::fuse_apply("floor_divide", {a, b}), detail::fuse_apply("remainder", {a, b})};
+}
 
 /// e to the power @p a, elementwise (NumPy's exp: integers give a floating dtype).
 /// @param a the value.
@@ -663,27 +792,33 @@ KILN_FUSION_REDUCTION(mean)
 KILN_FUSION_REDUCTION(any)
 KILN_FUSION_REDUCTION(all)
 KILN_FUSION_REDUCTION(count_nonzero)
+KILN_FUSION_REDUCTION(nansum)
+KILN_FUSION_REDUCTION(nanprod)
+KILN_FUSION_REDUCTION(nanmax)
+KILN_FUSION_REDUCTION(nanmin)
+KILN_FUSION_REDUCTION(nanmean)
 #undef KILN_FUSION_REDUCTION
 /// @endcond
 
-/// The variance cannot be fused: it takes two passes over the data (the mean, then the
-/// deviations). Call kiln::var on the fused function's result instead.
+/// The variance, in one pass (Welford's moments of each part, merged as Chan, Golub and LeVeque
+/// merge them, in double precision so that a mean large beside the spread loses nothing), dividing
+/// by N - ReduceOptions::ddof; dtypes as kiln::var.
 /// @param a the value.
-/// @return nothing: it always throws.
-/// @throws FusionError that says so.
-inline Var var(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
-    detail::fuse_refuse(a, "var",
-                        "it takes two passes over the data (the mean, then the squared "
-                        "deviations); call kiln::var outside the fused function");
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype and ddof (out is refused).
+/// @return a new Var: the reduction.
+/// @throws FusionError as any reduction.
+inline Var var(const Var& a, const Axes& axis = {}, const ReduceOptions& options = {}) {
+    return detail::fuse_reduce("var", a, axis, options);
 }
-/// The standard deviation cannot be fused, for the reason var cannot.
+/// The standard deviation: the square root of var, in the same one pass.
 /// @param a the value.
-/// @return nothing: it always throws.
-/// @throws FusionError that says so.
-inline Var std(const Var& a, const Axes& = {}, const ReduceOptions& = {}) {
-    detail::fuse_refuse(a, "std",
-                        "it takes two passes over the data (the mean, then the squared "
-                        "deviations); call kiln::std outside the fused function");
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype and ddof (out is refused).
+/// @return a new Var: the reduction.
+/// @throws FusionError as any reduction.
+inline Var std(const Var& a, const Axes& axis = {}, const ReduceOptions& options = {}) {
+    return detail::fuse_reduce("std", a, axis, options);
 }
 
 } // namespace fusion
@@ -694,36 +829,91 @@ using fusion::abs;
 using fusion::add;
 using fusion::all;
 using fusion::any;
+using fusion::arccos;
+using fusion::arccosh;
+using fusion::arcsin;
+using fusion::arcsinh;
+using fusion::arctan;
+using fusion::arctan2;
+using fusion::arctanh;
 using fusion::argmax;
 using fusion::argmin;
 using fusion::astype;
+using fusion::bitwise_and;
+using fusion::bitwise_not;
+using fusion::bitwise_or;
+using fusion::bitwise_xor;
+using fusion::cbrt;
+using fusion::ceil;
 using fusion::clip;
+using fusion::conj;
+using fusion::copysign;
 using fusion::copyto;
 using fusion::cos;
+using fusion::cosh;
 using fusion::count_nonzero;
 using fusion::divide;
+using fusion::divmod;
 using fusion::equal;
 using fusion::exp;
+using fusion::exp2;
+using fusion::expm1;
+using fusion::floor;
+using fusion::floor_divide;
+using fusion::fmax;
+using fusion::fmin;
+using fusion::fmod;
 using fusion::greater;
 using fusion::greater_equal;
+using fusion::hypot;
+using fusion::imag;
+using fusion::invert;
+using fusion::isfinite;
+using fusion::isinf;
+using fusion::isnan;
+using fusion::left_shift;
 using fusion::less;
 using fusion::less_equal;
 using fusion::log;
+using fusion::log10;
+using fusion::log1p;
+using fusion::log2;
+using fusion::logical_and;
+using fusion::logical_not;
+using fusion::logical_or;
+using fusion::logical_xor;
 using fusion::max;
 using fusion::maximum;
 using fusion::mean;
 using fusion::min;
 using fusion::minimum;
 using fusion::multiply;
+using fusion::nanmax;
+using fusion::nanmean;
+using fusion::nanmin;
+using fusion::nanprod;
+using fusion::nansum;
+using fusion::negative;
 using fusion::not_equal;
 using fusion::power;
 using fusion::prod;
+using fusion::real;
+using fusion::reciprocal;
+using fusion::remainder;
+using fusion::right_shift;
+using fusion::rint;
+using fusion::sign;
+using fusion::signbit;
 using fusion::sin;
+using fusion::sinh;
 using fusion::sqrt;
+using fusion::square;
 using fusion::std;
 using fusion::subtract;
 using fusion::sum;
+using fusion::tan;
 using fusion::tanh;
+using fusion::trunc;
 using fusion::var;
 using fusion::where;
 

@@ -1,10 +1,11 @@
 #pragma once
 /// @file
 /// Ready reductions, built on ReductionKernel (docs/reductions.md), with NumPy's result dtypes:
-/// `sum` and `prod` of bool and signed integers give int64 (unsigned: uint64); `mean`, `var`, `std`
-/// and `norm` of integers give float64, of complex values `var`, `std` and `norm` give the real
-/// type; `argmin` / `argmax` / `count_nonzero` give int64; `any` / `all` give bool. 16-bit floats
-/// are accumulated in float32. Deterministic: the same input gives bitwise the same result.
+/// `sum` and `prod` (and `nansum`, `nanprod`) of bool and signed integers give int64 (unsigned:
+/// uint64); `mean`, `var`, `std` and `norm` of integers give float64, of complex values `var`,
+/// `std` and `norm` give the real type; `argmin` / `argmax` / `count_nonzero` give int64; `any` /
+/// `all` give bool. 16-bit floats are accumulated in float32. Deterministic: the same input gives
+/// bitwise the same result.
 ///
 /// @code
 /// kiln::Array total = kiln::sum(x);                               // every axis: a 0-d array
@@ -121,6 +122,43 @@ Array any(const Array& a, const Axes& axis = {}, const ReduceOptions& options = 
 /// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
 /// @throws AxisError for a bad or repeated axis; CudaError.
 Array all(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The sum with NaN counted as zero (for complex values, a NaN in either part); dtypes as sum().
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array and stream.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
+Array nansum(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The product with NaN counted as one; dtypes as prod().
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array and stream.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
+Array nanprod(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The maximum ignoring NaN; a slice of NaN alone gives NaN (NumPy warns there).
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, output array and stream.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws ArgumentError for an empty reduction; DTypeError for complex values (Kiln does not
+/// order them here); AxisError; CudaError.
+Array nanmax(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The minimum ignoring NaN; a slice of NaN alone gives NaN.
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, output array and stream.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws ArgumentError for an empty reduction; DTypeError for complex values; AxisError;
+/// CudaError.
+Array nanmin(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
+/// The mean of the elements that are not NaN; a slice without one gives NaN. Dtypes as mean().
+/// @param a the array.
+/// @param axis the axes to reduce; every axis by default.
+/// @param options keepdims, dtype, output array and stream.
+/// @return the result: @p a's shape without the reduced axes (with them as 1 for keepdims).
+/// @throws AxisError for a bad or repeated axis; CudaError.
+Array nanmean(const Array& a, const Axes& axis = {}, const ReduceOptions& options = {});
 /// How many elements are non-zero, as int64.
 /// @param a the array.
 /// @param axis the axes to reduce; every axis by default.
