@@ -574,4 +574,8 @@ const char* ops_preamble() {
     return kPreamble;
 }
 
+bool op_uses_helpers(ElementwiseOp op) {
+    return op_expression(op, "x", "y", "z").find("kiln_") == 0;
+}
+
 } // namespace kiln::detail

@@ -159,6 +159,10 @@ std::string op_expression(ElementwiseOp op, const std::string& x, const std::str
 /// types.
 const char* ops_preamble();
 
+/// Whether op_expression() of @p op calls a helper of ops_preamble(): a kernel includes the
+/// preamble only then, since NVRTC parses all of it (10-20 ms of every compile).
+bool op_uses_helpers(ElementwiseOp op);
+
 /// NumPy's real dtype of @p d: float32 for complex64, float64 for complex128, else @p d.
 DType real_dtype(DType d);
 

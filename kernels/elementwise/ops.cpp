@@ -65,8 +65,8 @@ struct DTypeHash {
 
 ElementwiseKernel make_kernel(Op op, DType compute) {
     ElementwiseOptions options;
-    options.preamble =
-        std::string("typedef ") + cuda_type(compute) + " P;\n" + detail::ops_preamble();
+    options.preamble = std::string("typedef ") + cuda_type(compute) + " P;\n";
+    if (detail::op_uses_helpers(op)) options.preamble += detail::ops_preamble();
     const std::string operation = operation_of(op);
     if (op == Op::where)
         return ElementwiseKernel("C c, T x, U y", "V z", operation, "kiln_where", options);

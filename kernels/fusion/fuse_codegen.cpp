@@ -62,8 +62,7 @@ std::string traced_line(const FusionTrace& trace, const FuseNode& n) {
 }
 
 bool uses_helpers(const FuseNode& n) {
-    return n.kind == FuseNode::Kind::operation &&
-           op_expression(n.op, "x", "y", "z").find("kiln_") == 0;
+    return n.kind == FuseNode::Kind::operation && op_uses_helpers(n.op);
 }
 
 std::vector<int> nodes_for(const FusionTrace& trace, const std::vector<int>& roots,
