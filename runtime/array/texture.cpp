@@ -96,11 +96,11 @@ struct MemoryResource {
 };
 
 MemoryResource describe_memory(const Array& array, int channels) {
-    detail::check_texel_channels(channels);
-    const CUarray_format format = detail::texel_format(array.dtype());
     if (array.size() == 0 || !array.data())
         throw ArgumentError("a texture needs memory to read: this array is empty (shape " +
                             array.shape().to_string() + ")");
+    detail::check_texel_channels(channels);
+    const CUarray_format format = detail::texel_format(array.dtype());
     const Dims& shape = array.shape();
     const Dims& strides = array.strides();
     const int extents = shape.size() - (channels > 1 ? 1 : 0);

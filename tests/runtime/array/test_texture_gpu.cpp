@@ -480,8 +480,16 @@ TEST(TextureGpu, PitchedRowsOfAnyWidthReadEveryElementInPlace) {
     kiln::fill(rows, 2.5);
     read(texture, w, out);
     EXPECT_EQ(out.to_host<float>(), std::vector<float>(data.size(), 2.5f));
-    // The host reads the pitched array back through its strides.
+    // The host reads the pitched array back through its strides; kiln::copy packs its rows.
     EXPECT_EQ(rows.to_host<float>(), std::vector<float>(data.size(), 2.5f));
+    kiln::copy(rows, kiln::from_host(data, {h, w}));
+    Array packed = kiln::full({h, w}, -1.0, DType::float32);
+    kiln::copy(packed, rows);
+    EXPECT_EQ(packed.to_host<float>(), data);
+    Array other = kiln::empty_pitched({h, w + 8}, DType::float32)
+                      .slice({kiln::Slice::all(), kiln::Slice::range(0, w)});
+    kiln::copy(other, rows); // pitched to pitched, different pitches
+    EXPECT_EQ(other.to_host<float>(), data);
 
     // Two 16-bit channels per texel, read as normalized floats.
     std::vector<std::uint16_t> pairs(static_cast<std::size_t>(5) * 3 * 2);

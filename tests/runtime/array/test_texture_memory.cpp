@@ -217,6 +217,11 @@ TEST(TextureMemory, LayoutsTheDeviceCannotReadAreRefusedWithTheWayOut) {
     EXPECT_TRUE(has(e, "tex1Dfetch")) << e;
     e = argument_error_of([&] { Texture t(Array::wrap(at, {8, 8}, DType::int32), linear); });
     EXPECT_TRUE(has(e, "linear filtering gives floats")) << e;
+    // kiln::copy fills pitched arrays on one device, but not from a layout without rows in order.
+    e = argument_error_of([&] {
+        kiln::copy(kiln::empty_pitched({64, 64}, DType::float32), base.transpose());
+    });
+    EXPECT_TRUE(has(e, "C-contiguous rows")) << e;
     // Extents over the device's limits (an H100's: 131072 wide, 65000 high).
     e = argument_error_of([&] {
         Texture t(Array::wrap(at, {2, 140000}, DType::uint8, {140032, 1}));
