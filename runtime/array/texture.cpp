@@ -281,7 +281,7 @@ Array empty_pitched(Dims shape, DType dtype, StreamRef stream) {
     std::int64_t row = item;
     for (int k = 1; k < shape.size(); ++k)
         row *= shape[k];
-    if (shape.product() == 0 || row == 0) return empty(std::move(shape), dtype, stream);
+    if (shape.product() == 0 || row == 0) return empty(shape, dtype, stream);
     const MemoryTextureLimits limits = limits_of(Device(detail::current_device_ordinal()));
     const std::int64_t pitch = shape.size() > 1 ? round_up(row, limits.pitch_alignment) : row;
     Dims strides = c_strides(shape, itemsize(dtype));
@@ -291,8 +291,8 @@ Array empty_pitched(Dims shape, DType dtype, StreamRef stream) {
     const Array block = empty({shape[0] * pitch + limits.alignment}, DType::uint8, stream);
     const std::int64_t skip = round_up(static_cast<std::int64_t>(block.data()), limits.alignment) -
                               static_cast<std::int64_t>(block.data());
-    return Array::wrap(block.data() + static_cast<CUdeviceptr>(skip), std::move(shape), dtype,
-                       std::move(strides), block.owner(), block.recorded_device());
+    return Array::wrap(block.data() + static_cast<CUdeviceptr>(skip), shape, dtype, strides,
+                       block.owner(), block.recorded_device());
 }
 
 } // namespace kiln
