@@ -281,9 +281,9 @@ TEST(CupyLibraryKernels, IsnanIsinfAndIsfiniteTakeComplexValues) {
         SCOPED_TRACE(kiln::name(d));
         compiles(cupy_library::count_non_nan(), {fake({64, 100}, d)}, kiln::ReduceCall{1});
     }
-    kiln::ElementwiseKernel classify("T z", "bool n, bool f, bool i",
-                                     "n = isnan(z); f = kiln::isfinite(z); i = thrust::isinf(z)",
-                                     "classify");
+    kiln::ElementwiseKernel classify(
+        "T z", "bool nan, bool finite, bool inf",
+        "nan = isnan(z); finite = kiln::isfinite(z); inf = thrust::isinf(z)", "classify");
     for (DType d : {DType::complex64, DType::complex128}) {
         Array out = fake({100}, DType::bool_);
         compiles(classify, {fake({100}, d), out, out, out});

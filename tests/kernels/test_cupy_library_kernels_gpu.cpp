@@ -411,8 +411,9 @@ TEST(CupyLibraryKernelsGpu, NanAwareComplexVarianceAndCountSkipNans) {
         EXPECT_NEAR(got[r], want, 1e-4 * want) << "row " << r;
     }
     // isnan, isinf and isfinite of complex values, elementwise.
-    kiln::ElementwiseKernel classify("T z", "bool n, bool i, bool f",
-                                     "n = isnan(z); i = isinf(z); f = isfinite(z)", "classify");
+    kiln::ElementwiseKernel classify("T z", "bool nan, bool inf, bool finite",
+                                     "nan = isnan(z); inf = isinf(z); finite = isfinite(z)",
+                                     "classify");
     const float inf = std::numeric_limits<float>::infinity();
     const std::vector<std::complex<float>> special{{1, 2},    {nan, 0},   {0, nan},  {inf, 0},
                                                    {0, -inf}, {inf, nan}, {nan, nan}};

@@ -10,8 +10,10 @@
 // kernel's `.nv.info.<name>` section and reads its parameters from the EIATTR_KPARAM_INFO
 // records, so Kiln's launch checks see the sizes a real driver would report. A PTX module is
 // taken as text: its `.entry` kernels take no parameters. Live modules are counted
-// (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors), and
-// its primary context is inactive until retained, as a real one is in a fresh process.
+// (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors, its
+// texture alignments and limits), and its primary context is inactive until retained, as a real
+// one is in a fresh process. Texture objects are handles only; the last one's descriptors are
+// kept (kiln_fake_driver_last_texture()).
 //
 // Every entry point Kiln resolves is answered: those below with a plausible result, the others
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
