@@ -14,6 +14,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -421,15 +422,19 @@ TEST(CupyLibraryKernelsGpu, NanAwareComplexVarianceAndCountSkipNans) {
     Array n = kiln::zeros({m}, DType::bool_), i = kiln::zeros({m}, DType::bool_),
           f = kiln::zeros({m}, DType::bool_);
     classify(kiln::astype(kiln::from_host(special), DType::complex128), n, i, f);
-    const auto gn = n.to_host<std::uint8_t>(), gi = i.to_host<std::uint8_t>(),
-               gf = f.to_host<std::uint8_t>();
+    // bool arrays come back through bool buffers.
+    const auto gn = std::make_unique<bool[]>(m), gi = std::make_unique<bool[]>(m),
+               gf = std::make_unique<bool[]>(m);
+    n.copy_to_host_bytes(gn.get());
+    i.copy_to_host_bytes(gi.get());
+    f.copy_to_host_bytes(gf.get());
     for (int k = 0; k < m; ++k) {
         const std::complex<float> z = special[k];
         const bool is_nan = std::isnan(z.real()) || std::isnan(z.imag());
         const bool is_inf = std::isinf(z.real()) || std::isinf(z.imag());
-        EXPECT_EQ(gn[k] != 0, is_nan) << k;
-        EXPECT_EQ(gi[k] != 0, is_inf) << k; // NumPy: (inf, nan) is both
-        EXPECT_EQ(gf[k] != 0, !is_nan && !is_inf) << k;
+        EXPECT_EQ(gn[k], is_nan) << k;
+        EXPECT_EQ(gi[k], is_inf) << k; // NumPy: (inf, nan) is both
+        EXPECT_EQ(gf[k], !is_nan && !is_inf) << k;
     }
 }
 
