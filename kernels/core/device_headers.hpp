@@ -5,6 +5,7 @@
 #include "kiln/compiler.hpp"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace kiln::detail {
@@ -17,7 +18,8 @@ const std::vector<Header>& device_headers();
 const std::vector<Header>& cupy_headers();
 
 /// Adds cupy_headers() and device_headers() to @p options when @p source includes a `cupy/`
-/// header, as RawModule does (headers of the same name already there are kept).
-void add_cupy_headers(const std::string& source, CompileOptions& options);
+/// header, as RawModule and the generated kernels' preambles do (headers of the same name already
+/// there are kept).
+void add_cupy_headers(std::string_view source, CompileOptions& options);
 
 } // namespace kiln::detail

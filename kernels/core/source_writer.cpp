@@ -54,6 +54,8 @@ void SourceWriter::head(std::initializer_list<const char*> kiln_headers,
     if (sixteen_bit) {
         line("#include <cuda_fp16.h>");
         line("#include <cuda_bf16.h>");
+        // Mixed with other arithmetic types, they promote as CuPy's float16 does.
+        line("#include \"kiln/half.cuh\"");
         // CuPy's name for half precision in kernel bodies.
         if (std::any_of(user_code.begin(), user_code.end(),
                         [](const std::string* code) { return mentions_word(*code, "float16"); }))

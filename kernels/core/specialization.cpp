@@ -54,10 +54,25 @@ CompileOptions full_front_end_options(const std::vector<std::string>& nvrtc_opti
 
 } // namespace
 
+// Source that includes one of CuPy's headers (`#include <cupy/complex.cuh>`, in a RawModule or a
+// preamble) gets Kiln's versions of them, and Kiln's device headers they build on; a header of the
+// user's own by the same name wins. Only then, so other programs' keys do not change with them.
+void add_cupy_headers(std::string_view source, CompileOptions& options) {
+    if (source.find("cupy/") == std::string_view::npos) return;
+    for (const auto* set : {&cupy_headers(), &device_headers()})
+        for (const Header& header : *set) {
+            bool taken = false;
+            for (const Header& own : options.headers)
+                taken = taken || own.name == header.name;
+            if (!taken) options.headers.push_back(header);
+        }
+}
+
 CompileOptions specialization_options(std::string_view source,
                                       const std::vector<std::string>& nvrtc_options,
                                       const std::string& arch) {
     CompileOptions options = full_front_end_options(nvrtc_options, arch);
+    add_cupy_headers(source, options);
     // NVRTC's smaller front end where the kernel needs nothing it leaves out (the same cubin).
     if (minimal_front_end_fits(source, nvrtc_options)) options.options.emplace_back(kMinimalOption);
     return options;
@@ -68,6 +83,7 @@ CompiledSpecialization compile_specialization(const KernelParams& params,
                                               const std::vector<std::string>& nvrtc_options,
                                               const std::string& arch, std::string description) {
     CompileOptions options = full_front_end_options(nvrtc_options, arch);
+    add_cupy_headers(generated.source, options);
     options.description = std::move(description);
     CompiledSpecialization compiled;
     try {

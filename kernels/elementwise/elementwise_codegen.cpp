@@ -43,8 +43,10 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
                 m_out << "    const " << raw_type(k) << ' ' << name << " = _kiln_p." << name
                       << ";\n";
         }
+        // CuPy ends loop_prep and after_loop with a `;` of its own, so code written for it may
+        // leave the last statement open (`const double d { ... }`); an extra `;` is empty.
         if (!m_def.loop_prep.empty())
-            m_out.piece("    ", m_def.loop_prep, "", "the loop_prep code", m_def.loop_prep);
+            m_out.piece("    ", m_def.loop_prep, ";", "the loop_prep code", m_def.loop_prep);
         switch (m_plan.layout) {
         case Layout::flat:
             emit_flat();
@@ -60,7 +62,7 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
             break;
         }
         if (!m_def.after_loop.empty())
-            m_out.piece("    ", m_def.after_loop, "", "the after_loop code", m_def.after_loop);
+            m_out.piece("    ", m_def.after_loop, ";", "the after_loop code", m_def.after_loop);
         m_out << "}\n";
         return std::move(m_out).finish();
     }

@@ -12,20 +12,6 @@
 
 namespace kiln {
 
-// Source that includes one of CuPy's headers (`#include <cupy/complex.cuh>`) gets Kiln's versions
-// of them, and Kiln's device headers they build on; a header of the user's own by the same name
-// wins. Only then, so other programs' keys do not change with these headers.
-void detail::add_cupy_headers(const std::string& source, CompileOptions& options) {
-    if (source.find("cupy/") == std::string::npos) return;
-    for (const auto* set : {&cupy_headers(), &device_headers()})
-        for (const Header& header : *set) {
-            bool taken = false;
-            for (const Header& own : options.headers)
-                taken = taken || own.name == header.name;
-            if (!taken) options.headers.push_back(header);
-        }
-}
-
 struct RawModule::State {
     std::string source;
     CompileOptions options;

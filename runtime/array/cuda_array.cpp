@@ -3,15 +3,16 @@
 #include "driver/driver.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
+#include "texel_format.hpp"
 
 #include <string>
 #include <utility>
 
 namespace kiln {
 
-namespace {
+namespace detail {
 
-CUarray_format format_of(DType dtype) {
+CUarray_format texel_format(DType dtype) {
     switch (dtype) {
     case DType::float32:
         return CU_AD_FORMAT_FLOAT;
@@ -30,20 +31,25 @@ CUarray_format format_of(DType dtype) {
     case DType::uint32:
         return CU_AD_FORMAT_UNSIGNED_INT32;
     default:
-        throw ArgumentError(std::string("a CUDA array cannot hold ") + name(dtype) +
+        throw ArgumentError(std::string("a CUDA array or texture cannot hold ") + name(dtype) +
                             " elements: use float32, float16 or an 8-, 16- or 32-bit integer "
                             "type (convert with kiln::astype)");
     }
 }
 
-void check_channels(int channels) {
+void check_texel_channels(int channels) {
     if (channels != 1 && channels != 2 && channels != 4)
-        throw ArgumentError("a CUDA array has 1, 2 or 4 channels, not " + std::to_string(channels));
+        throw ArgumentError("a CUDA array or texture has 1, 2 or 4 channels, not " +
+                            std::to_string(channels));
 }
+
+} // namespace detail
+
+namespace {
 
 // The format an Array of @p shape maps to (channels last, then (w), (h, w) or (d, h, w)).
 CudaArrayFormat format_for(const Dims& shape, DType dtype, int channels, bool surface) {
-    check_channels(channels);
+    detail::check_texel_channels(channels);
     const int extents = shape.size() - (channels > 1 ? 1 : 0);
     if (extents < 1 || extents > 3 || (channels > 1 && shape[shape.size() - 1] != channels))
         throw ArgumentError(
@@ -70,8 +76,8 @@ void CudaArray::Destroy::operator()(CUarray_st* array) const noexcept {
 
 CudaArray::CudaArray(const CudaArrayFormat& format)
     : m_format(format) {
-    check_channels(format.channels);
-    const CUarray_format element = format_of(format.dtype);
+    detail::check_texel_channels(format.channels);
+    const CUarray_format element = detail::texel_format(format.dtype);
     if (format.width == 0 || (format.depth && !format.height))
         throw ArgumentError("a CUDA array needs a width of at least 1, and a height with a depth");
     detail::current_context();

@@ -24,14 +24,31 @@ constexpr int kMaxPeers = 64;
 // enough not to pin a large array's worth of host memory.
 constexpr std::size_t kStagingChunk = std::size_t{32} << 20;
 
+// The distance in bytes between the rows (the elements of one index of the first dimension) of an
+// array whose rows are each C-contiguous and follow each other in order, at least a row apart:
+// kiln::empty_pitched's layout, and every C-contiguous array's (a row apart). 0 for any other.
+std::int64_t row_pitch(const Array& a) {
+    if (a.ndim() == 0) return 0;
+    auto row = static_cast<std::int64_t>(a.itemsize());
+    for (int i = a.ndim() - 1; i >= 1; --i) {
+        if (a.shape()[i] != 1 && a.strides()[i] != row) return 0;
+        row *= a.shape()[i];
+    }
+    if (a.shape()[0] == 1) return row;
+    return a.strides()[0] >= row ? a.strides()[0] : 0;
+}
+
 void check_copy(const Array& dst, const Array& src) {
     if (dst.dtype() != src.dtype() || dst.shape() != src.shape())
         throw ArgumentError(std::string("cannot copy an array of dtype ") + name(src.dtype()) +
                             " and shape " + src.shape().to_string() + " into one of dtype " +
                             name(dst.dtype()) + " and shape " + dst.shape().to_string() +
                             ": shapes and dtypes must match");
-    if (!dst.is_c_contiguous() || !src.is_c_contiguous())
-        throw ArgumentError("copies between arrays need both C-contiguous (source strides " +
+    if ((!dst.is_c_contiguous() || !src.is_c_contiguous()) &&
+        (row_pitch(dst) == 0 || row_pitch(src) == 0))
+        throw ArgumentError("copies between arrays need both C-contiguous, or on one device both "
+                            "with C-contiguous rows in order (kiln::empty_pitched's layout) "
+                            "(source strides " +
                             src.strides().to_string() + ", destination strides " +
                             dst.strides().to_string() + "): make a contiguous copy first");
 }
@@ -118,12 +135,31 @@ void copy_via(CopyRoute route, const Array& dst, const Array& src, StreamRef str
     check_copy(dst, src);
     const std::size_t bytes = dst.nbytes();
     if (!bytes) return;
+    const bool contiguous = dst.is_c_contiguous() && src.is_c_contiguous();
+    if (!contiguous && route != CopyRoute::same_device)
+        throw ArgumentError("a copy between devices needs both arrays C-contiguous (source "
+                            "strides " +
+                            src.strides().to_string() + ", destination strides " +
+                            dst.strides().to_string() + "): make a contiguous copy first");
     if (route == CopyRoute::staged) return copy_staged(dst, src, stream);
     // Queued on the destination's device, where @p stream lives.
     const int dst_device = dst.device(), src_device = src.device();
     OnDevice on(dst_device);
     ObservedActivity observed(Activity::copy, "memcpy DtoD", bytes, stream);
-    if (route == CopyRoute::same_device)
+    if (!contiguous) {
+        // Rows at their pitches (padded rows on either side), in one 2-D copy.
+        const std::int64_t rows = dst.shape()[0];
+        CUDA_MEMCPY2D c{};
+        c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.srcDevice = src.data();
+        c.srcPitch = static_cast<std::size_t>(row_pitch(src));
+        c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+        c.dstDevice = dst.data();
+        c.dstPitch = static_cast<std::size_t>(row_pitch(dst));
+        c.WidthInBytes = bytes / static_cast<std::size_t>(rows);
+        c.Height = static_cast<std::size_t>(rows);
+        KILN_CU(cuMemcpy2DAsync(&c, stream.get()));
+    } else if (route == CopyRoute::same_device)
         KILN_CU(cuMemcpyDtoDAsync(dst.data(), src.data(), bytes, stream.get()));
     else
         KILN_CU(cuMemcpyPeerAsync(dst.data(), primary_context(std::max(dst_device, 0)), src.data(),

@@ -11,12 +11,18 @@ void snippet_raw_kernel();
 void snippet_raw_module();
 void snippet_elementwise();
 void snippet_texture();
+void snippet_texture_pitched();
 void snippet_scalar_rules();
 void snippet_numpy_ops();
 
 TEST(DocSnippets, TextureSnippetRuns) {
     KILN_REQUIRE_GPU();
     snippet_texture();
+}
+
+TEST(DocSnippets, PitchedTextureSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    snippet_texture_pitched();
 }
 
 TEST(DocSnippets, ScalarRulesSnippetRuns) {

@@ -155,6 +155,155 @@ inline kiln::ReductionKernel sum_of_j() {
                                  "cupy_sum_of_j", {"int64"});
 }
 
+// The last four of CuPy's real kernels that did not compile, with their definitions as CuPy's
+// library writes them (cupyx.scipy.signal.windows, cupy/_core/_routines_statistics.pyx,
+// cupy/_core/_routines_binary.pyx, cupyx.signal's channelizer).
+
+/// cupyx.scipy.signal's general cosine window: a loop_prep whose last statement has no `;`
+/// (CuPy adds one), `_ind.size()` in it, and a raw coefficient array.
+inline kiln::ElementwiseKernel general_cosine() {
+    kiln::ElementwiseOptions options;
+    options.loop_prep = "const double delta { ( M_PI - -M_PI ) / ( _ind.size() - 1 ) }";
+    return kiln::ElementwiseKernel("raw T a, int32 n", "T w", R"(
+    const T fac { -M_PI + delta * i };
+    T temp {};
+    for ( int k = 0; k < n; k++ ) {
+        temp += a[k] * cos( k * fac );
+    }
+    w = temp;
+    )",
+                                   "_general_cosine_kernel", options);
+}
+
+/// The preamble of CuPy's variance kernels: a squared distance for real and complex values.
+inline const char* const kNormPreamble = R"(
+template <typename T> __device__ T my_norm(T x) { return x * x; }
+__device__ float my_norm(const complex<float>& x) { return norm(x); }
+__device__ double my_norm(const complex<double>& x) { return norm(x); }
+)";
+
+/// CuPy's float32 variance core: `my_norm(x - mean)` with a float16 `x` and a float32 `mean`
+/// (`half - float` must be a float, as CuPy's float16 makes it).
+inline kiln::ReductionKernel var_core_float32() {
+    kiln::ReductionOptions options;
+    options.preamble = kNormPreamble;
+    return kiln::ReductionKernel("S x, T mean, float32 alpha", "float32 out", "my_norm(x - mean)",
+                                 "a + b", "out = alpha * a", "0", "cupy_var_core_float32", options);
+}
+
+/// The preamble of CuPy's NaN-aware variance: isnan on real and on complex values.
+inline const char* const kNanvarPreamble = R"(
+template <typename S, typename T>
+__device__ T nanvar_impl(S x, T mean, long long alpha) {
+    return (isnan(x) ? T(0) : T((x - mean) * (x - mean))) / alpha;
+}
+
+template <typename S, typename T>
+__device__ T nanvar_impl(complex<S> x, complex<T> mean, long long alpha) {
+    return (isnan(x) ? T(0) : T(norm(x - mean))) / alpha;
+}
+)";
+
+/// CuPy's complex64 NaN-aware variance core.
+inline kiln::ReductionKernel nanvar_core_complex64() {
+    kiln::ReductionOptions options;
+    options.preamble = kNanvarPreamble;
+    return kiln::ReductionKernel(
+        "complex64 x, complex64 sum, int64 _count, int64 ddof", "float32 out",
+        "nanvar_impl(x, sum/static_cast<float>(_count), max(_count-ddof, 0LL))", "a + b", "out = a",
+        "0", "_nanvar_core_complex64", options);
+}
+
+/// CuPy's count of the elements that are not NaN (here over complex values).
+inline kiln::ReductionKernel count_non_nan() {
+    return kiln::ReductionKernel("T in0", "int64 out0", "isnan(in0) ? 0 : 1", "a + b", "out0 = a",
+                                 "0", "cupy_count_non_nan");
+}
+
+/// CuPy's bitwise_count: a preamble that includes <cupy/cuda_workaround.h> for std::is_signed.
+inline kiln::ElementwiseKernel bitwise_count() {
+    kiln::ElementwiseOptions options;
+    options.preamble = R"(
+#include <cupy/cuda_workaround.h>
+
+template <typename T>
+__device__ inline int _cupy_bitcount(T x) {
+    if constexpr (sizeof(T) <= 4) {
+        unsigned int ux = static_cast<unsigned int>(x);
+        if constexpr (std::is_signed<T>::value) {
+            if(x<0){
+                ux = ~ux + 1u;
+            }
+        }
+        return static_cast<int>(__popc(ux));
+    } else {
+        unsigned long long ux = static_cast<unsigned long long>(x);
+        if constexpr (std::is_signed<T>::value) {
+            if(x<0){
+                ux = ~ux + 1ull;
+            }
+        }
+        return static_cast<int>(__popcll(ux));
+    }
+}
+)";
+    return kiln::ElementwiseKernel("T in0", "uint8 out0", "out0 = _cupy_bitcount(in0);",
+                                   "cupy_bitwise_count", options);
+}
+
+/// A RawModule with the head of cupyx.signal's channelizer: cooperative groups, CuPy's complex
+/// and float16 headers and <cupy/cuda_workaround.h>, `std::is_same_v` defined by the module over
+/// the header's std::is_same, `if constexpr` on thrust::complex, `typename U::value_type` and a
+/// tile reduction. Each tile of 8 threads sums its (conjugated) inputs into one complex output.
+inline const char* const kChannelizerSource = R"(
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+#include <cupy/complex.cuh>
+#include <cupy/float16.cuh>
+#include <cupy/cuda_workaround.h>
+
+namespace std {
+template< class T, class U >
+inline constexpr bool is_same_v = is_same<T, U>::value;
+}
+
+namespace cg = cooperative_groups;
+
+template<typename T, typename U, int M = 8, int WARPSIZE = 32>
+__global__ void _cupy_tile_sum( const int n, const T *__restrict__ x, U *__restrict__ y ) {
+    const auto block { cg::this_thread_block( ) };
+    const auto tile_32 { cg::tiled_partition<WARPSIZE>( block ) };
+    const auto tile { cg::tiled_partition<M>( tile_32 ) };
+    const auto btx { blockIdx.x * blockDim.x + threadIdx.x };
+
+    T v {};
+    if ( btx < n ) {
+        if constexpr ( std::is_same_v<T, thrust::complex<float>> || std::is_same_v<T, thrust::complex<double>> ) {
+            v = thrust::conj( x[btx] );
+        } else {
+            v = x[btx];
+        }
+    }
+    U vv {};
+    if constexpr ( std::is_same_v<T, thrust::complex<float>> || std::is_same_v<T, thrust::complex<double>> ) {
+        vv.real( cg::reduce( tile, v.real( ), cg::plus<typename U::value_type>( ) ) );
+        vv.imag( cg::reduce( tile, v.imag( ), cg::plus<typename U::value_type>( ) ) );
+    } else {
+        vv.real( cg::reduce( tile, v, cg::plus<typename U::value_type>( ) ) );
+    }
+    if ( tile.thread_rank( ) == 0 && btx < n ) {
+        y[btx / M] = vv;
+    }
+}
+)";
+
+/// The channelizer module's kernels, as CuPy names its name expressions.
+inline const char* const kChannelizerKernels[] = {
+    "_cupy_tile_sum<float,thrust::complex<float>>",
+    "_cupy_tile_sum<thrust::complex<float>,thrust::complex<float>>",
+    "_cupy_tile_sum<double,thrust::complex<double>>",
+    "_cupy_tile_sum<thrust::complex<double>,thrust::complex<double>>"};
+
 /// A RawKernel source that includes one of CuPy's headers (`cupy/<header>`) and uses it.
 inline std::string raw_source_with(const std::string& header) {
     std::string body;
@@ -165,6 +314,9 @@ inline std::string raw_source_with(const std::string& header) {
                "(float)cupy::type_traits::is_floating_point<float>::value;";
     else if (header == "float16.cuh")
         body = "const float16 h = float16(in[i]); out[i] = __half2float(h);";
+    else if (header == "cuda_workaround.h")
+        body = "out[i] = in[i] * (float)std::is_same<std::uint32_t, unsigned int>::value + "
+               "std::numeric_limits<float>::max() * 0.0f;";
     else
         body = "out[i] = in[i] * CUDART_PI_F + (float)M_PI * 0;";
     return "#include <cupy/" + header + ">\n" +
@@ -179,10 +331,11 @@ inline float raw_expected(const std::string& header, float x) {
     if (header == "complex.cuh") return x * 2.0f;
     if (header == "carray.cuh") return x + 1.0f;
     if (header == "float16.cuh") return x; // inputs are exact in half precision
+    if (header == "cuda_workaround.h") return x;
     return x * 3.14159265358979f;
 }
 
 inline const char* const kCupyHeaders[] = {"complex.cuh", "carray.cuh", "float16.cuh",
-                                           "math_constants.h"};
+                                           "math_constants.h", "cuda_workaround.h"};
 
 } // namespace cupy_library

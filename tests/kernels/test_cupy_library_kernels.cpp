@@ -220,3 +220,105 @@ TEST(CupyLibraryKernels, RawKernelsIncludeCupysHeaders) {
         }
     }
 }
+
+TEST(CupyLibraryKernels, LoopPrepAndAfterLoopGetCupysSemicolon) {
+    // cupyx.scipy.signal's general_cosine: its loop_prep's last statement has no `;`.
+    const auto k = cupy_library::general_cosine();
+    const std::string src = source(k, {fake({4}, DType::float64), 4, fake({51}, DType::float64)});
+    EXPECT_TRUE(has(src, "( _ind.size() - 1 ) };")) << src;
+    compiles(k, {fake({4}, DType::float64), 4, fake({51}, DType::float64)});
+    compiles(k, {fake({3}, DType::float32), 3, fake({1000}, DType::float32)});
+    kiln::ElementwiseOptions options;
+    options.loop_prep = "int seen = 0";
+    options.after_loop = "if (seen < 0) seen = 0";
+    kiln::ElementwiseKernel open_ends("T x", "T y", "y = x; ++seen", "open_ends", options);
+    compiles(open_ends, {fake({100}, DType::float32), fake({100}, DType::float32)});
+}
+
+TEST(CupyLibraryKernels, Float16PromotesAsCupysInMixedExpressions) {
+    // The variance core CuPy runs on a float16 array with a float32 mean: `x - mean` is a float.
+    const auto k = cupy_library::var_core_float32();
+    Array x = fake({64, 100}, DType::float16);
+    compiles(k, {x, fake({64, 1}, DType::float32), 0.01f}, kiln::ReduceCall{1});
+    compiles(k, {x, fake({64, 1}, DType::float16), 0.01f}, kiln::ReduceCall{1});
+    compiles(k, {fake({64, 100}, DType::bfloat16), fake({64, 1}, DType::float32), 0.01f},
+             kiln::ReduceCall{1});
+    // The type of each mixed expression, checked by the compiler: the 16-bit value converts to
+    // float, then C++'s usual conversions; two 16-bit values keep the toolkit's own operators.
+    kiln::ElementwiseKernel types("float16 h, bfloat16 b, float32 f, float64 d, int32 n, uint8 u",
+                                  "float32 y",
+                                  R"(
+        using kiln::traits::is_same;
+        static_assert(is_same<decltype(h - f), float>::value, "half - float");
+        static_assert(is_same<decltype(f * h), float>::value, "float * half");
+        static_assert(is_same<decltype(h + d), double>::value, "half + double");
+        static_assert(is_same<decltype(n / h), float>::value, "int / half");
+        static_assert(is_same<decltype(h - u), float>::value, "half - uint8");
+        static_assert(is_same<decltype(h * 2), float>::value, "half * literal");
+        static_assert(is_same<decltype(h * M_PI), double>::value, "half * M_PI");
+        static_assert(is_same<decltype(b - f), float>::value, "bfloat16 - float");
+        static_assert(is_same<decltype(h + h), __half>::value, "half + half");
+        static_assert(is_same<decltype(h < f), bool>::value, "half < float");
+        float16 acc = h;
+        acc += f;
+        acc *= 2;
+        y = acc - f + (h == 1) + (b >= d) + isnan(h) + isinf(b) + isfinite(h);
+    )",
+                                  "half_mixed");
+    Array v = fake({100}, DType::float32);
+    compiles(types, {fake({100}, DType::float16), fake({100}, DType::bfloat16), v,
+                     fake({100}, DType::float64), fake({100}, DType::int32),
+                     fake({100}, DType::uint8), v});
+}
+
+TEST(CupyLibraryKernels, IsnanIsinfAndIsfiniteTakeComplexValues) {
+    // CuPy's NaN-aware complex variance and its count of values that are not NaN.
+    Array x = fake({64, 100}, DType::complex64);
+    compiles(cupy_library::nanvar_core_complex64(),
+             {x, fake({64, 1}, DType::complex64), fake({64, 1}, DType::int64), std::int64_t{1}},
+             kiln::ReduceCall{1});
+    for (DType d : {DType::complex64, DType::complex128, DType::float32, DType::float16}) {
+        SCOPED_TRACE(kiln::name(d));
+        compiles(cupy_library::count_non_nan(), {fake({64, 100}, d)}, kiln::ReduceCall{1});
+    }
+    kiln::ElementwiseKernel classify(
+        "T z", "bool nan, bool finite, bool inf",
+        "nan = isnan(z); finite = kiln::isfinite(z); inf = thrust::isinf(z)", "classify");
+    for (DType d : {DType::complex64, DType::complex128}) {
+        Array out = fake({100}, DType::bool_);
+        compiles(classify, {fake({100}, d), out, out, out});
+    }
+}
+
+TEST(CupyLibraryKernels, CudaWorkaroundGivesStdNamesInPreamblesAndModules) {
+    for (DType d : {DType::int8, DType::int64, DType::uint32}) {
+        SCOPED_TRACE(kiln::name(d));
+        compiles(cupy_library::bitwise_count(), {fake({100}, d), fake({100}, DType::uint8)});
+    }
+    kiln::CompileOptions options;
+    options.arch = "sm_90";
+    options.options = {"-std=c++17"};
+    std::vector<std::string> names(std::begin(cupy_library::kChannelizerKernels),
+                                   std::end(cupy_library::kChannelizerKernels));
+    kiln::RawModule module(cupy_library::kChannelizerSource, options, names);
+    try {
+        EXPECT_NE(module.compile(), nullptr);
+    } catch (const kiln::CompileError& e) {
+        FAIL() << e.what();
+    }
+    // The header's std names, without defining the `_v` shorthands code written for CuPy defines.
+    kiln::RawKernel limits(R"(
+        #include <cupy/cuda_workaround.h>
+        namespace std { template <class T> inline constexpr bool is_integral_v = is_integral<T>::value; }
+        extern "C" __global__ void limits(unsigned int* out) {
+            static_assert(std::is_integral_v<std::uint32_t>, "");
+            const std::pair<int, unsigned int> p = std::make_pair(1, std::numeric_limits<uint32_t>::max());
+            out[0] = p.second + std::get<0>(std::make_tuple(p.first));
+        })",
+                           "limits", options);
+    try {
+        EXPECT_NE(limits.compile(), nullptr);
+    } catch (const kiln::CompileError& e) {
+        FAIL() << e.what();
+    }
+}

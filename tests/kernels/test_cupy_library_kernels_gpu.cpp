@@ -14,6 +14,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -306,5 +307,189 @@ TEST(CupyLibraryKernelsGpu, RawKernelsIncludingCupysHeadersRun) {
         const auto got = out.to_host<float>();
         for (int i = 0; i < n; ++i)
             ASSERT_EQ(got[i], cupy_library::raw_expected(header, x[i])) << i;
+    }
+}
+
+TEST(CupyLibraryKernelsGpu, GeneralCosineWindowMatchesItsFormula) {
+    KILN_REQUIRE_GPU();
+    // cupyx.scipy.signal.windows.general_cosine(M, a): the loop_prep's delta is 2 pi / (M - 1).
+    for (const std::vector<double>& a :
+         {std::vector<double>{0.5, 0.5}, std::vector<double>{0.42, 0.5, 0.08},
+          std::vector<double>{1.0, 1.942604, 1.340318, 0.440811, 0.043097}}) {
+        for (int m : {2, 51, 4097}) {
+            SCOPED_TRACE(std::to_string(a.size()) + " terms, M = " + std::to_string(m));
+            Array w = kiln::full({m}, std::nan(""), DType::float64);
+            cupy_library::general_cosine()(kiln::from_host(a), static_cast<std::int32_t>(a.size()),
+                                           w);
+            const auto got = w.to_host<double>();
+            const double delta = (kPi - -kPi) / (m - 1);
+            for (int i = 0; i < m; ++i) {
+                const double fac = -kPi + delta * i;
+                double want = 0;
+                for (std::size_t k = 0; k < a.size(); ++k)
+                    want += a[k] * std::cos(static_cast<double>(k) * fac);
+                ASSERT_NEAR(got[i], want, 1e-12) << i;
+            }
+        }
+    }
+}
+
+TEST(CupyLibraryKernelsGpu, VarianceCoreOfFloat16ValuesWithAFloat32Mean) {
+    KILN_REQUIRE_GPU();
+    // CuPy's _var_core_float32 over axis 1 of a float16 array, its mean in float32 (keepdims).
+    const int rows = 48, cols = 1000;
+    std::vector<kiln::float16> x(static_cast<std::size_t>(rows) * cols);
+    std::vector<float> mean(rows);
+    std::normal_distribution<double> dist(3.0, 2.0);
+    for (int r = 0; r < rows; ++r) {
+        double sum = 0;
+        for (int c = 0; c < cols; ++c) {
+            const kiln::float16 h = kiln::to_float16(dist(rng()));
+            x[static_cast<std::size_t>(r) * cols + c] = h;
+            sum += kiln::to_double(h);
+        }
+        mean[r] = static_cast<float>(sum / cols);
+    }
+    const float alpha = 1.0f / cols;
+    Array out = kiln::full({rows}, std::nan(""), DType::float32);
+    cupy_library::var_core_float32()(kiln::ReduceCall{1}, kiln::from_host(x, {rows, cols}),
+                                     kiln::from_host(mean, {rows, 1}), alpha, out);
+    const auto got = out.to_host<float>();
+    for (int r = 0; r < rows; ++r) {
+        double want = 0;
+        for (int c = 0; c < cols; ++c) {
+            // `x - mean` in float, as CuPy's float16 computes it, then squared in float.
+            const double d = kiln::to_double(x[static_cast<std::size_t>(r) * cols + c]) - mean[r];
+            want += d * d;
+        }
+        want *= alpha;
+        EXPECT_NEAR(got[r], want, 1e-5 * want) << "row " << r;
+    }
+}
+
+TEST(CupyLibraryKernelsGpu, NanAwareComplexVarianceAndCountSkipNans) {
+    KILN_REQUIRE_GPU();
+    // CuPy's nanvar over axis 1 of a complex64 array with NaNs in either part: the count of
+    // values that are not NaN, their sum, then _nanvar_core_complex64 with ddof 1.
+    const int rows = 16, cols = 300;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::vector<std::complex<float>> x(static_cast<std::size_t>(rows) * cols);
+    std::uniform_real_distribution<float> dist(-2.f, 2.f);
+    std::uniform_int_distribution<int> which(0, 9);
+    for (auto& z : x) {
+        const int w = which(rng());
+        z = {w == 0 ? nan : dist(rng()), w == 1 ? nan : dist(rng())};
+    }
+    Array dx = kiln::from_host(x, {rows, cols});
+    Array count = kiln::full({rows, 1}, -1, DType::int64);
+    cupy_library::count_non_nan()(kiln::ReduceCall{1, true}, dx, count);
+    const auto counts = count.to_host<std::int64_t>();
+    std::vector<std::complex<float>> sums(rows);
+    for (int r = 0; r < rows; ++r) {
+        std::int64_t n = 0;
+        std::complex<double> s = 0;
+        for (int c = 0; c < cols; ++c) {
+            const std::complex<float> z = x[static_cast<std::size_t>(r) * cols + c];
+            if (std::isnan(z.real()) || std::isnan(z.imag())) continue;
+            ++n;
+            s += std::complex<double>(z);
+        }
+        ASSERT_EQ(counts[r], n) << "row " << r;
+        sums[r] = std::complex<float>(s);
+    }
+    Array out = kiln::full({rows}, std::nan(""), DType::float32);
+    cupy_library::nanvar_core_complex64()(kiln::ReduceCall{1}, dx, kiln::from_host(sums, {rows, 1}),
+                                          count, std::int64_t{1}, out);
+    const auto got = out.to_host<float>();
+    for (int r = 0; r < rows; ++r) {
+        const std::complex<double> mean = std::complex<double>(sums[r]) / double(counts[r]);
+        double want = 0;
+        for (int c = 0; c < cols; ++c) {
+            const std::complex<float> z = x[static_cast<std::size_t>(r) * cols + c];
+            if (std::isnan(z.real()) || std::isnan(z.imag())) continue;
+            want += std::norm(std::complex<double>(z) - mean) / double(counts[r] - 1);
+        }
+        EXPECT_NEAR(got[r], want, 1e-4 * want) << "row " << r;
+    }
+    // isnan, isinf and isfinite of complex values, elementwise.
+    kiln::ElementwiseKernel classify("T z", "bool nan, bool inf, bool finite",
+                                     "nan = isnan(z); inf = isinf(z); finite = isfinite(z)",
+                                     "classify");
+    const float inf = std::numeric_limits<float>::infinity();
+    const std::vector<std::complex<float>> special{{1, 2},    {nan, 0},   {0, nan},  {inf, 0},
+                                                   {0, -inf}, {inf, nan}, {nan, nan}};
+    const int m = static_cast<int>(special.size());
+    Array n = kiln::zeros({m}, DType::bool_), i = kiln::zeros({m}, DType::bool_),
+          f = kiln::zeros({m}, DType::bool_);
+    classify(kiln::astype(kiln::from_host(special), DType::complex128), n, i, f);
+    // bool arrays come back through bool buffers.
+    const auto gn = std::make_unique<bool[]>(m), gi = std::make_unique<bool[]>(m),
+               gf = std::make_unique<bool[]>(m);
+    n.copy_to_host_bytes(gn.get());
+    i.copy_to_host_bytes(gi.get());
+    f.copy_to_host_bytes(gf.get());
+    for (int k = 0; k < m; ++k) {
+        const std::complex<float> z = special[k];
+        const bool is_nan = std::isnan(z.real()) || std::isnan(z.imag());
+        const bool is_inf = std::isinf(z.real()) || std::isinf(z.imag());
+        EXPECT_EQ(gn[k], is_nan) << k;
+        EXPECT_EQ(gi[k], is_inf) << k; // NumPy: (inf, nan) is both
+        EXPECT_EQ(gf[k], !is_nan && !is_inf) << k;
+    }
+}
+
+TEST(CupyLibraryKernelsGpu, CudaWorkaroundServesAPreambleAndARawModule) {
+    KILN_REQUIRE_GPU();
+    // bitwise_count: std::is_signed from <cupy/cuda_workaround.h> in a preamble.
+    const std::vector<std::int64_t> values{
+        0, 1, -1, 255, -256, 0x7fffffffffffffffLL, std::numeric_limits<std::int64_t>::min()};
+    for (DType d : {DType::int64, DType::int8}) {
+        SCOPED_TRACE(kiln::name(d));
+        Array x = kiln::astype(kiln::from_host(values), d);
+        Array out = kiln::full({7}, 99, DType::uint8);
+        cupy_library::bitwise_count()(x, out);
+        const auto got = out.to_host<std::uint8_t>();
+        for (int k = 0; k < 7; ++k) {
+            std::int64_t v = values[k];
+            if (d == DType::int8) v = static_cast<std::int8_t>(v);
+            const std::uint64_t magnitude =
+                v < 0 ? ~static_cast<std::uint64_t>(v) + 1 : static_cast<std::uint64_t>(v);
+            int bits = 0;
+            for (std::uint64_t u = magnitude; u; u &= u - 1)
+                ++bits;
+            EXPECT_EQ(got[k], bits) << values[k];
+        }
+    }
+    // The channelizer-style module: each tile of 8 threads sums its conjugated inputs.
+    kiln::CompileOptions options;
+    options.options = {"-std=c++17"};
+    std::vector<std::string> names(std::begin(cupy_library::kChannelizerKernels),
+                                   std::end(cupy_library::kChannelizerKernels));
+    kiln::RawModule module(cupy_library::kChannelizerSource, options, names);
+    const int n = 256;
+    std::vector<std::complex<float>> z(n);
+    std::vector<float> real(n);
+    std::uniform_real_distribution<float> dist(-1.f, 1.f);
+    for (int k = 0; k < n; ++k) {
+        z[k] = {dist(rng()), dist(rng())};
+        real[k] = dist(rng());
+    }
+    Array dz = kiln::from_host(z), dr = kiln::from_host(real);
+    Array yz = kiln::full({n / 8}, std::complex<double>(7, 7), DType::complex64);
+    Array yr = kiln::full({n / 8}, std::complex<double>(7, 7), DType::complex64);
+    module.get_function(names[1])({n / 64}, {64}, n, dz.data<void>(), yz.data<void>());
+    module.get_function(names[0])({n / 64}, {64}, n, dr.data<void>(), yr.data<void>());
+    const auto gz = yz.to_host<std::complex<float>>(), gr = yr.to_host<std::complex<float>>();
+    for (int t = 0; t < n / 8; ++t) {
+        std::complex<double> want_z = 0;
+        double want_r = 0;
+        for (int k = t * 8; k < t * 8 + 8; ++k) {
+            want_z += std::conj(std::complex<double>(z[k]));
+            want_r += real[k];
+        }
+        EXPECT_NEAR(gz[t].real(), want_z.real(), 1e-5) << t;
+        EXPECT_NEAR(gz[t].imag(), want_z.imag(), 1e-5) << t;
+        EXPECT_NEAR(gr[t].real(), want_r, 1e-5) << t;
+        EXPECT_EQ(gr[t].imag(), 0.f) << t;
     }
 }

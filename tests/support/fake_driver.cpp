@@ -10,8 +10,10 @@
 // kernel's `.nv.info.<name>` section and reads its parameters from the EIATTR_KPARAM_INFO
 // records, so Kiln's launch checks see the sizes a real driver would report. A PTX module is
 // taken as text: its `.entry` kernels take no parameters. Live modules are counted
-// (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors), and
-// its primary context is inactive until retained, as a real one is in a fresh process.
+// (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors, its
+// texture alignments and limits), and its primary context is inactive until retained, as a real
+// one is in a fresh process. Texture objects are handles only; the last one's descriptors are
+// kept (kiln_fake_driver_last_texture()).
 //
 // Every entry point Kiln resolves is answered: those below with a plausible result, the others
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
@@ -239,6 +241,25 @@ CUresult CUDAAPI device_get_attribute(int* value, CUdevice_attribute attribute, 
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
         *value = 32;
         break;
+    // Textures over linear and pitched memory, as an H100 reports them.
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+        *value = 512;
+        break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+        *value = 32;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH:
+        *value = 1 << 28;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH:
+        *value = 131072;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT:
+        *value = 65000;
+        break;
+    case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH:
+        *value = 2097120;
+        break;
     default:
         *value = 0;
         break;
@@ -362,6 +383,21 @@ CUresult CUDAAPI profiler_stop() {
 CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
     count(Counted::mem_alloc_async);
     *pointer = g_next_address.fetch_add((bytes + 255) / 256 * 256 + 256);
+    return CUDA_SUCCESS;
+}
+// The last texture object made: its resource and texture descriptors (a test reads them back).
+CUDA_RESOURCE_DESC g_texture_resource{};
+CUDA_TEXTURE_DESC g_texture_description{};
+std::atomic<unsigned long long> g_next_texture{1};
+CUresult CUDAAPI tex_object_create(CUtexObject* texture, const CUDA_RESOURCE_DESC* resource,
+                                   const CUDA_TEXTURE_DESC* description,
+                                   const CUDA_RESOURCE_VIEW_DESC*) {
+    g_texture_resource = *resource;
+    g_texture_description = *description;
+    *texture = g_next_texture.fetch_add(1);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI tex_object_destroy(CUtexObject) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI mem_free_async(CUdeviceptr, CUstream) {
@@ -561,6 +597,14 @@ kiln_fake_driver_last_launch(unsigned char* bytes, std::size_t capacity, unsigne
     return last.size;
 }
 
+/// The descriptors of the last texture object made (zeros before any): its resource to
+/// @p resource and its sampling to @p description.
+__attribute__((visibility("default"))) void
+kiln_fake_driver_last_texture(CUDA_RESOURCE_DESC* resource, CUDA_TEXTURE_DESC* description) {
+    *resource = fake::g_texture_resource;
+    *description = fake::g_texture_description;
+}
+
 /// Calls of entry point @p name (one of kCounted) since the process started; 0 for another name.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_calls(const char* name) {
     for (int k = 0; k < kCountedEntries; ++k)
@@ -635,6 +679,8 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
         KILN_FAKE_ANSWER(cuFuncGetAttribute, func_get_attribute),
         KILN_FAKE_ANSWER(cuFuncSetAttribute, func_set_attribute),
         KILN_FAKE_ANSWER(cuFuncGetParamInfo, func_get_param_info),
+        KILN_FAKE_ANSWER(cuTexObjectCreate, tex_object_create),
+        KILN_FAKE_ANSWER(cuTexObjectDestroy, tex_object_destroy),
         KILN_FAKE_ANSWER(cuLaunchKernel, launch_kernel),
         KILN_FAKE_ANSWER(cuLaunchCooperativeKernel, launch_cooperative_kernel),
         KILN_FAKE_ANSWER(cuOccupancyMaxActiveBlocksPerMultiprocessor,

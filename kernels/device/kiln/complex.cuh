@@ -8,6 +8,7 @@
 namespace kiln {
 
 template <class T> struct alignas(2 * sizeof(T)) complex {
+    typedef T value_type; ///< the type of the real and imaginary parts, as std::complex names it
     T re, im;
     __host__ __device__ constexpr complex(T r = T(), T i = T())
         : re(r)
@@ -124,6 +125,22 @@ template <class T> __host__ __device__ complex<T> pow(const complex<T>& a, const
     return exp(b * log(a));
 }
 
+// NaN, infinity and finiteness of a complex number, as NumPy and CuPy define them: NaN or infinite
+// when either part is; finite when both are. Unqualified `isnan(z)` finds these by the argument's
+// namespace; the toolkit's overloads for real types stay visible beside them in kiln::.
+using ::isfinite;
+using ::isinf;
+using ::isnan;
+template <class T> __host__ __device__ bool isnan(const complex<T>& z) {
+    return isnan(z.re) || isnan(z.im);
+}
+template <class T> __host__ __device__ bool isinf(const complex<T>& z) {
+    return isinf(z.re) || isinf(z.im);
+}
+template <class T> __host__ __device__ bool isfinite(const complex<T>& z) {
+    return isfinite(z.re) && isfinite(z.im);
+}
+
 namespace traits {
 template <class T> struct is_complex<complex<T>> : true_type {};
 template <class T> struct is_complex<const complex<T>> : true_type {};
@@ -140,6 +157,9 @@ using kiln::conj;
 using kiln::cos;
 using kiln::cosh;
 using kiln::exp;
+using kiln::isfinite;
+using kiln::isinf;
+using kiln::isnan;
 using kiln::log;
 using kiln::log10;
 using kiln::norm;

@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -155,16 +156,31 @@ std::string describe(const TextureOptions& o, int ndim) {
            (o.normalized_coordinates ? ", normalized coordinates" : "");
 }
 
+// A 2-D texture over an Array's own memory: the first columns of a wider kiln::empty_pitched
+// allocation, so that the rows lie further apart than their length.
+Texture pitched_texture(const std::vector<float>& data, const kiln::Dims& shape,
+                        const TextureOptions& options) {
+    Array wide = kiln::empty_pitched({shape[0], shape[1] + 24}, DType::float32);
+    Array rows = wide.slice({kiln::Slice::all(), kiln::Slice::range(0, shape[1])});
+    kiln::copy(rows, kiln::from_host(data, shape));
+    Texture texture(rows, options);
+    EXPECT_EQ(texture.resource(), kiln::TextureResource::pitch2d);
+    EXPECT_GT(rows.strides()[0], static_cast<std::int64_t>(shape[1] * sizeof(float)));
+    return texture;
+}
+
 // Fetch @p count random points of a float texture of @p size through the fetch kernels and
-// compare with the model.
+// compare with the model. @p over_memory: a 2-D texture over pitched memory instead of a
+// CudaArray.
 void check_fetches(const kiln::RawModule& module, const std::array<int, 3>& size, int ndim,
-                   const TextureOptions& options) {
+                   const TextureOptions& options, bool over_memory = false) {
     std::vector<float> data = random_floats(static_cast<std::size_t>(size[0]) * size[1] * size[2]);
     kiln::Dims shape;
     if (ndim == 3) shape.push_back(size[2]);
     if (ndim >= 2) shape.push_back(size[1]);
     shape.push_back(size[0]);
-    Texture texture(CudaArray::from(kiln::from_host(data, shape)), options);
+    Texture texture = over_memory ? pitched_texture(data, shape, options)
+                                  : Texture(CudaArray::from(kiln::from_host(data, shape)), options);
     Model model{size, ndim, &data, options};
 
     const int n = 600;
@@ -204,8 +220,9 @@ void check_fetches(const kiln::RawModule& module, const std::array<int, 3>& size
         std::string row;
         for (std::size_t k = 0; k < std::min<std::size_t>(data.size(), 8); ++k)
             row += std::to_string(data[k]) + " ";
-        ADD_FAILURE() << describe(options, ndim) << ": " << mismatches << " of " << n
-                      << " fetches differ from the model; data starts " << row << "\n"
+        ADD_FAILURE() << (over_memory ? "pitched memory, " : "") << describe(options, ndim) << ": "
+                      << mismatches << " of " << n << " fetches differ from the model; data starts "
+                      << row << "\n"
                       << shown;
     }
 }
@@ -413,4 +430,181 @@ TEST(TextureGpu, ElementwiseKernelsReadTexturesThroughAHandleOrAPlaceholder) {
     EXPECT_THROW(handle(1.0, xa, out), kiln::ArgumentError) << "a number for a texture parameter";
     kiln::ElementwiseKernel wrong("float32 tex, float32 x", "float32 y", "y = tex + x", "wrong");
     EXPECT_THROW(wrong(texture, xa, out), kiln::ArgumentError) << "a texture for a float";
+}
+
+TEST(TextureGpu, PitchedMemorySamplesAsACudaArrayDoesInEveryMode) {
+    KILN_REQUIRE_GPU();
+    const kiln::Device device = kiln::Device::current();
+    std::printf("[ texture limits ] alignment %d, pitch alignment %d, 1-D linear width %d, 2-D "
+                "linear %d x %d, pitch %d bytes\n",
+                device.attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT),
+                device.attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT),
+                device.attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH),
+                device.attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH),
+                device.attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT),
+                device.attribute(CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH));
+    const kiln::RawModule module(kFetch);
+    const std::array<std::array<int, 3>, 2> sizes{{{8, 4, 1}, {16, 8, 1}}};
+    for (const std::array<int, 3>& size : sizes)
+        for (FilterMode filter : {FilterMode::point, FilterMode::linear})
+            for (AddressMode mode :
+                 {AddressMode::clamp, AddressMode::border, AddressMode::wrap, AddressMode::mirror})
+                for (bool normalized : {false, true}) {
+                    if (!normalized && (mode == AddressMode::wrap || mode == AddressMode::mirror))
+                        continue;
+                    TextureOptions options;
+                    options.address_all(mode);
+                    options.filter = filter;
+                    options.normalized_coordinates = normalized;
+                    options.border_color = {0.25f, 0.f, 0.f, 0.f};
+                    check_fetches(module, size, 2, options, true);
+                    if (HasFatalFailure()) return;
+                }
+}
+
+TEST(TextureGpu, PitchedRowsOfAnyWidthReadEveryElementInPlace) {
+    KILN_REQUIRE_GPU();
+    // 33 floats a row (132 bytes): empty_pitched pads each row; every texel reads its element,
+    // and writes through the Array show in the texture without a copy.
+    const int h = 37, w = 33;
+    std::vector<float> data = random_floats(static_cast<std::size_t>(h) * w);
+    Array rows = kiln::empty_pitched({h, w}, DType::float32);
+    kiln::copy(rows, kiln::from_host(data, {h, w}));
+    Texture texture(rows);
+    kiln::ElementwiseKernel read("cudaTextureObject_t t, int32 width", "float32 y",
+                                 "y = tex2D<float>(t, i % width + 0.5f, i / width + 0.5f)",
+                                 "read_pitched");
+    Array out = kiln::full({h * w}, std::nan(""), DType::float32);
+    read(texture, w, out);
+    EXPECT_EQ(out.to_host<float>(), data);
+    kiln::fill(rows, 2.5);
+    read(texture, w, out);
+    EXPECT_EQ(out.to_host<float>(), std::vector<float>(data.size(), 2.5f));
+    // The host reads the pitched array back through its strides; kiln::copy packs its rows.
+    EXPECT_EQ(rows.to_host<float>(), std::vector<float>(data.size(), 2.5f));
+    kiln::copy(rows, kiln::from_host(data, {h, w}));
+    Array packed = kiln::full({h, w}, -1.0, DType::float32);
+    kiln::copy(packed, rows);
+    EXPECT_EQ(packed.to_host<float>(), data);
+    Array other = kiln::empty_pitched({h, w + 8}, DType::float32)
+                      .slice({kiln::Slice::all(), kiln::Slice::range(0, w)});
+    kiln::copy(other, rows); // pitched to pitched, different pitches
+    EXPECT_EQ(other.to_host<float>(), data);
+
+    // Two 16-bit channels per texel, read as normalized floats.
+    std::vector<std::uint16_t> pairs(static_cast<std::size_t>(5) * 3 * 2);
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+        pairs[k] = static_cast<std::uint16_t>(k * 2000);
+    Array two = kiln::empty_pitched({5, 3, 2}, DType::uint16);
+    kiln::copy(two, kiln::from_host(pairs, {5, 3, 2}));
+    TextureOptions unorm;
+    unorm.read = ReadMode::normalized_float;
+    Texture channels(two, unorm, 2);
+    kiln::RawKernel read2(R"(
+extern "C" __global__ void read2(cudaTextureObject_t t, float* out) {
+    const int x = threadIdx.x, y = threadIdx.y;
+    const float2 v = tex2D<float2>(t, x + 0.5f, y + 0.5f);
+    out[(y * 3 + x) * 2] = v.x;
+    out[(y * 3 + x) * 2 + 1] = v.y;
+})",
+                          "read2");
+    Array got = kiln::full({30}, std::nan(""), DType::float32);
+    read2({1}, {3, 5}, channels, got.data<float>());
+    const std::vector<float> v = got.to_host<float>();
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+        EXPECT_NEAR(v[k], pairs[k] / 65535.0, 1e-6) << k;
+}
+
+TEST(TextureGpu, LinearMemoryIsFetchedByIndexWithZeroOutside) {
+    KILN_REQUIRE_GPU();
+    kiln::RawModule module(R"(
+extern "C" __global__ void fetch_f(cudaTextureObject_t t, const int* at, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<float>(t, at[i]);
+}
+extern "C" __global__ void fetch_i(cudaTextureObject_t t, const int* at, int* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<short>(t, at[i]);
+}
+extern "C" __global__ void fetch_f4(cudaTextureObject_t t, const int* at, float* out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const float4 v = tex1Dfetch<float4>(t, at[i]);
+        out[i] = v.x + 10 * v.y + 100 * v.z + 1000 * v.w;
+    }
+})");
+    const int n = 100000;
+    std::vector<int> at;
+    std::uniform_int_distribution<int> pick(-50, n + 50);
+    for (int k = 0; k < 5000; ++k)
+        at.push_back(pick(rng()));
+    at.insert(at.end(), {0, n - 1, -1, n, n + 1});
+    const int m = static_cast<int>(at.size());
+    Array where = kiln::from_host(at);
+    const kiln::Dim3 grid{(m + 255) / 256}, block{256};
+
+    // float32 in kiln::empty_pitched memory (its first element at the texture alignment).
+    std::vector<float> values = random_floats(n);
+    Array memory = kiln::empty_pitched({n}, DType::float32);
+    kiln::copy(memory, kiln::from_host(values));
+    Texture floats(memory);
+    EXPECT_EQ(floats.resource(), kiln::TextureResource::linear);
+    Array out = kiln::full({m}, std::nan(""), DType::float32);
+    module.get_function("fetch_f")(grid, block, floats, where.data<int>(), out.data<float>(), m);
+    std::vector<float> got = out.to_host<float>();
+    for (int k = 0; k < m; ++k)
+        ASSERT_EQ(got[k], at[k] >= 0 && at[k] < n ? values[at[k]] : 0.f) << "index " << at[k];
+
+    // int16 read as elements.
+    std::vector<std::int16_t> shorts(n);
+    for (int k = 0; k < n; ++k)
+        shorts[k] = static_cast<std::int16_t>(k * 7 - 30000);
+    Array short_memory = kiln::empty_pitched({n}, DType::int16);
+    kiln::copy(short_memory, kiln::from_host(shorts));
+    Texture ints(short_memory);
+    Array iout = kiln::full({m}, -1, DType::int32);
+    module.get_function("fetch_i")(grid, block, ints, where.data<int>(), iout.data<int>(), m);
+    const std::vector<std::int32_t> igot = iout.to_host<std::int32_t>();
+    for (int k = 0; k < m; ++k)
+        ASSERT_EQ(igot[k], at[k] >= 0 && at[k] < n ? shorts[at[k]] : 0) << "index " << at[k];
+
+    // Four float channels per element: (n, 4), allocated 1-D (empty_pitched would pad (n, 4)'s
+    // rows of one element each) and reshaped.
+    const int n4 = 1000;
+    std::vector<float> quads(static_cast<std::size_t>(n4) * 4);
+    for (std::size_t k = 0; k < quads.size(); ++k)
+        quads[k] = static_cast<float>(k % 4 + 1);
+    Array quad_memory = kiln::empty_pitched({n4 * 4}, DType::float32).reshape({n4, 4});
+    kiln::copy(quad_memory, kiln::from_host(quads, {n4, 4}));
+    Texture float4s(quad_memory, {}, 4);
+    EXPECT_EQ(float4s.resource(), kiln::TextureResource::linear);
+    std::vector<int> first{0, 1, n4 - 1, n4, -3};
+    Array w4 = kiln::from_host(first);
+    Array out4 = kiln::full({5}, std::nan(""), DType::float32);
+    module.get_function("fetch_f4")({1}, {5}, float4s, w4.data<int>(), out4.data<float>(), 5);
+    EXPECT_EQ(out4.to_host<float>(), (std::vector<float>{4321, 4321, 4321, 0, 0}));
+}
+
+TEST(TextureGpu, MemoryTheDeviceCannotSampleIsRefusedBeforeTheDriverSeesIt) {
+    KILN_REQUIRE_GPU();
+    const kiln::Device device = kiln::Device::current();
+    const int pitch_alignment = device.attribute(CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+    // Rows of 5 floats (20 bytes) are never a multiple of the pitch alignment (a power of two of
+    // at least 32 bytes on the GPUs Kiln runs on).
+    Array tight = kiln::empty_pitched({8, 5}, DType::float32);
+    Array packed = Array::wrap(tight.data(), {8, 5}, DType::float32, {}, tight.owner());
+    try {
+        Texture t(packed);
+        FAIL() << "rows 20 bytes apart made a texture";
+    } catch (const kiln::ArgumentError& e) {
+        EXPECT_NE(std::string(e.what()).find("multiple of " + std::to_string(pitch_alignment)),
+                  std::string::npos)
+            << e.what();
+    }
+    Array pitched = kiln::empty_pitched({8, 64}, DType::float32);
+    EXPECT_THROW(Texture(pitched.slice({kiln::Slice::all(), kiln::Slice::range(1, 9)})),
+                 kiln::ArgumentError);
+    EXPECT_THROW(Texture(pitched.transpose()), kiln::ArgumentError);
+    EXPECT_THROW(Texture(kiln::empty_pitched({2, 4, 8}, DType::float32)), kiln::ArgumentError);
+    EXPECT_THROW(Texture(kiln::empty_pitched({64}, DType::float64)), kiln::ArgumentError);
 }

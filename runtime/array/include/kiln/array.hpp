@@ -349,7 +349,9 @@ class Array {
 /// Copy @p src's elements into @p dst, which may be on another device: same shape and dtype, both
 /// C-contiguous. Between devices, the copy goes directly over peer access where the two devices
 /// allow it (enabled once per pair and remembered), otherwise through pinned host memory; on one
-/// device it is a device-to-device copy.
+/// device it is a device-to-device copy, and there the arrays may also have padded rows
+/// (kiln::empty_pitched's layout: each index of the first dimension a C-contiguous row, the rows
+/// in order at least a row apart), copied row by row in one 2-D copy.
 ///
 /// Ordering: the copy is queued on @p stream, a stream of @p dst's device, after the work already
 /// there. Work on @p src's device that writes @p src must be complete, or ordered before the
@@ -358,7 +360,7 @@ class Array {
 /// @param dst the destination.
 /// @param src the source.
 /// @param stream a stream of @p dst's device; its legacy default stream when omitted.
-/// @throws ArgumentError for different shapes or dtypes, or arrays that are not C-contiguous;
+/// @throws ArgumentError for different shapes or dtypes, or layouts other than these;
 /// NoDeviceError, CudaError.
 void copy(const Array& dst, const Array& src, StreamRef stream = {});
 
