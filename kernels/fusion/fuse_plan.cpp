@@ -71,15 +71,7 @@ FusionPlan plan_fusion(const FusionTrace& trace, const FuseOptions& options) {
     std::vector<int> roots(outputs.begin(), outputs.end());
     for (const auto& u : updates)
         roots.push_back(u.second);
-    std::vector<bool> need(trace.nodes().size());
-    for (int id : roots)
-        need[static_cast<std::size_t>(id)] = true;
-    for (std::size_t id = need.size(); id-- > 0;) {
-        if (!need[id]) continue;
-        const FuseNode& n = trace.node(static_cast<int>(id));
-        for (int k = 0; k < n.operand_count; ++k)
-            need[static_cast<std::size_t>(n.operands[k])] = true;
-    }
+    const std::vector<bool> need = trace.needed_by(roots);
     std::vector<int> reductions;
     for (std::size_t id = 0; id < need.size(); ++id)
         if (need[id] && trace.node(static_cast<int>(id)).kind == FuseNode::Kind::reduction)

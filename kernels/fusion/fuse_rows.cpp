@@ -167,15 +167,7 @@ std::optional<RowPlan> plan_rows(const FusionTrace& trace, const FuseOptions& op
         roots.push_back(u.second);
     }
     if (plan.targets.empty() || plan.targets.size() > Outputs::kCapacity) return std::nullopt;
-    std::vector<bool> need(trace.nodes().size());
-    for (int id : roots)
-        need[static_cast<std::size_t>(id)] = true;
-    for (std::size_t id = need.size(); id-- > 0;) {
-        if (!need[id]) continue;
-        const FuseNode& n = trace.node(static_cast<int>(id));
-        for (int k = 0; k < n.operand_count; ++k)
-            need[static_cast<std::size_t>(n.operands[k])] = true;
-    }
+    const std::vector<bool> need = trace.needed_by(roots);
 
     // Classify; a shape the row kernel cannot keep is no row plan.
     std::vector<RowNode> rows(trace.nodes().size());

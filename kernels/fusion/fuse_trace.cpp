@@ -155,6 +155,20 @@ void FusionTrace::output(const fusion::Var& v) {
     m_outputs.push_back(id_of(v));
 }
 
+std::vector<bool> FusionTrace::needed_by(const std::vector<int>& roots) const {
+    std::vector<bool> need(m_nodes.size());
+    for (int id : roots)
+        need[static_cast<std::size_t>(id)] = true;
+    // Operands come before the nodes that read them: one pass from the last node back.
+    for (std::size_t id = need.size(); id-- > 0;) {
+        if (!need[id]) continue;
+        const FuseNode& n = m_nodes[id];
+        for (int k = 0; k < n.operand_count; ++k)
+            need[static_cast<std::size_t>(n.operands[k])] = true;
+    }
+    return need;
+}
+
 void FusionTrace::update(int arg, int id) {
     for (auto& u : m_updates)
         if (u.first == arg) {

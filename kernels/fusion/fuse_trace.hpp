@@ -91,6 +91,8 @@ class FusionTrace {
     void update(int arg, int id);
 
     const std::vector<FuseNode>& nodes() const { return m_nodes; }
+    /// Which nodes the values @p roots need, by node id: the roots and everything they read.
+    std::vector<bool> needed_by(const std::vector<int>& roots) const;
     const std::vector<int>& outputs() const { return m_outputs; }
     /// The updates, (argument, node), in the order of their arguments' first updates.
     const std::vector<std::pair<int, int>>& updates() const { return m_updates; }
