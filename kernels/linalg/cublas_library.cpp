@@ -4,37 +4,13 @@
 #include "kiln/log.hpp"
 #include "kiln/settings.hpp"
 
-#include <dlfcn.h>
+#include "shared_library.hpp"
+
+#include <type_traits>
 
 namespace kiln::detail {
 
 namespace {
-
-// Resolve @p name into @p target; false (and a failure naming it) when the library lacks it.
-template <class F> bool resolve(void* handle, const char* name, F& target, CublasLibrary& out) {
-    void* symbol = dlsym(handle, name);
-    if (!symbol) {
-        out.failure = out.path + " lacks " + name +
-                      ": it is older than the cuBLAS Kiln needs (CUDA 12 or newer); set "
-                      "KILN_CUBLAS_LIBRARY to a newer one";
-        return false;
-    }
-    target = reinterpret_cast<F>(symbol);
-    return true;
-}
-
-bool resolve_all(void* handle, CublasLibrary& out) {
-    CublasFunctions& f = out.functions;
-    return resolve(handle, "cublasCreate_v2", f.create, out) &&
-           resolve(handle, "cublasDestroy_v2", f.destroy, out) &&
-           resolve(handle, "cublasGetVersion_v2", f.get_version, out) &&
-           resolve(handle, "cublasSetStream_v2", f.set_stream, out) &&
-           resolve(handle, "cublasSetMathMode", f.set_math_mode, out) &&
-           resolve(handle, "cublasGetStatusName", f.status_name, out) &&
-           resolve(handle, "cublasGetStatusString", f.status_string, out) &&
-           resolve(handle, "cublasGemmEx", f.gemm, out) &&
-           resolve(handle, "cublasGemmStridedBatchedEx", f.gemm_strided_batched, out);
-}
 
 const CublasLibrary& loaded() {
     static const CublasLibrary library = open_cublas(cublas_candidates());
@@ -50,26 +26,33 @@ std::vector<std::string> cublas_candidates() {
 }
 
 CublasLibrary open_cublas(const std::vector<std::string>& candidates) {
+    // Kept open for the life of the process, as the driver is: cuBLAS's handles and its
+    // runtime's state outlive any one call.
+    const SharedLibrary library(
+        candidates, "install the CUDA toolkit's cuBLAS (libcublas and libcublasLt), put its lib64 "
+                    "folder on LD_LIBRARY_PATH, or name the library in KILN_CUBLAS_LIBRARY");
     CublasLibrary out;
-    std::string tried;
-    for (const std::string& candidate : candidates) {
-        // Kept open for the life of the process, as the driver is: cuBLAS's handles and its
-        // runtime's state outlive any one call.
-        void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-        if (!handle) {
-            const char* why = dlerror();
-            if (!tried.empty()) tried += "; ";
-            tried += candidate + ": " + (why ? why : "unknown reason");
-            continue;
-        }
-        out.path = candidate;
-        if (!resolve_all(handle, out)) return out;
-        logger().debug("opened cuBLAS from {}", candidate);
-        return out;
+    out.path = library.name();
+    try {
+        CublasFunctions& f = out.functions;
+        const auto resolve = [&](const char* name, auto& target) {
+            target =
+                reinterpret_cast<std::remove_reference_t<decltype(target)>>(library.symbol(name));
+        };
+        resolve("cublasCreate_v2", f.create);
+        resolve("cublasDestroy_v2", f.destroy);
+        resolve("cublasGetVersion_v2", f.get_version);
+        resolve("cublasSetStream_v2", f.set_stream);
+        resolve("cublasSetMathMode", f.set_math_mode);
+        resolve("cublasGetStatusName", f.status_name);
+        resolve("cublasGetStatusString", f.status_string);
+        resolve("cublasGemmEx", f.gemm);
+        resolve("cublasGemmStridedBatchedEx", f.gemm_strided_batched);
+        logger().debug("opened cuBLAS from {}", out.path);
+    } catch (const Error& e) {
+        out.functions = {};
+        out.failure = std::string("kiln::matmul needs cuBLAS: ") + e.what();
     }
-    out.failure = "kiln::matmul needs cuBLAS, which could not be opened (" + tried +
-                  "): install the CUDA toolkit's cuBLAS (libcublas and libcublasLt), put its "
-                  "lib64 folder on LD_LIBRARY_PATH, or name the library in KILN_CUBLAS_LIBRARY";
     return out;
 }
 
