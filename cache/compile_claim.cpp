@@ -90,18 +90,14 @@ ClaimedLoad Store::load_or_claim(const Key& key, EntryParts parts) {
                 using Outcome = detail::ClaimFile::Outcome;
                 const Outcome outcome =
                     detail::ClaimFile::try_take(shard.get(), key, directory.modes(), state->local);
-                if (outcome == Outcome::unusable) break;
-                if (outcome == Outcome::busy) {
-                    if (Clock::now() >= deadline) break;
-                    slept |= sleep_until_next(deadline, kLocalPoll);
-                }
-                // Also once held: the holder before may have published between the lookup and
-                // the lock (the claim then goes with `state`).
+                if (outcome == Outcome::busy) slept |= sleep_until_next(deadline, kLocalPoll);
+                // Also once held, or given up: the holder before may have published between the
+                // lookup and the lock (a claim taken then goes with `state`).
                 if ((out.entry = local_entry())) {
                     out.waited = waited();
                     return out;
                 }
-                if (outcome == Outcome::held) break;
+                if (outcome != Outcome::busy || Clock::now() >= deadline) break;
             }
         }
 

@@ -46,14 +46,23 @@ ClaimFile::Outcome ClaimFile::try_take(int shard_fd, const Key& key, const Modes
     struct stat shard {};
     if (::fstat(shard_fd, &shard) != 0) return Outcome::unusable;
     bool replaced = false;
-    // A second round only after replacing what was at the name, or when the file locked had been
+    // Another round only after replacing what was at the name, or when the file opened had been
     // unlinked by its previous holder (then the name holds a new claim, or none).
-    for (int round = 0; round < 3; ++round) {
+    for (int round = 0; round < 8; ++round) {
         // O_NONBLOCK: a FIFO planted at the name cannot block the open.
         UniqueFd fd =
             open_at(shard_fd, name, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, modes.file);
         struct stat st {};
-        const bool ok = fd && ::fstat(fd.get(), &st) == 0 && acceptable(st, shard, modes);
+        const bool opened = fd && ::fstat(fd.get(), &st) == 0;
+        // Unlinked between the open and the fstat by a holder letting go, or no longer the file
+        // at the name: another process's fresh claim may be there now, which must not be removed.
+        struct stat now {};
+        if (opened && S_ISREG(st.st_mode) &&
+            (st.st_nlink == 0 ||
+             ::fstatat(shard_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
+             !same_file(now, st)))
+            continue;
+        const bool ok = opened && acceptable(st, shard, modes);
         if (!ok) {
             const int error = fd ? EPERM : errno;
             // A link, directory, FIFO, device, hard link or stranger's file: replaced once.
@@ -72,7 +81,6 @@ ClaimFile::Outcome ClaimFile::try_take(int shard_fd, const Key& key, const Modes
             return errno == EWOULDBLOCK || errno == EINTR ? Outcome::busy : Outcome::unusable;
         // Locked. The previous holder unlinks the file before it lets go: a lock on a file no
         // longer at the name claims nothing.
-        struct stat now {};
         if (::fstatat(shard_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0 ||
             !same_file(now, st))
             continue;
