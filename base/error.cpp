@@ -29,10 +29,24 @@ std::string compile_message(const std::string& summary, const std::string& log,
 
 CudaError::CudaError(std::string call, int code, std::string code_name,
                      const std::string& description, const char* file, int line)
-    : Error(cuda_message(call, code, code_name, description, file, line))
+    : CudaError(std::move(call), code, std::move(code_name), description, file, line, {}) {}
+
+CudaError::CudaError(std::string call, int code, std::string code_name,
+                     const std::string& description, const char* file, int line,
+                     const std::string& advice)
+    : Error(cuda_message(call, code, code_name, description, file, line) + advice)
     , m_call(std::move(call))
     , m_code(code)
     , m_code_name(std::move(code_name)) {}
+
+CaptureError::CaptureError(std::string call, int code, std::string code_name,
+                           const std::string& description, const char* file, int line)
+    : CudaError(std::move(call), code, std::move(code_name), description, file, line,
+                ": a stream is being captured into a CUDA graph (kiln::Graph::capture or the "
+                "application's own cuStreamBeginCapture), and the capture refuses this call (it "
+                "synchronizes with, queries or copies to the host from captured work, or runs on "
+                "another thread or stream the capture does not allow); do it before or after the "
+                "capture (docs/graphs.md)") {}
 
 CompileError::CompileError(const std::string& summary, std::string log,
                            std::vector<std::string> options, std::string source)

@@ -1,6 +1,7 @@
 #include "reduction_workspace.hpp"
 
 #include "driver/per_context_cache.hpp"
+#include "driver/stream_capture.hpp"
 #include "kiln/memory.hpp"
 
 #include <functional>
@@ -37,6 +38,15 @@ std::size_t round_up(std::size_t n, std::size_t to) {
 
 WorkspaceLease lease_workspace(CUcontext context, StreamRef stream, std::size_t partial_bytes,
                                std::size_t counters) {
+    if (stream_capturing(stream)) {
+        WorkspaceLease lease;
+        const std::size_t counter_bytes = round_up(counters, kCounterBlock / 4) * 4;
+        lease.owned = DeviceBuffer(counter_bytes + round_up(partial_bytes, kCounterBlock), stream);
+        lease.owned.fill_bytes(0); // a memset node: every replay starts with zeroed counters
+        lease.counters = lease.owned.get();
+        lease.partials = lease.owned.get() + counter_bytes;
+        return lease;
+    }
     Workspace& workspace = workspaces().get(context, stream.get(), [] { return Workspace{}; });
     WorkspaceLease lease;
     lease.lock = std::unique_lock<std::mutex>(workspace.mutex);

@@ -1,6 +1,7 @@
 #include "kiln/array.hpp"
 
 #include "driver/driver.hpp"
+#include "driver/stream_capture.hpp"
 #include "internal_kernels.hpp"
 #include "kiln/device.hpp"
 #include "kiln/device_guard.hpp"
@@ -369,6 +370,8 @@ Array Array::broadcast_to(const Dims& shape) const {
 void Array::copy_to_host_bytes(void* destination, StreamRef stream) const {
     if (size() == 0) return;
     const detail::OnDevice on_device(m_device); // the default stream is the array's device's
+    // It waits for the copy: refused at once while the stream is captured.
+    detail::refuse_while_capturing(stream, "kiln::Array::to_host (copy_to_host_bytes)");
     if (is_c_contiguous()) {
         KILN_CU(cuMemcpyDtoHAsync(destination, m_data, nbytes(), stream.get()));
         stream.synchronize();
@@ -409,6 +412,7 @@ void Array::copy_from_host_bytes(const void* source, StreamRef stream) const {
                             ": the destination must be C-contiguous");
     if (size() == 0) return;
     const detail::OnDevice on_device(m_device);
+    detail::refuse_while_capturing(stream, "kiln::Array::copy_from_host_bytes (from_host)");
     KILN_CU(cuMemcpyHtoDAsync(m_data, source, nbytes(), stream.get()));
     // Pinned sources are read asynchronously: wait so the caller may reuse the memory at once.
     stream.synchronize();

@@ -52,6 +52,12 @@ bool rejected_image(CUresult result) {
 }
 
 // Load an image; returns the driver's result instead of throwing so callers can retry.
+// Drivers before CUDA 12.3 refuse a module load while a stream is captured in global mode
+// (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, a CaptureError): the call says how to avoid it.
+constexpr const char* kLoadCall =
+    "cuModuleLoadDataEx(module, image) (a kernel's first call in this context loads its module; "
+    "under a graph capture on drivers before CUDA 12.3, make that call once before the capture)";
+
 CUresult try_load(const std::string& image, CUcontext context, CUmodule* module,
                   std::string* error_log) {
     // Loaded when the context was made, from the cubins the cache read ahead.
@@ -115,7 +121,7 @@ std::shared_ptr<const Module> Module::load(const std::string& image, std::string
             throw ArgumentError("the driver rejected " + description +
                                 (log.empty() ? std::string() : ": " + log) +
                                 " (is it built for this GPU's architecture?)");
-        detail::throw_cuda_error(result, "cuModuleLoadDataEx(module, image)", __FILE__, __LINE__);
+        detail::throw_cuda_error(result, kLoadCall, __FILE__, __LINE__);
     }
     return std::shared_ptr<const Module>(new Module(module, context, std::move(description)));
 }
@@ -140,7 +146,7 @@ std::shared_ptr<const Module> Module::load(std::shared_ptr<const Program> progra
                                 (log.empty() ? std::string() : ": " + log) +
                                 ": does the architecture match this GPU (" +
                                 Device::current().arch() + ")?");
-        detail::throw_cuda_error(result, "cuModuleLoadDataEx(module, cubin)", __FILE__, __LINE__);
+        detail::throw_cuda_error(result, kLoadCall, __FILE__, __LINE__);
     }
     auto loaded =
         std::shared_ptr<Module>(new Module(module, context, "program " + program->key().hex()));

@@ -118,7 +118,10 @@ void Device::synchronize() const {
     CUcontext previous = nullptr;
     KILN_CU(cuCtxGetCurrent(&previous));
     make_current();
-    KILN_CU(cuCtxSynchronize());
+    const CUresult result = detail::driver().cuCtxSynchronize();
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "kiln::Device::synchronize: cuCtxSynchronize()", __FILE__,
+                                 __LINE__);
     if (previous) {
         KILN_CU(cuCtxSetCurrent(previous));
         detail::note_current_context(previous);

@@ -128,6 +128,13 @@ void throw_cuda_error(CUresult result, const char* call, const char* file, int l
     const Driver& d = driver();
     d.cuGetErrorName(result, &name);
     d.cuGetErrorString(result, &text);
+    // A capture's refusals get their own type and say what to do: the driver's text ("operation
+    // not permitted when stream is capturing") does not name the capture or the way out.
+    const bool capture = (result >= CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED &&
+                          result <= CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+    if (capture)
+        throw CaptureError(call, static_cast<int>(result), name ? name : "CUDA_ERROR_UNKNOWN",
+                           text ? text : "unknown error", file, line);
     throw CudaError(call, static_cast<int>(result), name ? name : "CUDA_ERROR_UNKNOWN",
                     text ? text : "unknown error", file, line);
 }

@@ -10,14 +10,18 @@ void EventRef::record(StreamRef stream) const {
 }
 
 void EventRef::synchronize() const {
-    KILN_CU(cuEventSynchronize(m_event));
+    const CUresult result = detail::driver().cuEventSynchronize(m_event);
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "kiln::EventRef::synchronize: cuEventSynchronize(event)",
+                                 __FILE__, __LINE__);
 }
 
 bool EventRef::ready() const {
     const CUresult result = detail::driver().cuEventQuery(m_event);
     if (result == CUDA_ERROR_NOT_READY) return false;
     if (result != CUDA_SUCCESS)
-        detail::throw_cuda_error(result, "cuEventQuery(event)", __FILE__, __LINE__);
+        detail::throw_cuda_error(result, "kiln::EventRef::ready: cuEventQuery(event)", __FILE__,
+                                 __LINE__);
     return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include "activity_hook.hpp"
 #include "driver.hpp"
+#include "hooks.hpp"
 #include "kiln/device.hpp"
 
 namespace kiln {
@@ -16,16 +17,26 @@ Graph Graph::capture(StreamRef stream, const std::function<void()>& work,
         CUgraph partial = nullptr;
         detail::driver().cuStreamEndCapture(stream.get(), &partial);
         if (partial) detail::driver().cuGraphDestroy(partial);
+        detail::capture_ended(stream.get());
         throw;
     }
     CUgraph graph = nullptr;
-    KILN_CU(cuStreamEndCapture(stream.get(), &graph));
+    const CUresult result = detail::driver().cuStreamEndCapture(stream.get(), &graph);
+    // memory/: blocks made before the capture and dropped inside it go back now.
+    detail::capture_ended(stream.get());
+    if (result != CUDA_SUCCESS)
+        detail::throw_cuda_error(result, "kiln::Graph::capture: cuStreamEndCapture(stream, &graph)",
+                                 __FILE__, __LINE__);
     return Graph(graph);
 }
 
 GraphExec Graph::instantiate() const {
     CUgraphExec exec = nullptr;
-    KILN_CU(cuGraphInstantiateWithFlags(&exec, m_graph.get(), 0));
+    // An output allocated in the capture and kept past it is a graph allocation left unfreed by
+    // each launch; without this flag the next launch would fail (CUDA_ERROR_INVALID_VALUE). With
+    // it, each launch frees the previous launch's unfreed allocations first (docs/graphs.md).
+    KILN_CU(cuGraphInstantiateWithFlags(&exec, m_graph.get(),
+                                        CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
     return GraphExec(exec);
 }
 

@@ -9,6 +9,7 @@ namespace {
 std::atomic<ContextHook> g_context_made{nullptr};
 std::atomic<StreamHook> g_stream_made{nullptr};
 std::atomic<StreamHook> g_stream_ending{nullptr};
+std::atomic<StreamHook> g_capture_ended{nullptr};
 
 } // namespace
 
@@ -31,6 +32,14 @@ void stream_made(CUstream stream) noexcept {
 
 void stream_ending(CUstream stream) noexcept {
     if (const StreamHook hook = g_stream_ending.load(std::memory_order_acquire)) hook(stream);
+}
+
+void set_capture_ended_hook(StreamHook hook) noexcept {
+    g_capture_ended.store(hook, std::memory_order_release);
+}
+
+void capture_ended(CUstream stream) noexcept {
+    if (const StreamHook hook = g_capture_ended.load(std::memory_order_acquire)) hook(stream);
 }
 
 } // namespace kiln::detail

@@ -9,6 +9,8 @@
 //                  memory/ (block_cache.cpp): the blocks kept for a kiln::Stream go back before
 //                  it is destroyed; registered with the block cache, which only holds blocks when
 //                  memory/ is linked
+//   capture ended  memory/ (capture_frees.cpp): blocks made before a kiln::Graph::capture and
+//                  dropped inside it go back to the pool once it has ended
 //   launch happened
 //                  profile/ (activity.cpp): see activity_hook.hpp
 //
@@ -33,5 +35,10 @@ void set_stream_hooks(StreamHook made, StreamHook ending) noexcept;
 void stream_made(CUstream stream) noexcept;
 /// @p stream, one of stream_made(), is about to be destroyed.
 void stream_ending(CUstream stream) noexcept;
+
+/// memory/ registers what the end of a capture means to the blocks it set aside.
+void set_capture_ended_hook(StreamHook hook) noexcept;
+/// Graph::capture has ended (or abandoned) its capture of @p stream.
+void capture_ended(CUstream stream) noexcept;
 
 } // namespace kiln::detail

@@ -10,4 +10,9 @@ namespace kiln::detail {
 /// application (also when the driver cannot tell).
 bool stream_capturing(StreamRef stream) noexcept;
 
+/// Throws CaptureError naming @p call (a Kiln call that would synchronize with @p stream, or copy
+/// to or from pageable host memory on it) while @p stream is being captured: refused before
+/// anything reaches the driver, so the capture stays valid and Graph::capture can discard it.
+void refuse_while_capturing(StreamRef stream, const char* call);
+
 } // namespace kiln::detail

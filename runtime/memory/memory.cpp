@@ -1,6 +1,7 @@
 #include "kiln/memory.hpp"
 
 #include "block_cache.hpp"
+#include "capture_frees.hpp"
 #include "driver/stream_capture.hpp"
 
 #include "driver/activity_hook.hpp"
@@ -75,8 +76,9 @@ void keep_pool_memory(CUcontext context) {
 namespace {
 
 // The stream-ordered allocation; @p keepable (when given) says whether the block may be kept for
-// reuse when it is freed.
-CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* keepable) {
+// reuse when it is freed, @p captured whether it is a graph's allocation.
+CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* keepable,
+                                    bool* captured) {
     thread_local CUcontext last = nullptr;
     CUcontext context = detail::current_context();
     if (context != last) {
@@ -86,9 +88,10 @@ CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* k
     // A block this thread freed on this stream (a repeated call's dropped output) asks nothing
     // of the driver.
     // On a stream being captured the allocation belongs to the graph.
-    const bool reusable =
-        bytes <= detail::kMaxCachedBlockBytes && !detail::stream_capturing(stream);
+    const bool capturing = detail::stream_capturing(stream);
+    const bool reusable = bytes <= detail::kMaxCachedBlockBytes && !capturing;
     if (keepable) *keepable = reusable;
+    if (captured) *captured = capturing;
     if (reusable)
         if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
     CUdeviceptr pointer = 0;
@@ -105,7 +108,7 @@ CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* k
 } // namespace
 
 CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
-    return allocate_stream_ordered(bytes, stream, nullptr);
+    return allocate_stream_ordered(bytes, stream, nullptr, nullptr);
 }
 
 void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t,
@@ -136,7 +139,7 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
     if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
     if (bytes) {
         m_pointer = m_allocator.get() == &stream_ordered()
-                        ? allocate_stream_ordered(bytes, stream, &m_keepable)
+                        ? allocate_stream_ordered(bytes, stream, &m_keepable, &m_captured)
                         : m_allocator->allocate(bytes, stream);
         // An application's allocator may switch contexts: ask the driver again after it.
         if (m_allocator.get() != &stream_ordered()) detail::forget_current_context();
@@ -154,7 +157,8 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     , m_stream(std::exchange(other.m_stream, StreamRef{}))
     , m_allocator(std::move(other.m_allocator))
     , m_context(std::exchange(other.m_context, nullptr))
-    , m_keepable(std::exchange(other.m_keepable, false)) {}
+    , m_keepable(std::exchange(other.m_keepable, false))
+    , m_captured(std::exchange(other.m_captured, false)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
     if (this != &other) {
@@ -165,17 +169,26 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         m_allocator = std::move(other.m_allocator);
         m_context = std::exchange(other.m_context, nullptr);
         m_keepable = std::exchange(other.m_keepable, false);
+        m_captured = std::exchange(other.m_captured, false);
     }
     return *this;
 }
 
 void DeviceBuffer::release() noexcept {
-    // The stream-ordered allocator's block is kept for this thread's next allocation of its size
-    // on its stream, where it can be.
-    if (m_pointer && m_keepable && !detail::stream_capturing(m_stream) &&
-        detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
-        m_pointer = 0;
-        return;
+    if (m_pointer && !m_captured && m_allocator.get() == &stream_ordered()) {
+        // While its stream is captured, a block made before the capture cannot be freed there
+        // (the graph may free only its own allocations): it waits for the capture's end.
+        if (detail::stream_capturing(m_stream)) {
+            detail::free_after_capture(m_context, m_stream, m_pointer);
+            m_pointer = 0;
+            return;
+        }
+        // The block is kept for this thread's next allocation of its size on its stream, where
+        // it can be.
+        if (m_keepable && detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
+            m_pointer = 0;
+            return;
+        }
     }
     if (m_pointer && m_allocator && !free_on_own_stream()) {
         // Freed from another device's context, the legacy default stream would be that device's.
@@ -207,6 +220,8 @@ void DeviceBuffer::copy_from_host(const void* source, std::size_t bytes, StreamR
 
 void DeviceBuffer::copy_to_host(void* destination, std::size_t bytes, StreamRef stream) const {
     check_range(bytes, m_bytes, "a copy to the host");
+    // It waits for the copy: refused at once while the stream is captured.
+    detail::refuse_while_capturing(stream, "kiln::DeviceBuffer::copy_to_host");
     if (bytes) {
         detail::ObservedActivity observed(Activity::copy, "memcpy DtoH", bytes, stream);
         KILN_CU(cuMemcpyDtoHAsync(destination, m_pointer, bytes, stream.get()));

@@ -15,6 +15,12 @@
 // one is in a fresh process. Texture objects are handles only; the last one's descriptors are
 // kept (kiln_fake_driver_last_texture()).
 //
+// Stream capture is modelled as far as Kiln's refusals need (one capture at a time): while a stream
+// is captured, synchronizing it, the context or the legacy stream fails as a real driver's global
+// mode does (CUDA_ERROR_STREAM_CAPTURE_*), and so does a cuMemFreeAsync on it of memory the capture
+// did not allocate; each of those invalidates the capture, whose end then fails. Graphs are tokens;
+// the last instantiation's flags are kept (kiln_fake_driver_last_instantiate_flags()).
+//
 // Every entry point Kiln resolves is answered: those below with a plausible result, the others
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
 // nothing, so a test counting operator new sees only Kiln's allocations.
@@ -39,6 +45,28 @@ std::atomic<std::uint64_t> g_next_address{std::uint64_t{1} << 40};
 std::atomic<unsigned long long> g_launches{0};
 std::atomic<long long> g_modules{0};
 std::atomic<bool> g_primary_active{false};
+
+// The stream a capture runs on (one at a time), whether it runs and whether a refused call has
+// invalidated it, and the addresses it allocated (a free of any other address is refused).
+std::atomic<CUstream> g_capturing{nullptr};
+std::atomic<bool> g_capture_active{false};
+std::atomic<bool> g_capture_invalid{false};
+constexpr int kMaxCapturedBlocks = 256;
+std::atomic<CUdeviceptr> g_captured_blocks[kMaxCapturedBlocks];
+std::atomic<int> g_captured_count{0};
+std::atomic<unsigned long long> g_instantiate_flags{~0ull};
+
+bool capturing(CUstream stream) {
+    return g_capture_active.load() && g_capturing.load() == stream;
+}
+bool legacy(CUstream stream) {
+    return stream == nullptr || stream == CU_STREAM_LEGACY;
+}
+// A call the capture refuses: the capture is invalid from now on.
+CUresult refuse(CUresult code) {
+    g_capture_invalid.store(true);
+    return code;
+}
 
 constexpr int kMaxParams = 64;
 
@@ -300,6 +328,7 @@ CUresult CUDAAPI ctx_get_device(CUdevice* device) {
     return t_current ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult CUDAAPI ctx_synchronize() {
+    if (g_capture_active.load()) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     return CUDA_SUCCESS;
 }
 // Streams, events and pools are distinct addresses that are never dereferenced.
@@ -314,7 +343,10 @@ CUresult CUDAAPI stream_destroy(CUstream stream) {
     std::free(stream);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI stream_synchronize(CUstream) {
+CUresult CUDAAPI stream_synchronize(CUstream stream) {
+    if (capturing(stream)) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    if (g_capture_active.load() && legacy(stream))
+        return refuse(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_query(CUstream) {
@@ -348,29 +380,48 @@ CUresult CUDAAPI event_elapsed_time(float* ms, CUevent, CUevent) {
     *ms = 0.001f;
     return CUDA_SUCCESS;
 }
-// The stream a capture runs on (one at a time), or none.
-std::atomic<CUstream> g_capturing{nullptr};
-std::atomic<bool> g_capture_active{false};
 CUresult CUDAAPI stream_is_capturing(CUstream stream, CUstreamCaptureStatus* status) {
     count(Counted::stream_is_capturing);
-    *status = g_capture_active.load() && g_capturing.load() == stream
-                  ? CU_STREAM_CAPTURE_STATUS_ACTIVE
-                  : CU_STREAM_CAPTURE_STATUS_NONE;
+    // The legacy stream would join a capture of a stream that synchronizes with it.
+    if (g_capture_active.load() && legacy(stream)) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    *status = !capturing(stream)         ? CU_STREAM_CAPTURE_STATUS_NONE
+              : g_capture_invalid.load() ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                         : CU_STREAM_CAPTURE_STATUS_ACTIVE;
     return CUDA_SUCCESS;
 }
 // Captures record nothing: a graph is a token the fake driver hands out and takes back.
 CUresult CUDAAPI stream_begin_capture(CUstream stream, CUstreamCaptureMode) {
+    if (legacy(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     g_capturing.store(stream);
+    g_capture_invalid.store(false);
+    g_captured_count.store(0);
     g_capture_active.store(true);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_end_capture(CUstream, CUgraph* graph) {
     g_capture_active.store(false);
+    if (g_capture_invalid.exchange(false)) {
+        *graph = nullptr;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
     static int token;
     *graph = reinterpret_cast<CUgraph>(&token);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI graph_destroy(CUgraph) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI graph_instantiate_with_flags(CUgraphExec* exec, CUgraph,
+                                              unsigned long long flags) {
+    g_instantiate_flags.store(flags);
+    static int token;
+    *exec = reinterpret_cast<CUgraphExec>(&token);
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI graph_launch(CUgraphExec, CUstream) {
+    return CUDA_SUCCESS;
+}
+CUresult CUDAAPI graph_exec_destroy(CUgraphExec) {
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI profiler_start() {
@@ -380,9 +431,13 @@ CUresult CUDAAPI profiler_stop() {
     return CUDA_SUCCESS;
 }
 // Memory: fresh 256-byte-aligned addresses, never reused, never backed.
-CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream) {
+CUresult CUDAAPI mem_alloc_async(CUdeviceptr* pointer, std::size_t bytes, CUstream stream) {
     count(Counted::mem_alloc_async);
     *pointer = g_next_address.fetch_add((bytes + 255) / 256 * 256 + 256);
+    if (capturing(stream)) { // a graph allocation: the capture may free it
+        const int k = g_captured_count.fetch_add(1);
+        if (k < kMaxCapturedBlocks) g_captured_blocks[k].store(*pointer);
+    }
     return CUDA_SUCCESS;
 }
 // The last texture object made: its resource and texture descriptors (a test reads them back).
@@ -400,9 +455,14 @@ CUresult CUDAAPI tex_object_create(CUtexObject* texture, const CUDA_RESOURCE_DES
 CUresult CUDAAPI tex_object_destroy(CUtexObject) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI mem_free_async(CUdeviceptr, CUstream) {
+CUresult CUDAAPI mem_free_async(CUdeviceptr pointer, CUstream stream) {
     count(Counted::mem_free_async);
-    return CUDA_SUCCESS;
+    if (!capturing(stream)) return CUDA_SUCCESS;
+    // A free node may free only the graph's own allocations.
+    const int made = g_captured_count.load();
+    for (int k = 0; k < made && k < kMaxCapturedBlocks; ++k)
+        if (g_captured_blocks[k].load() == pointer) return CUDA_SUCCESS;
+    return refuse(CUDA_ERROR_INVALID_VALUE);
 }
 CUresult CUDAAPI mem_alloc(CUdeviceptr* pointer, std::size_t bytes) {
     return mem_alloc_async(pointer, bytes, nullptr);
@@ -605,6 +665,12 @@ kiln_fake_driver_last_texture(CUDA_RESOURCE_DESC* resource, CUDA_TEXTURE_DESC* d
     *description = fake::g_texture_description;
 }
 
+/// The flags of the last cuGraphInstantiateWithFlags (all bits set before any).
+__attribute__((visibility("default"))) unsigned long long
+kiln_fake_driver_last_instantiate_flags() {
+    return g_instantiate_flags.load();
+}
+
 /// Calls of entry point @p name (one of kCounted) since the process started; 0 for another name.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_calls(const char* name) {
     for (int k = 0; k < kCountedEntries; ++k)
@@ -656,6 +722,9 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
         KILN_FAKE_ANSWER(cuStreamBeginCapture, stream_begin_capture),
         KILN_FAKE_ANSWER(cuStreamEndCapture, stream_end_capture),
         KILN_FAKE_ANSWER(cuGraphDestroy, graph_destroy),
+        KILN_FAKE_ANSWER(cuGraphInstantiateWithFlags, graph_instantiate_with_flags),
+        KILN_FAKE_ANSWER(cuGraphLaunch, graph_launch),
+        KILN_FAKE_ANSWER(cuGraphExecDestroy, graph_exec_destroy),
         KILN_FAKE_ANSWER(cuProfilerStart, profiler_start),
         KILN_FAKE_ANSWER(cuProfilerStop, profiler_stop),
         KILN_FAKE_ANSWER(cuMemAllocAsync, mem_alloc_async),

@@ -43,10 +43,31 @@ class CudaError : public Error {
     /// @return the code's name, e.g. `"CUDA_ERROR_INVALID_VALUE"`.
     const std::string& code_name() const noexcept { return m_code_name; }
 
+  protected:
+    /// As above, with @p advice (what to do about it) appended to the message.
+    CudaError(std::string call, int code, std::string code_name, const std::string& description,
+              const char* file, int line, const std::string& advice);
+
   private:
     std::string m_call;
     int m_code;
     std::string m_code_name;
+};
+
+/// A call that a stream capture refuses (the driver's CUDA_ERROR_STREAM_CAPTURE_* and
+/// CUDA_ERROR_CAPTURED_EVENT codes, or a Kiln call that would synchronize with a stream being
+/// captured, refused before it reaches the driver). The message names the call, says that a
+/// stream is being captured into a graph, and what to do instead (docs/graphs.md).
+class CaptureError : public CudaError {
+  public:
+    /// @param call the call as written, led by the Kiln call that made it where known.
+    /// @param code the CUresult (900-908).
+    /// @param code_name the code's name.
+    /// @param description the driver's text for the code.
+    /// @param file the source file of the call.
+    /// @param line the line of the call.
+    CaptureError(std::string call, int code, std::string code_name, const std::string& description,
+                 const char* file, int line);
 };
 
 /// No usable CUDA driver or device: the message names what is missing. Compiling still works.

@@ -63,6 +63,12 @@ void set_default_allocator(std::shared_ptr<Allocator> allocator);
 /// Lifetime: the memory is returned on the buffer's stream when the buffer is destroyed, so work
 /// queued on that stream before then may still use it; work on other streams must be ordered
 /// before the destruction (for example with an event) by the caller.
+///
+/// Graphs: a buffer made while its stream is captured is the graph's allocation (a graph memory
+/// node; its address is fixed, its memory is made by each launch of the graph). Destroyed inside
+/// the capture, the graph frees it; kept past the capture, it holds the last launch's memory and
+/// frees it when destroyed (docs/graphs.md). A buffer made before the capture and destroyed
+/// inside it goes back to the pool when kiln::Graph::capture ends.
 class DeviceBuffer {
   public:
     /// No memory (size 0, address 0).
@@ -152,6 +158,7 @@ class DeviceBuffer {
     std::shared_ptr<Allocator> m_allocator;
     CUcontext m_context = nullptr; // current at allocation: the free goes there (its streams)
     bool m_keepable = false;       // the thread may keep the block for reuse when it is freed
+    bool m_captured = false;       // made while its stream was captured: the graph's allocation
 };
 
 } // namespace kiln
