@@ -8,12 +8,18 @@
 #include <gtest/gtest.h>
 
 void snippet_raw_kernel();
+void snippet_graph_capture();
 void snippet_raw_module();
 void snippet_elementwise();
 void snippet_texture();
 void snippet_texture_pitched();
 void snippet_scalar_rules();
 void snippet_numpy_ops();
+
+TEST(DocSnippets, GraphCaptureSnippetRuns) {
+    KILN_REQUIRE_GPU();
+    snippet_graph_capture();
+}
 
 TEST(DocSnippets, TextureSnippetRuns) {
     KILN_REQUIRE_GPU();

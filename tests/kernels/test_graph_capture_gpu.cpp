@@ -8,9 +8,9 @@
 #include "graph_chain.hpp"
 
 #include "driver/driver.hpp"
+#include "gpu.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/kiln.hpp"
-#include "support/gpu.hpp"
 
 #include <gtest/gtest.h>
 
@@ -139,7 +139,7 @@ TEST_F(GraphCapture, AnOutputAllocatedInTheCaptureHoldsEachReplaysResult) {
 
 TEST_F(GraphCapture, ReductionsUseTheGraphsOwnWorkspaceAcrossReplays) {
     const kiln::StreamRef stream = this->stream();
-    const Array &x = this->x(), &y = this->y();
+    const Array& x = this->x();
     // Whole-array reductions split across blocks. Under capture each gets a workspace of the
     // graph's own; a larger direct reduction between replays grows the stream's workspace (its
     // old memory freed), and odd replays run on another stream while direct calls use the
@@ -287,7 +287,7 @@ TEST_F(GraphCapture, AKernelsFirstCallMayBeCaptured) {
 
 TEST_F(GraphCapture, WhatACaptureRefusesIsACaptureErrorAndTheStreamStaysUsable) {
     const kiln::StreamRef stream = this->stream();
-    const Array &x = this->x(), &y = this->y();
+    const Array& x = this->x();
     const kiln::ElementwiseKernel twice("T x", "T z", "z = 2 * x", "graph_refusals");
     kiln::CallOptions on;
     on.stream = stream;

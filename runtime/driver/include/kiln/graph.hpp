@@ -41,12 +41,18 @@ class Graph {
     /// events) is captured too, as CUDA does.
     /// @param work what to capture; called once, on the calling thread.
     /// @param mode CUDA's capture mode.
+    /// Every front end may be captured; memory allocated inside is the graph's (docs/graphs.md
+    /// says who owns a replay's outputs and how long they live).
     /// @return the captured graph.
-    /// @throws CudaError (an invalidated capture included), NoDeviceError.
+    /// @throws CaptureError when the capture was invalidated by a call it refused (what @p work
+    /// throws passes on: a refused call is a CaptureError naming it), CudaError, NoDeviceError.
     static Graph capture(StreamRef stream, const std::function<void()>& work,
                          CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL);
 
-    /// An executable instance of the graph, which may be launched many times.
+    /// An executable instance of the graph, which may be launched many times. Instantiated with
+    /// CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH: each launch first frees what the previous
+    /// launch allocated and left allocated (outputs allocated in the capture and kept past it).
+    /// CUDA allows one instance at a time of a graph that allocates memory.
     /// @return the instance; it does not depend on this Graph afterwards.
     /// @throws CudaError.
     GraphExec instantiate() const;
