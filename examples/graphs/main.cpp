@@ -35,10 +35,12 @@ int main() {
         kiln::OpOptions op;
         op.stream = stream;
         op.out = &z;
-        const kiln::ReduceCall by_row{1, false, stream};
+        kiln::ReduceCall by_row;
+        by_row.axis = {1};
+        by_row.stream = stream;
 
         // The chain, as a function of the stream's work: four kernels.
-        auto chain = [&] {
+        auto chain = [&]() -> kiln::Array {
             axpy(on, 2.0f, x, y, z);
             kiln::Array s = softsign(on, z)[0]; // a temporary: made and freed by the graph
             kiln::maximum(s, y, op);
