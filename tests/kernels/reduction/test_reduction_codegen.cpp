@@ -159,9 +159,10 @@ TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
     EXPECT_FALSE(unrolled(fake({5001, 384}), ReduceCall{1}));
     EXPECT_TRUE(unrolled(fake({5001, 388}), ReduceCall{1}));
     EXPECT_FALSE(unrolled(fake({5001, 64}), ReduceCall{1}));
-    // Columns, 8 rows of threads a block: 24 rows and 25.
-    EXPECT_FALSE(unrolled(fake({24, 1000}), ReduceCall{0}));
-    EXPECT_TRUE(unrolled(fake({25, 1000}), ReduceCall{0}));
+    // Columns, 8 rows of threads a block (32 rows or more): every thread has 4 rows at least.
+    // Fewer rows: a thread reads every row of its column, all in the unrolled loop's copies.
+    EXPECT_TRUE(unrolled(fake({32, 1000}), ReduceCall{0}));
+    EXPECT_TRUE(unrolled(fake({4, 1000}), ReduceCall{0}));
     // A split kernel always has it.
     EXPECT_TRUE(unrolled(fake({1 << 20}), ReduceCall{}));
     compiles(k, {fake({600, 3072})}, ReduceCall{1});
@@ -260,6 +261,46 @@ TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
     Array y = fake({64, 128, 256});
     EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_kiln_j0 + threadIdx.y"));
     compiles(k, {y}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, ColumnsOfFewRowsGetAThreadPerColumnThatReadsEveryRow) {
+    // Axis 0 of (4, N): one row of 256 threads a block over neighbouring columns, each thread
+    // with its four rows' loads in flight at once (the unrolled loop's four copies, entered once),
+    // nothing merged through shared memory, never split.
+    const auto k = l2norm();
+    const Array four = fake({4, 1 << 20});
+    const std::string src = source(k, {four}, ReduceCall{0});
+    EXPECT_TRUE(has(src, "__launch_bounds__(256)")) << src;
+    EXPECT_TRUE(has(src, "((kiln_index_t)blockIdx.x * 256 + threadIdx.x) * 4;")) << src;
+    EXPECT_TRUE(has(src, "for (; _kiln_jv + 3 * (1) < _kiln_j1;")) << src;
+    EXPECT_TRUE(has(src, "const kiln::Vec<float, 4> _v3_x")) << src;
+    EXPECT_FALSE(has(src, "_kiln_scratch[")) << src;
+    EXPECT_FALSE(has(src, "__syncthreads")) << src;
+    EXPECT_FALSE(has(src, "atomicAdd")) << src;
+    compiles(k, {four}, ReduceCall{0});
+    // Up to 8 loads in flight: 16 rows take the unrolled loop twice; 2 rows are 2 copies.
+    const std::string sixteen = source(k, {fake({16, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(sixteen, "for (; _kiln_jv + 7 * (1) < _kiln_j1;")) << sixteen;
+    compiles(k, {fake({16, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(source(k, {fake({2, 1 << 20})}, ReduceCall{0}), "_kiln_jv + 1 * (1)"));
+    EXPECT_TRUE(has(source(k, {fake({24, 1000})}, ReduceCall{0}), "_kiln_jv + 7 * (1)"));
+    // Narrow columns get a narrower block: 16 floats are 4 vectors, a warp.
+    const std::string narrow = source(k, {fake({4096, 16, 16})}, ReduceCall{1});
+    EXPECT_TRUE(has(narrow, "__launch_bounds__(32)")) << narrow;
+    compiles(k, {fake({4096, 16, 16})}, ReduceCall{1});
+    // Kernels that see indices, of float64 (two a vector) and of pairs.
+    const ReductionKernel weighted("T x", "T y, int64 at", "x * (1 + _J % 5)", "a + b",
+                                   "y = a; at = _i", "0", "weighted_sum");
+    compiles(weighted, {fake({5, 1000}, DType::float64)}, ReduceCall{0});
+    compiles(weighted, {fake({7, 4, 36}, DType::float64)}, ReduceCall{1});
+    const ReductionKernel argmax(
+        "T x", "int64 y", "kiln::make_pair(x, _J)", "kiln::argmax_merge(a, b)", "y = a.second",
+        "_type_reduce(kiln::lowest<T>(), -1)", "pair_argmax", {"kiln::pair<T, long long>"});
+    compiles(argmax, {fake({16, 1000})}, ReduceCall{0});
+    // From 32 rows on, 8 rows of threads a block share the rows again.
+    const std::string many = source(k, {fake({32, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(many, "_kiln_j0 + threadIdx.y")) << many;
+    EXPECT_TRUE(has(many, "_kiln_scratch[")) << many;
 }
 
 TEST(ReductionCodegen, ColumnsTooShortToSplitGetAKernelWithoutTheSplitPath) {
