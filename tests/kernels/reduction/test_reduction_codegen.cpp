@@ -124,14 +124,18 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     EXPECT_TRUE(has(block_src, "kiln::block_reduce<")) << block_src;
     EXPECT_TRUE(has(block_src, "kiln::Vec<float, 4>"));
     compiles(k, {long_rows}, ReduceCall{1});
-    Array short_rows = fake({1 << 16, 256});
+    Array short_rows = fake({1 << 16, 384});
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "kiln::block_reduce<"));
     // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
-    // Rows of 256 floats are 64 vectors, two a lane: only the rolled loop (see below).
+    // Rows of 384 floats are 96 vectors, three a lane: only the rolled loop (see below).
     EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 1u) << warp_src;
     compiles(k, {short_rows}, ReduceCall{-1});
+    // Rows of 256 floats, 64 vectors: 16 lanes a row with their four loads each in flight.
+    const std::string shorter_src = source(k, {fake({1 << 16, 256})}, ReduceCall{-1});
+    EXPECT_TRUE(has(shorter_src, "kiln::warp_reduce<16>(_kiln_acc)")) << shorter_src;
+    EXPECT_EQ(count(shorter_src, "#pragma unroll 1"), 2u) << shorter_src;
     const std::string longer_src = source(k, {fake({1 << 16, 1024})}, ReduceCall{-1});
     EXPECT_TRUE(has(longer_src, "kiln::warp_reduce(_kiln_acc)")) << longer_src;
     EXPECT_EQ(count(longer_src, "#pragma unroll 1"), 2u) << longer_src;
@@ -155,10 +159,10 @@ TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
     EXPECT_FALSE(unrolled(fake({1024, 1024}), ReduceCall{1}));
     EXPECT_FALSE(unrolled(fake({600, 3072}), ReduceCall{1}));
     EXPECT_TRUE(unrolled(fake({600, 3076}), ReduceCall{1}));
-    // A warp per row: 96 vectors and 97; rows sharing a warp never enter it.
+    // A warp per row: 96 vectors and 97; rows sharing a warp take all four loads in it.
     EXPECT_FALSE(unrolled(fake({5001, 384}), ReduceCall{1}));
     EXPECT_TRUE(unrolled(fake({5001, 388}), ReduceCall{1}));
-    EXPECT_FALSE(unrolled(fake({5001, 64}), ReduceCall{1}));
+    EXPECT_TRUE(unrolled(fake({5001, 64}), ReduceCall{1}));
     // Columns, 8 rows of threads a block (32 rows or more): every thread has 4 rows at least.
     // Fewer rows: a thread reads every row of its column, all in the unrolled loop's copies.
     EXPECT_TRUE(unrolled(fake({32, 1000}), ReduceCall{0}));
@@ -170,19 +174,27 @@ TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
 }
 
 TEST(ReductionCodegen, RowsShorterThanAWarpsLoadsShareAWarp) {
-    // Rows of 64 floats are 16 vectors: 16 lanes a row, two rows a warp; the loop runs over whole
-    // warps so that every lane reaches the shuffles, and a lane past the last row loads nothing.
+    // Rows of 64 floats are 16 vectors: 4 lanes a row with 4 loads each in flight (the unrolled
+    // loop's copies), 8 rows a warp; the loop runs over whole warps so that every lane reaches the
+    // shuffles, and a lane past the last row loads nothing.
     const auto k = l2norm();
     const std::string src = source(k, {fake({1 << 16, 64})}, ReduceCall{1});
-    EXPECT_TRUE(has(src, "const int _kiln_lane = threadIdx.x & 15;")) << src;
-    EXPECT_TRUE(has(src, "const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> 4);")) << src;
-    EXPECT_TRUE(has(src, "kiln::warp_reduce<16>(_kiln_acc);")) << src;
+    EXPECT_TRUE(has(src, "const int _kiln_lane = threadIdx.x & 3;")) << src;
+    EXPECT_TRUE(has(src, "const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> 2);")) << src;
+    EXPECT_TRUE(has(src, "for (; _kiln_jv + 3 * (4) < _kiln_p._kiln_n_red / 4;")) << src;
+    EXPECT_TRUE(has(src, "kiln::warp_reduce<4>(_kiln_acc);")) << src;
     EXPECT_TRUE(has(src, "if (_kiln_lane == 0 && _kiln_row) kiln_post_map(")) << src;
     compiles(k, {fake({1 << 16, 64})}, ReduceCall{1});
-    // Lanes are the fewest that give each vector its own: 17 vectors take a whole warp, 3 floats
-    // (no vector loads) four lanes, a single element one.
-    EXPECT_TRUE(
-        has(source(k, {fake({1 << 16, 68})}, ReduceCall{1}), "kiln::warp_reduce(_kiln_acc)"));
+    // Rows of 16 floats: two lanes (a 32-byte sector), two loads each.
+    const std::string sixteen = source(k, {fake({1 << 16, 16})}, ReduceCall{1});
+    EXPECT_TRUE(has(sixteen, "kiln::warp_reduce<2>(_kiln_acc);")) << sixteen;
+    EXPECT_TRUE(has(sixteen, "for (; _kiln_jv + 1 * (2) < _kiln_p._kiln_n_red / 4;")) << sixteen;
+    compiles(k, {fake({1 << 16, 16})}, ReduceCall{1});
+    // 17 vectors take 8 lanes (two loads at once, a third alone); 3 floats (no vector loads) four
+    // lanes, a lane each; a single element one.
+    const std::string seventeen = source(k, {fake({1 << 16, 68})}, ReduceCall{1});
+    EXPECT_TRUE(has(seventeen, "kiln::warp_reduce<8>(_kiln_acc)")) << seventeen;
+    compiles(k, {fake({1 << 16, 68})}, ReduceCall{1});
     EXPECT_TRUE(
         has(source(k, {fake({5001, 3})}, ReduceCall{1}), "kiln::warp_reduce<4>(_kiln_acc)"));
     const std::string single = source(k, {fake({5001, 1, 7})}, ReduceCall{1});

@@ -319,6 +319,10 @@ TEST(ReductionKernelGpu, PairsOfValueAndIndexFindTheFirstMaximum) {
         {{4, 3000}, Axes(0)},
         {{16, 1000}, Axes(0)},
         {{9, 5, 64}, Axes(1)},
+        // Short rows, several loads a lane.
+        {{4099, 64}, Axes(1)},
+        {{4099, 16}, Axes(1)},
+        {{4099, 36}, Axes(1)},
     };
     unsigned seed = 500;
     for (const Case& c : cases) {
@@ -642,6 +646,22 @@ TEST(ReductionKernelGpu, ColumnsOfFewRowsReadEveryRowInOneThread) {
         if (run == 0) first = got;
         ASSERT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0)
             << "run " << run << " differs from the first";
+    }
+}
+
+TEST(ReductionKernelGpu, ShortRowsShareAWarpWithSeveralLoadsALane) {
+    KILN_REQUIRE_GPU();
+    // Rows of up to 64 vectors: 2 to 16 lanes a row, each with up to 4 loads at once, a partial
+    // last warp of rows; float32 sums and float64 weighted sums (two a vector) that see _J and _i.
+    const Shape shapes[] = {{5003, 16},  {4099, 32}, {4097, 64},    {3001, 68},
+                            {2003, 256}, {2001, 12}, {1001, 5, 24}, {3001, 7}};
+    unsigned seed = 3200;
+    for (const Shape& shape : shapes) {
+        const Axes axes(-1);
+        const auto x = uniform<float>(to_size(elements(shape)), ++seed);
+        check_sum(kiln::from_host(x, kiln::Dims(shape)), x, axes);
+        const auto w = uniform<double>(to_size(elements(shape)), ++seed);
+        check_weighted(kiln::from_host(w, kiln::Dims(shape)), w, axes, false, true);
     }
 }
 
