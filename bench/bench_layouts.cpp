@@ -7,10 +7,11 @@
 //
 //   bench_layouts [--reps N] [--filter SUBSTRING] OUT.csv
 //
-// OUT.csv: layout,size,gbs,pct_of_copy,read_gbs,ms. `gbs` counts bytes read + written, as the
-// copy does, so `pct_of_copy` compares like with like; `read_gbs` counts bytes read alone (how
-// issue 39 quoted reductions: an axis-0 sum over 4 rows writes a quarter of what it reads, so its
-// read-only figure can reach at most 80% of the copy's). A readable table goes to stdout.
+// OUT.csv: layout (quoted: it may hold commas),size,gbs,pct_of_copy,read_gbs,ms. `gbs` counts bytes
+// read + written, as the copy does, so `pct_of_copy` compares like with like; `read_gbs` counts
+// bytes read alone (how issue 39 quoted reductions: an axis-0 sum over 4 rows writes a quarter of
+// what it reads, so its read-only figure can reach at most 80% of the copy's). A readable table
+// goes to stdout.
 
 #include "bench_support.hpp"
 #include "driver/driver.hpp"
@@ -94,8 +95,8 @@ class Runner {
         if (!f) return false;
         std::fprintf(f, "layout,size,gbs,pct_of_copy,read_gbs,ms\n");
         for (const Result& r : m_results)
-            std::fprintf(f, "%s,%s,%.1f,%.1f,%.1f,%.4f\n", r.layout.c_str(), r.size.c_str(), r.gbs,
-                         pct(r.gbs), r.read_gbs, r.ms);
+            std::fprintf(f, "\"%s\",%s,%.1f,%.1f,%.1f,%.4f\n", r.layout.c_str(), r.size.c_str(),
+                         r.gbs, pct(r.gbs), r.read_gbs, r.ms);
         return std::fclose(f) == 0;
     }
 
