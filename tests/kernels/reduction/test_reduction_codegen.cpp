@@ -567,6 +567,40 @@ TEST(ReductionCodegen, ComplexExtremesCompileFromTheSharedRecipes) {
     }
 }
 
+TEST(ReductionCodegen, ReadyReductionsCompileOnEveryLayoutOfTheLayoutsBench) {
+    // bench_layouts' reductions, built as the ready reductions build them: short rows (lanes
+    // sharing a warp, several loads a lane), axis 0 of few rows (a thread reads a column's every
+    // row), batched columns and mixed axes.
+    using kiln::detail::ReduceOp;
+    struct Case {
+        kiln::Dims shape;
+        Axes axes;
+    };
+    const Case cases[] = {{{1 << 16, 16}, Axes(1)},     {{1 << 16, 64}, Axes(1)},
+                          {{2, 1 << 20}, Axes(0)},      {{16, 1 << 20}, Axes(0)},
+                          {{64, 1 << 20}, Axes(0)},     {{256, 64, 1024}, Axes(1)},
+                          {{1 << 12, 16, 16}, Axes(1)}, {{256, 64, 1024}, Axes{0, 2}}};
+    for (const Case& c : cases)
+        compiles(l2norm(), {fake(c.shape)}, ReduceCall{c.axes});
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::argmax, ReduceOp::argmin}) {
+        for (const Case& c : cases) {
+            if ((op == ReduceOp::argmax || op == ReduceOp::argmin) && c.axes.size() != 1) continue;
+            SCOPED_TRACE(std::string(kiln::detail::reduce_op_name(op)) + " over " +
+                         c.shape.to_string() + ", axis=" + c.axes.to_string());
+            const auto recipe =
+                kiln::detail::reduction_recipe(op, DType::float32, std::nullopt, c.axes);
+            kiln::ReductionOptions options;
+            options.preamble = recipe.preamble;
+            options.reduce_type = recipe.reduce_type;
+            options.empty_is_error = recipe.empty_is_error;
+            const ReductionKernel k(recipe.in, std::string(kiln::name(recipe.result)) + " y",
+                                    recipe.map, recipe.reduce, std::string("y = ") + recipe.value,
+                                    recipe.identity, "ready_on_layout", options);
+            compiles(k, {fake(c.shape)}, ReduceCall{c.axes});
+        }
+    }
+}
+
 TEST(ReductionCodegen, ComplexOrderHelpersServeUserKernelsOverAnyDtype) {
     // The same expressions over complex and real values.
     const ReductionKernel largest("T x", "T y", "x", "kiln::maximum(a, b)", "y = a", "",
