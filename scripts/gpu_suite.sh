@@ -5,7 +5,8 @@
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # examples (examples/ built against an install of build-gpu, each run; any exit but 0 fails) ->
-# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, reduction, fuse, tuner (benches; "fuse_softmax",
+# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, layouts (every
+# layout beside a copy and CuPy, CSVs and layout_bandwidth_h200.png), reduction, fuse, tuner (benches; "fuse_softmax",
 # not among the defaults, times softmax alone beside a copy and CuPy; "baseline" and
 # "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
 # calls, beside an earlier tree's: see step_baseline) -> startup (issue 16's
@@ -35,7 +36,7 @@ if [[ $pack == 1 ]]; then
     out=$(mktemp -d) # the logs; packed into $archive
 fi
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise reduction fuse tuner startup warm multigpu cupy ncu matmul}
+steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise layouts reduction fuse tuner startup warm multigpu cupy ncu matmul}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
@@ -137,6 +138,24 @@ step_elementwise() {
     for run in 1 2 3; do
         KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_elementwise --first-call
     done | tee "$out/first_call.txt"
+}
+step_layouts() {
+    # Issue 39 item 1: every layout beside a device-to-device copy in one process (bench_layouts),
+    # the same cases with CuPy where it is installed, and the plot of both. Built here if the build
+    # step left it out. KILN_LAYOUTS_REPS: timed calls a case (default 15).
+    [[ -x build-gpu/bench/bench_layouts ]] || cmake --build build-gpu -j"$(nproc)" \
+        --target bench_layouts >"$out/layouts_build.log" 2>&1 \
+        || { tail -20 "$out/layouts_build.log"; status=1; return; }
+    KILN_CACHE_DIR=$(mktemp -d) ./build-gpu/bench/bench_layouts --reps "${KILN_LAYOUTS_REPS:-15}" \
+        "$out/layouts_kiln.csv" 2>&1 | tee "$out/layouts_kiln.txt" || status=1
+    local plot_args=("$out/layouts_kiln.csv")
+    if python3 -c "import cupy" 2>/dev/null; then
+        python3 bench/cupy_layouts.py --reps "${KILN_LAYOUTS_REPS:-15}" "$out/layouts_cupy.csv" \
+            2>&1 | tee "$out/layouts_cupy.txt" || status=1
+        [[ -s $out/layouts_cupy.csv ]] && plot_args+=("$out/layouts_cupy.csv")
+    fi
+    python3 bench/plot_layouts.py "${plot_args[@]}" "$out/layout_bandwidth_h200.png" \
+        || echo "plot: matplotlib missing? the CSVs are in $out"
 }
 step_reduction() {
     ./build-gpu/bench/bench_reduction --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \

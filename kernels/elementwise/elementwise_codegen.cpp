@@ -290,8 +290,38 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
         m_out << "        }\n    }\n";
     }
 
+    // The tile's element (_kiln_r, _kiln_c) for step _kiln_u of a thread's kTile / kTileRows:
+    // down the columns (staged operands: consecutive threads on consecutive addresses of an
+    // operand contiguous along axis 0) or along the rows.
+    void open_tile_step(bool down_columns, const char* indent) {
+        m_out << indent << "#pragma unroll\n";
+        m_out << indent << "for (int _kiln_u = 0; _kiln_u < " << kTile / kTileRows
+              << "; ++_kiln_u) {\n";
+        m_out << indent << "    const int _kiln_q = threadIdx.y + _kiln_u * " << kTileRows << ";\n";
+        if (down_columns)
+            m_out << indent
+                  << "    const kiln_index_t _kiln_r = _kiln_r0 + threadIdx.x, _kiln_c = _kiln_c0 "
+                     "+ _kiln_q;\n";
+        else
+            m_out << indent
+                  << "    const kiln_index_t _kiln_r = _kiln_r0 + _kiln_q, _kiln_c = _kiln_c0 + "
+                     "threadIdx.x;\n";
+    }
+    std::string tile_address(int k) const {
+        return ptr(k) + "[_kiln_r * " + stride(k, 0) + " + _kiln_c * " + stride(k, 1) + "]";
+    }
+    bool prefetched(int k) const {
+        return is_array(k) && !is_output(k) && !m_plan.operands[k].transposed;
+    }
+
+    // Every load of a tile is issued before its one barrier: the staged operands' into shared
+    // memory and the other inputs' into registers, a thread's kTile / kTileRows steps unrolled.
+    // Loads in rolled loops, the other inputs' after the barrier and behind the previous step's
+    // stores (which may alias them), left each thread one load in flight at a time: 3.1 TB/s for
+    // `x * y + b` with x transposed on an H200, 74% of a copy.
     void emit_tiled() {
         const std::string t = std::to_string(kTile);
+        const int steps = kTile / kTileRows;
         bool staged_output = false;
         for (int k = 0; k < m_plan.count; ++k)
             if (is_array(k) && m_plan.operands[k].transposed) {
@@ -307,26 +337,35 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
                  "gridDim.y) {\n";
         m_out << "        const kiln_index_t _kiln_r0 = _kiln_by * " << t
               << ", _kiln_c0 = (kiln_index_t)blockIdx.x * " << t << ";\n";
-        // Stage operands that are contiguous along axis 0: read them down the columns, where
-        // consecutive threads touch consecutive addresses.
-        bool staged_input = false;
-        for (int k = 0; k < m_plan.count; ++k)
-            if (is_array(k) && m_plan.operands[k].transposed && loads(k)) {
-                staged_input = true;
-                m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
-                      << "; _kiln_q += " << kTileRows << ") {\n";
-                m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + threadIdx.x, _kiln_c "
-                         "= _kiln_c0 + _kiln_q;\n";
-                m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) _t_"
-                      << param(k).name << "[_kiln_q][threadIdx.x] = " << ptr(k) << "[_kiln_r * "
-                      << stride(k, 0) << " + _kiln_c * " << stride(k, 1) << "];\n";
-                m_out << "        }\n";
+        bool staged_input = false, any_prefetched = false;
+        for (int k = 0; k < m_plan.count; ++k) {
+            staged_input =
+                staged_input || (is_array(k) && m_plan.operands[k].transposed && loads(k));
+            if (prefetched(k)) {
+                any_prefetched = true;
+                m_out << "        " << type(k) << " _d_" << param(k).name << '[' << steps << "];\n";
             }
+        }
+        if (staged_input) {
+            open_tile_step(true, "        ");
+            m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) {\n";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (is_array(k) && m_plan.operands[k].transposed && loads(k))
+                    m_out << "                _t_" << param(k).name
+                          << "[_kiln_q][threadIdx.x] = " << tile_address(k) << ";\n";
+            m_out << "            }\n        }\n";
+        }
+        if (any_prefetched) {
+            open_tile_step(false, "        ");
+            m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) {\n";
+            for (int k = 0; k < m_plan.count; ++k)
+                if (prefetched(k))
+                    m_out << "                _d_" << param(k).name
+                          << "[_kiln_u] = " << tile_address(k) << ";\n";
+            m_out << "            }\n        }\n";
+        }
         if (staged_input) m_out << "        __syncthreads();\n";
-        m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
-              << "; _kiln_q += " << kTileRows << ") {\n";
-        m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + _kiln_q, _kiln_c = _kiln_c0 "
-                 "+ threadIdx.x;\n";
+        open_tile_step(false, "        ");
         m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) {\n";
         m_out << "                const kiln_index_t i = _kiln_r * _kiln_C + _kiln_c;\n";
         for (int k = 0; k < m_plan.count; ++k)
@@ -334,25 +373,20 @@ class ElementwiseEmitter : KernelEmitter<ElementwiseDefinition, Plan> {
                 bind(k,
                      m_plan.operands[k].transposed
                          ? "_t_" + param(k).name + "[threadIdx.x][_kiln_q]"
-                         : ptr(k) + "[_kiln_r * " + stride(k, 0) + " + _kiln_c * " + stride(k, 1) +
-                               "]",
+                     : prefetched(k) ? "_d_" + param(k).name + "[_kiln_u]"
+                                     : tile_address(k),
                      "                ");
         operation("                ");
         m_out << "            }\n        }\n";
         if (staged_output) {
             m_out << "        __syncthreads();\n";
+            open_tile_step(true, "        ");
+            m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) {\n";
             for (int k = 0; k < m_plan.count; ++k)
-                if (is_array(k) && is_output(k) && m_plan.operands[k].transposed) {
-                    m_out << "        for (int _kiln_q = threadIdx.y; _kiln_q < " << t
-                          << "; _kiln_q += " << kTileRows << ") {\n";
-                    m_out << "            const kiln_index_t _kiln_r = _kiln_r0 + threadIdx.x, "
-                             "_kiln_c = _kiln_c0 + "
-                             "_kiln_q;\n";
-                    m_out << "            if (_kiln_r < _kiln_R && _kiln_c < _kiln_C) " << ptr(k)
-                          << "[_kiln_r * " << stride(k, 0) << " + _kiln_c * " << stride(k, 1)
-                          << "] = _t_" << param(k).name << "[_kiln_q][threadIdx.x];\n";
-                    m_out << "        }\n";
-                }
+                if (is_array(k) && is_output(k) && m_plan.operands[k].transposed)
+                    m_out << "                " << tile_address(k) << " = _t_" << param(k).name
+                          << "[_kiln_q][threadIdx.x];\n";
+            m_out << "            }\n        }\n";
         }
         if (staged_input || staged_output) m_out << "        __syncthreads();\n";
         m_out << "    }\n";

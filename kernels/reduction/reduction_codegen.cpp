@@ -457,14 +457,15 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
     }
 
     void emit_outer() {
-        const int by = m_plan.block_y;
+        const int bx = m_plan.block_x, by = m_plan.block_y;
         const int vec = m_plan.vec;
         const std::string v = std::to_string(vec);
-        const std::string ys = std::to_string(by);
+        const std::string xs = std::to_string(bx), ys = std::to_string(by);
         const int last_kept = kept() - 1;
-        line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(32 * by) + ") " +
+        line("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(bx * by) + ") " +
              m_def.params.name + "(const kiln_params _kiln_p) {");
-        emit_prologue(std::to_string(32 * by * vec));
+        // A single row of threads merges nothing through shared memory.
+        emit_prologue(by == 1 ? "1" : std::to_string(bx * by * vec));
         line("    const kiln_index_t _kiln_C = _kiln_p._kiln_kshape[" + std::to_string(last_kept) +
              "];");
         line("    const kiln_index_t _kiln_B = _kiln_p._kiln_n_out / _kiln_C;");
@@ -477,8 +478,8 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
             line("    const kiln_index_t _kiln_j1 = min(_kiln_p._kiln_n_red, _kiln_j0 + "
                  "_kiln_chunk);");
         }
-        line("    const kiln_index_t _kiln_c = ((kiln_index_t)blockIdx.x * 32 + threadIdx.x) * " +
-             v + ";");
+        line("    const kiln_index_t _kiln_c = ((kiln_index_t)blockIdx.x * " + xs +
+             " + threadIdx.x) * " + v + ";");
         line("    const bool _kiln_active = _kiln_c < _kiln_C;");
         line("    for (kiln_index_t _kiln_b = blockIdx.z; _kiln_b < _kiln_B; _kiln_b += gridDim.z) "
              "{");
@@ -494,25 +495,27 @@ class ReductionEmitter : KernelEmitter<ReductionDefinition, ReductionPlan> {
         emit_accumulate("_kiln_j0 + threadIdx.y", ys, "_kiln_j1", "_kiln_acc",
                         "_kiln_b * _kiln_C + _kiln_c", "", "            ", true, true);
         line("        }");
-        // The block's rows meet in shared memory; row 0 merges them in order.
-        line("        const int _kiln_t = threadIdx.y * 32 + threadIdx.x;");
-        line("        #pragma unroll");
-        line("        for (int _kiln_q = 0; _kiln_q < " + v +
-             "; ++_kiln_q) _kiln_scratch[_kiln_t * " + v + " + _kiln_q] = _kiln_acc[_kiln_q];");
-        line("        __syncthreads();");
-        line("        if (threadIdx.y == 0) {");
-        line("            #pragma unroll 1");
-        line("            for (int _kiln_y = 1; _kiln_y < " + ys + "; ++_kiln_y)");
-        line("                #pragma unroll");
-        line("                for (int _kiln_q = 0; _kiln_q < " + v +
-             "; ++_kiln_q) _kiln_acc[_kiln_q].merge(_kiln_scratch[(_kiln_y * "
-             "32 + threadIdx.x) * " +
-             v + " + _kiln_q]);");
-        line("        }");
+        if (by > 1 || !m_plan.unsplit)
+            line("        const int _kiln_t = threadIdx.y * " + xs + " + threadIdx.x;");
+        if (by > 1) {
+            // The block's rows meet in shared memory; row 0 merges them in order.
+            line("        #pragma unroll");
+            line("        for (int _kiln_q = 0; _kiln_q < " + v +
+                 "; ++_kiln_q) _kiln_scratch[_kiln_t * " + v + " + _kiln_q] = _kiln_acc[_kiln_q];");
+            line("        __syncthreads();");
+            line("        if (threadIdx.y == 0) {");
+            line("            #pragma unroll 1");
+            line("            for (int _kiln_y = 1; _kiln_y < " + ys + "; ++_kiln_y)");
+            line("                #pragma unroll");
+            line("                for (int _kiln_q = 0; _kiln_q < " + v +
+                 "; ++_kiln_q) _kiln_acc[_kiln_q].merge(_kiln_scratch[(_kiln_y * " + xs +
+                 " + threadIdx.x) * " + v + " + _kiln_q]);");
+            line("        }");
+        }
         if (m_plan.unsplit) {
             // Too few rows ever to split: the block's result is the output's.
             emit_column_results("        ");
-            line("        __syncthreads();");
+            if (by > 1) line("        __syncthreads();");
             line("    }");
             line("}");
             return;

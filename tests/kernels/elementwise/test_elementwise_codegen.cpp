@@ -111,7 +111,26 @@ TEST_F(ElementwiseCodegen, ATransposedOperandIsStagedThroughSharedMemory) {
     const std::string src = source(k, {x, y});
     EXPECT_NE(src.find("__shared__ float _t_x[32][33]"), std::string::npos) << src;
     EXPECT_EQ(src.find("_t_y"), std::string::npos) << "y is read directly";
+    // Every load of a tile before its barrier: x's into shared memory, y's into registers, each
+    // thread's four steps unrolled; the operation then reads y from its registers.
+    const std::size_t prefetch = src.find("_d_y[_kiln_u] = _kiln_p._raw_y[");
+    const std::size_t barrier = src.find("__syncthreads();");
+    EXPECT_NE(prefetch, std::string::npos) << src;
+    EXPECT_LT(prefetch, barrier) << src;
+    EXPECT_NE(src.find("const float y = _d_y[_kiln_u];"), std::string::npos) << src;
+    EXPECT_NE(src.find("#pragma unroll\n        for (int _kiln_u = 0; _kiln_u < 4; ++_kiln_u)"),
+              std::string::npos)
+        << src;
     compiles(k, {x, y});
+    // A transposed output is staged on the way out; an output the operation reads, a scalar and
+    // an operation that returns early compile too.
+    ElementwiseKernel out_t("T x, T y, T s", "T z", "if (x < 0) return; z = z * s + x * y",
+                            "scaled_accumulate");
+    Array z = fake({1024, 1024}).transpose();
+    const std::string out_src = source(out_t, {x, y, 2.0f, z});
+    EXPECT_NE(out_src.find("__shared__ float _t_z[32][33]"), std::string::npos) << out_src;
+    compiles(out_t, {x, y, 2.0f, z});
+    compiles(out_t, {y, y, 2.0f, z});
 }
 
 TEST_F(ElementwiseCodegen, SlicedOperandsUseTheStridedLayout) {

@@ -221,6 +221,43 @@ TEST(ElementwiseGpu, TransposedSlicedAndReversedInputs) {
         ASSERT_EQ(col[r], at(x, m, r, 3) * at(x, m, r, 3));
 }
 
+TEST(ElementwiseGpu, TiledTransposesStageInputsAndOutputsAndPrefetchTheOthers) {
+    KILN_REQUIRE_GPU();
+    // The tiled layout (each tile's loads before its barrier): a transposed input with contiguous
+    // ones, into a contiguous output poisoned first; then a transposed output the operation reads
+    // and may leave alone (an early return), beside a transposed and a contiguous input. Shapes
+    // with partial tiles on either axis and more tile rows than one block row.
+    ElementwiseKernel accumulate("T x, T y, T s", "T z", "if (x < -3) return; z = z * s + x * y",
+                                 "tiled_accumulate");
+    for (const auto& [rows, cols] : {std::pair<int, int>{777, 515}, {64, 33}, {4101, 40}}) {
+        SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+        const std::size_t n = std::size_t(rows) * cols;
+        auto x = random_floats(n), y = random_floats(n), b = random_floats(n);
+        Array xt = kiln::from_host(x, {cols, rows}).transpose(); // (rows, cols), x[c][r]
+        Array ya = kiln::from_host(y, {rows, cols}), ba = kiln::from_host(b, {rows, cols});
+        Array z = kiln::full({rows, cols}, std::nan(""), DType::float32);
+        fma3()(xt, ya, ba, z);
+        auto got = z.to_host<float>();
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c)
+                ASSERT_EQ(got[std::size_t(r) * cols + c],
+                          std::fma(at(x, rows, c, r), at(y, cols, r, c), at(b, cols, r, c)))
+                    << r << "," << c;
+
+        auto z0 = random_floats(n);
+        Array zt = kiln::from_host(z0, {cols, rows}).transpose(); // z[r][c] at z0[c][r]
+        accumulate(xt, ya, 0.5f, zt);
+        auto out = kiln::Array(zt.transpose()).to_host<float>(); // back in z0's order
+        for (int r = 0; r < rows; ++r)
+            for (int c = 0; c < cols; ++c) {
+                const double xv = at(x, rows, c, r), old = at(z0, rows, c, r);
+                const double want = xv < -3 ? old : old * 0.5 + xv * at(y, cols, r, c);
+                ASSERT_NEAR(out[std::size_t(c) * rows + r], want, 1e-5 * (1 + std::abs(want)))
+                    << r << "," << c;
+            }
+    }
+}
+
 TEST(ElementwiseGpu, WritesIntoAGivenOutputViewAndLeavesTheRestAlone) {
     KILN_REQUIRE_GPU();
     const int n = 64, m = 256;

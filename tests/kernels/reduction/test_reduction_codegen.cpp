@@ -124,14 +124,18 @@ TEST(ReductionCodegen, ContiguousInnerAxesGetABlockOrAWarpPerRow) {
     EXPECT_TRUE(has(block_src, "kiln::block_reduce<")) << block_src;
     EXPECT_TRUE(has(block_src, "kiln::Vec<float, 4>"));
     compiles(k, {long_rows}, ReduceCall{1});
-    Array short_rows = fake({1 << 16, 256});
+    Array short_rows = fake({1 << 16, 384});
     const std::string warp_src = source(k, {short_rows}, ReduceCall{-1});
     EXPECT_TRUE(has(warp_src, "kiln::warp_reduce(_kiln_acc)")) << warp_src;
     EXPECT_FALSE(has(warp_src, "kiln::block_reduce<"));
     // The step is the constant 32, which LLVM would unroll beyond Kiln's four loads per lane.
-    // Rows of 256 floats are 64 vectors, two a lane: only the rolled loop (see below).
+    // Rows of 384 floats are 96 vectors, three a lane: only the rolled loop (see below).
     EXPECT_EQ(count(warp_src, "#pragma unroll 1"), 1u) << warp_src;
     compiles(k, {short_rows}, ReduceCall{-1});
+    // Rows of 256 floats, 64 vectors: 16 lanes a row with their four loads each in flight.
+    const std::string shorter_src = source(k, {fake({1 << 16, 256})}, ReduceCall{-1});
+    EXPECT_TRUE(has(shorter_src, "kiln::warp_reduce<16>(_kiln_acc)")) << shorter_src;
+    EXPECT_EQ(count(shorter_src, "#pragma unroll 1"), 2u) << shorter_src;
     const std::string longer_src = source(k, {fake({1 << 16, 1024})}, ReduceCall{-1});
     EXPECT_TRUE(has(longer_src, "kiln::warp_reduce(_kiln_acc)")) << longer_src;
     EXPECT_EQ(count(longer_src, "#pragma unroll 1"), 2u) << longer_src;
@@ -155,13 +159,14 @@ TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
     EXPECT_FALSE(unrolled(fake({1024, 1024}), ReduceCall{1}));
     EXPECT_FALSE(unrolled(fake({600, 3072}), ReduceCall{1}));
     EXPECT_TRUE(unrolled(fake({600, 3076}), ReduceCall{1}));
-    // A warp per row: 96 vectors and 97; rows sharing a warp never enter it.
+    // A warp per row: 96 vectors and 97; rows sharing a warp take all four loads in it.
     EXPECT_FALSE(unrolled(fake({5001, 384}), ReduceCall{1}));
     EXPECT_TRUE(unrolled(fake({5001, 388}), ReduceCall{1}));
-    EXPECT_FALSE(unrolled(fake({5001, 64}), ReduceCall{1}));
-    // Columns, 8 rows of threads a block: 24 rows and 25.
-    EXPECT_FALSE(unrolled(fake({24, 1000}), ReduceCall{0}));
-    EXPECT_TRUE(unrolled(fake({25, 1000}), ReduceCall{0}));
+    EXPECT_TRUE(unrolled(fake({5001, 64}), ReduceCall{1}));
+    // Columns, 8 rows of threads a block (32 rows or more): every thread has 4 rows at least.
+    // Fewer rows: a thread reads every row of its column, all in the unrolled loop's copies.
+    EXPECT_TRUE(unrolled(fake({32, 1000}), ReduceCall{0}));
+    EXPECT_TRUE(unrolled(fake({4, 1000}), ReduceCall{0}));
     // A split kernel always has it.
     EXPECT_TRUE(unrolled(fake({1 << 20}), ReduceCall{}));
     compiles(k, {fake({600, 3072})}, ReduceCall{1});
@@ -169,19 +174,27 @@ TEST(ReductionCodegen, AnUnrolledLoopNoThreadEntersIsLeftOut) {
 }
 
 TEST(ReductionCodegen, RowsShorterThanAWarpsLoadsShareAWarp) {
-    // Rows of 64 floats are 16 vectors: 16 lanes a row, two rows a warp; the loop runs over whole
-    // warps so that every lane reaches the shuffles, and a lane past the last row loads nothing.
+    // Rows of 64 floats are 16 vectors: 4 lanes a row with 4 loads each in flight (the unrolled
+    // loop's copies), 8 rows a warp; the loop runs over whole warps so that every lane reaches the
+    // shuffles, and a lane past the last row loads nothing.
     const auto k = l2norm();
     const std::string src = source(k, {fake({1 << 16, 64})}, ReduceCall{1});
-    EXPECT_TRUE(has(src, "const int _kiln_lane = threadIdx.x & 15;")) << src;
-    EXPECT_TRUE(has(src, "const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> 4);")) << src;
-    EXPECT_TRUE(has(src, "kiln::warp_reduce<16>(_kiln_acc);")) << src;
+    EXPECT_TRUE(has(src, "const int _kiln_lane = threadIdx.x & 3;")) << src;
+    EXPECT_TRUE(has(src, "const kiln_index_t _i = _kiln_w + ((threadIdx.x & 31) >> 2);")) << src;
+    EXPECT_TRUE(has(src, "for (; _kiln_jv + 3 * (4) < _kiln_p._kiln_n_red / 4;")) << src;
+    EXPECT_TRUE(has(src, "kiln::warp_reduce<4>(_kiln_acc);")) << src;
     EXPECT_TRUE(has(src, "if (_kiln_lane == 0 && _kiln_row) kiln_post_map(")) << src;
     compiles(k, {fake({1 << 16, 64})}, ReduceCall{1});
-    // Lanes are the fewest that give each vector its own: 17 vectors take a whole warp, 3 floats
-    // (no vector loads) four lanes, a single element one.
-    EXPECT_TRUE(
-        has(source(k, {fake({1 << 16, 68})}, ReduceCall{1}), "kiln::warp_reduce(_kiln_acc)"));
+    // Rows of 16 floats: two lanes (a 32-byte sector), two loads each.
+    const std::string sixteen = source(k, {fake({1 << 16, 16})}, ReduceCall{1});
+    EXPECT_TRUE(has(sixteen, "kiln::warp_reduce<2>(_kiln_acc);")) << sixteen;
+    EXPECT_TRUE(has(sixteen, "for (; _kiln_jv + 1 * (2) < _kiln_p._kiln_n_red / 4;")) << sixteen;
+    compiles(k, {fake({1 << 16, 16})}, ReduceCall{1});
+    // 17 vectors take 8 lanes (two loads at once, a third alone); 3 floats (no vector loads) four
+    // lanes, a lane each; a single element one.
+    const std::string seventeen = source(k, {fake({1 << 16, 68})}, ReduceCall{1});
+    EXPECT_TRUE(has(seventeen, "kiln::warp_reduce<8>(_kiln_acc)")) << seventeen;
+    compiles(k, {fake({1 << 16, 68})}, ReduceCall{1});
     EXPECT_TRUE(
         has(source(k, {fake({5001, 3})}, ReduceCall{1}), "kiln::warp_reduce<4>(_kiln_acc)"));
     const std::string single = source(k, {fake({5001, 1, 7})}, ReduceCall{1});
@@ -260,6 +273,46 @@ TEST(ReductionCodegen, OuterAxesGetAThreadPerColumnWithRowsSplitAcrossBlocks) {
     Array y = fake({64, 128, 256});
     EXPECT_TRUE(has(source(k, {y}, ReduceCall{1}), "_kiln_j0 + threadIdx.y"));
     compiles(k, {y}, ReduceCall{1});
+}
+
+TEST(ReductionCodegen, ColumnsOfFewRowsGetAThreadPerColumnThatReadsEveryRow) {
+    // Axis 0 of (4, N): one row of 256 threads a block over neighbouring columns, each thread
+    // with its four rows' loads in flight at once (the unrolled loop's four copies, entered once),
+    // nothing merged through shared memory, never split.
+    const auto k = l2norm();
+    const Array four = fake({4, 1 << 20});
+    const std::string src = source(k, {four}, ReduceCall{0});
+    EXPECT_TRUE(has(src, "__launch_bounds__(256)")) << src;
+    EXPECT_TRUE(has(src, "((kiln_index_t)blockIdx.x * 256 + threadIdx.x) * 4;")) << src;
+    EXPECT_TRUE(has(src, "for (; _kiln_jv + 3 * (1) < _kiln_j1;")) << src;
+    EXPECT_TRUE(has(src, "const kiln::Vec<float, 4> _v3_x")) << src;
+    EXPECT_FALSE(has(src, "_kiln_scratch[")) << src;
+    EXPECT_FALSE(has(src, "__syncthreads")) << src;
+    EXPECT_FALSE(has(src, "atomicAdd")) << src;
+    compiles(k, {four}, ReduceCall{0});
+    // Up to 8 loads in flight: 16 rows take the unrolled loop twice; 2 rows are 2 copies.
+    const std::string sixteen = source(k, {fake({16, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(sixteen, "for (; _kiln_jv + 7 * (1) < _kiln_j1;")) << sixteen;
+    compiles(k, {fake({16, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(source(k, {fake({2, 1 << 20})}, ReduceCall{0}), "_kiln_jv + 1 * (1)"));
+    EXPECT_TRUE(has(source(k, {fake({24, 1000})}, ReduceCall{0}), "_kiln_jv + 7 * (1)"));
+    // Narrow columns get a narrower block: 16 floats are 4 vectors, a warp.
+    const std::string narrow = source(k, {fake({4096, 16, 16})}, ReduceCall{1});
+    EXPECT_TRUE(has(narrow, "__launch_bounds__(32)")) << narrow;
+    compiles(k, {fake({4096, 16, 16})}, ReduceCall{1});
+    // Kernels that see indices, of float64 (two a vector) and of pairs.
+    const ReductionKernel weighted("T x", "T y, int64 at", "x * (1 + _J % 5)", "a + b",
+                                   "y = a; at = _i", "0", "weighted_sum");
+    compiles(weighted, {fake({5, 1000}, DType::float64)}, ReduceCall{0});
+    compiles(weighted, {fake({7, 4, 36}, DType::float64)}, ReduceCall{1});
+    const ReductionKernel argmax(
+        "T x", "int64 y", "kiln::make_pair(x, _J)", "kiln::argmax_merge(a, b)", "y = a.second",
+        "_type_reduce(kiln::lowest<T>(), -1)", "pair_argmax", {"kiln::pair<T, long long>"});
+    compiles(argmax, {fake({16, 1000})}, ReduceCall{0});
+    // From 32 rows on, 8 rows of threads a block share the rows again.
+    const std::string many = source(k, {fake({32, 1 << 20})}, ReduceCall{0});
+    EXPECT_TRUE(has(many, "_kiln_j0 + threadIdx.y")) << many;
+    EXPECT_TRUE(has(many, "_kiln_scratch[")) << many;
 }
 
 TEST(ReductionCodegen, ColumnsTooShortToSplitGetAKernelWithoutTheSplitPath) {
@@ -511,6 +564,40 @@ TEST(ReductionCodegen, ComplexExtremesCompileFromTheSharedRecipes) {
                                 recipe.identity, "complex_extreme", options);
         compiles(k, {fake({1 << 20}, dtype)});                 // one output split by blocks
         compiles(k, {fake({512, 700}, dtype)}, ReduceCall{0}); // columns
+    }
+}
+
+TEST(ReductionCodegen, ReadyReductionsCompileOnEveryLayoutOfTheLayoutsBench) {
+    // bench_layouts' reductions, built as the ready reductions build them: short rows (lanes
+    // sharing a warp, several loads a lane), axis 0 of few rows (a thread reads a column's every
+    // row), batched columns and mixed axes.
+    using kiln::detail::ReduceOp;
+    struct Case {
+        kiln::Dims shape;
+        Axes axes;
+    };
+    const Case cases[] = {{{1 << 16, 16}, Axes(1)},     {{1 << 16, 64}, Axes(1)},
+                          {{2, 1 << 20}, Axes(0)},      {{16, 1 << 20}, Axes(0)},
+                          {{64, 1 << 20}, Axes(0)},     {{256, 64, 1024}, Axes(1)},
+                          {{1 << 12, 16, 16}, Axes(1)}, {{256, 64, 1024}, Axes{0, 2}}};
+    for (const Case& c : cases)
+        compiles(l2norm(), {fake(c.shape)}, ReduceCall{c.axes});
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::argmax, ReduceOp::argmin}) {
+        for (const Case& c : cases) {
+            if ((op == ReduceOp::argmax || op == ReduceOp::argmin) && c.axes.size() != 1) continue;
+            SCOPED_TRACE(std::string(kiln::detail::reduce_op_name(op)) + " over " +
+                         c.shape.to_string() + ", axis=" + c.axes.to_string());
+            const auto recipe =
+                kiln::detail::reduction_recipe(op, DType::float32, std::nullopt, c.axes);
+            kiln::ReductionOptions options;
+            options.preamble = recipe.preamble;
+            options.reduce_type = recipe.reduce_type;
+            options.empty_is_error = recipe.empty_is_error;
+            const ReductionKernel k(recipe.in, std::string(kiln::name(recipe.result)) + " y",
+                                    recipe.map, recipe.reduce, std::string("y = ") + recipe.value,
+                                    recipe.identity, "ready_on_layout", options);
+            compiles(k, {fake(c.shape)}, ReduceCall{c.axes});
+        }
     }
 }
 

@@ -307,9 +307,22 @@ TEST(ReductionKernelGpu, PairsOfValueAndIndexFindTheFirstMaximum) {
         Axes axes;
     };
     const Case cases[] = {
-        {{1 << 20}, Axes::all()},    {{512, 700}, Axes(0)},   {{512, 700}, Axes(1)},
-        {{37, 41, 29}, Axes::all()}, {{37, 41, 29}, Axes(1)}, {{3, 1000, 5}, Axes{0, 2}},
-        {{1 << 14, 40}, Axes(1)},    {{2000, 3}, Axes(-1)},
+        {{1 << 20}, Axes::all()},
+        {{512, 700}, Axes(0)},
+        {{512, 700}, Axes(1)},
+        {{37, 41, 29}, Axes::all()},
+        {{37, 41, 29}, Axes(1)},
+        {{3, 1000, 5}, Axes{0, 2}},
+        {{1 << 14, 40}, Axes(1)},
+        {{2000, 3}, Axes(-1)},
+        // Columns of few rows, each thread reading every row.
+        {{4, 3000}, Axes(0)},
+        {{16, 1000}, Axes(0)},
+        {{9, 5, 64}, Axes(1)},
+        // Short rows, several loads a lane.
+        {{4099, 64}, Axes(1)},
+        {{4099, 16}, Axes(1)},
+        {{4099, 36}, Axes(1)},
     };
     unsigned seed = 500;
     for (const Case& c : cases) {
@@ -600,6 +613,55 @@ TEST(ReductionKernelGpu, LongReductionsSplitAcrossBlocksAndManyShortOnes) {
         const Array xa = kiln::from_host(x, kiln::Dims(c.shape));
         for (const Axes& axes : c.axes)
             check_sum(xa, x, axes);
+    }
+}
+
+TEST(ReductionKernelGpu, ColumnsOfFewRowsReadEveryRowInOneThread) {
+    KILN_REQUIRE_GPU();
+    // Under 32 rows a thread per column (times its vector) reads every row, up to 8 at once:
+    // row counts on each side of the unrolled loop's copies, widths with and without vector loads
+    // and with a partial last block, batched columns, float32 sums and float64 weighted sums that
+    // see _J and _i, then bitwise the same result on every run.
+    const Shape shapes[] = {{2, 4096},  {3, 1000},  {4, 1 << 18},  {5, 1001},
+                            {8, 2048},  {9, 300},   {16, 4100},    {17, 777},
+                            {31, 1024}, {7, 4, 36}, {100, 16, 16}, {3, 2, 4100}};
+    unsigned seed = 3000;
+    for (const Shape& shape : shapes) {
+        const Axes axes(static_cast<int>(shape.size()) - 2);
+        const auto x = uniform<float>(to_size(elements(shape)), ++seed);
+        check_sum(kiln::from_host(x, kiln::Dims(shape)), x, axes);
+        const auto w = uniform<double>(to_size(elements(shape)), ++seed);
+        const Array wa = kiln::from_host(w, kiln::Dims(shape));
+        check_weighted(wa, w, axes, false, true);
+        check_weighted(wa, w, axes, true, false);
+    }
+    const Shape shape{4, 1 << 18};
+    const auto x = uniform<float>(to_size(elements(shape)), 3100);
+    const Array xa = kiln::from_host(x, kiln::Dims(shape));
+    std::vector<float> first;
+    for (int run = 0; run < 4; ++run) {
+        const Array y = poisoned({1 << 18}, DType::float32);
+        sum_kernel()(ReduceCall{0}, xa, y);
+        const auto got = y.to_host<float>();
+        if (run == 0) first = got;
+        ASSERT_EQ(std::memcmp(got.data(), first.data(), got.size() * sizeof(float)), 0)
+            << "run " << run << " differs from the first";
+    }
+}
+
+TEST(ReductionKernelGpu, ShortRowsShareAWarpWithSeveralLoadsALane) {
+    KILN_REQUIRE_GPU();
+    // Rows of up to 64 vectors: 2 to 16 lanes a row, each with up to 4 loads at once, a partial
+    // last warp of rows; float32 sums and float64 weighted sums (two a vector) that see _J and _i.
+    const Shape shapes[] = {{5003, 16},  {4099, 32}, {4097, 64},    {3001, 68},
+                            {2003, 256}, {2001, 12}, {1001, 5, 24}, {3001, 7}};
+    unsigned seed = 3200;
+    for (const Shape& shape : shapes) {
+        const Axes axes(-1);
+        const auto x = uniform<float>(to_size(elements(shape)), ++seed);
+        check_sum(kiln::from_host(x, kiln::Dims(shape)), x, axes);
+        const auto w = uniform<double>(to_size(elements(shape)), ++seed);
+        check_weighted(kiln::from_host(w, kiln::Dims(shape)), w, axes, false, true);
     }
 }
 
