@@ -335,8 +335,9 @@ BlockCacheCounts block_cache_counts() noexcept {
 
 namespace {
 
-// A stream Kiln created: its blocks may be cached until stream_ending() is called for it.
-void stream_made(CUstream stream) noexcept {
+// A stream Kiln created: its blocks may be cached until it ends. (Named apart from driver/'s
+// hooks, which a unity build puts in the same translation unit.)
+void kiln_stream_made(CUstream stream) noexcept {
     try {
         unsigned long long id = 0;
         if (driver().cuStreamGetId(stream, &id) != CUDA_SUCCESS) return; // then treated as foreign
@@ -349,7 +350,7 @@ void stream_made(CUstream stream) noexcept {
     }
 }
 
-void stream_ending(CUstream stream) noexcept {
+void kiln_stream_ending(CUstream stream) noexcept {
     std::vector<Block> taken;
     try {
         BlockRegistry& r = registry();
@@ -371,7 +372,8 @@ void stream_ending(CUstream stream) noexcept {
         free_block(block); // ordered on the stream, which still exists
 }
 
-const bool kStreamHooksRegistered = (set_stream_hooks(&stream_made, &stream_ending), true);
+const bool kStreamHooksRegistered =
+    (set_stream_hooks(&kiln_stream_made, &kiln_stream_ending), true);
 
 } // namespace
 

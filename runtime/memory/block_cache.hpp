@@ -6,10 +6,11 @@
 //
 // Reuse is as safe as the driver's own: a block is taken again only on the stream it was freed
 // on, so the new work is ordered after the old. A stream is told apart by its context and handle
-// for the default streams (special handles that mean the current context's stream, or the
-// thread's), and by cuStreamGetId for every other stream: an id is unique for the life of the
-// process, so a stream the program makes after destroying another never gets the destroyed one's
-// blocks, even behind the same handle.
+// for the default streams (special handles that mean the current context's legacy stream, or the
+// thread's own; cuStreamGetId answers for them too, with the current context's stream's id, so it
+// would add a call and tell nothing the context and handle do not), and by cuStreamGetId for
+// every other stream: an id is unique for the life of the process, so a stream the program makes
+// after destroying another never gets the destroyed one's blocks, even behind the same handle.
 //
 // Kiln sees the end of its own streams (kiln::Stream, the release stream), whose blocks go back
 // to the driver before the stream is destroyed. A program's own stream (a StreamRef over its
