@@ -6,6 +6,7 @@
 #include "kiln/memory.hpp"
 #include "memory/release_stream.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
