@@ -45,8 +45,8 @@ struct ProgramStream {
     ProgramStream& operator=(const ProgramStream&) = delete;
     ~ProgramStream() { destroy(); }
     void destroy() {
-        if (handle)
-            EXPECT_EQ(kd::driver().cuStreamDestroy(std::exchange(handle, nullptr)), CUDA_SUCCESS);
+        if (!handle) return;
+        EXPECT_EQ(kd::driver().cuStreamDestroy(std::exchange(handle, nullptr)), CUDA_SUCCESS);
     }
 };
 
@@ -97,7 +97,9 @@ TEST(ProgramStreams, AStreamMadeAfterAnotherEndsNeverGetsItsBlockWhileItsWorkRun
     const auto before = kd::block_cache_counts();
     for (int turn = 0; turn < 8; ++turn) {
         const Array z = fma()(on_old, dx, dy, 1.0f);
-        if (turn == 7) EXPECT_EQ(wrong(z.to_host<float>(old.handle), x, y, 1.0f), 0u);
+        if (turn == 7) {
+            EXPECT_EQ(wrong(z.to_host<float>(old.handle), x, y, 1.0f), 0u);
+        }
     }
     const auto looped = kd::block_cache_counts();
     EXPECT_GE(looped.taken - before.taken, 6u) << "a program's stream got no block back";
