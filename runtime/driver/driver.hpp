@@ -31,6 +31,7 @@
     X(cuStreamSynchronize)                                                                         \
     X(cuStreamQuery)                                                                               \
     X(cuStreamWaitEvent)                                                                           \
+    X(cuStreamGetId)                                                                               \
     X(cuEventCreate)                                                                               \
     X(cuEventDestroy)                                                                              \
     X(cuEventRecord)                                                                               \

@@ -75,10 +75,11 @@ void keep_pool_memory(CUcontext context) {
 
 namespace {
 
-// The stream-ordered allocation; @p keepable (when given) says whether the block may be kept for
-// reuse when it is freed, @p captured whether it is a graph's allocation.
-CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* keepable,
-                                    bool* captured) {
+// The stream-ordered allocation; @p keepable says whether the block may be kept for reuse when it
+// is freed, @p cached (then) who its stream is to the block cache, and @p captured whether it is
+// a graph's allocation.
+CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool& keepable,
+                                    detail::CachedStream& cached, bool& captured) {
     thread_local CUcontext last = nullptr;
     CUcontext context = detail::current_context();
     if (context != last) {
@@ -87,13 +88,13 @@ CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* k
     }
     // A block this thread freed on this stream (a repeated call's dropped output) asks nothing
     // of the driver.
-    // On a stream being captured the allocation belongs to the graph.
-    const bool capturing = detail::stream_capturing(stream);
-    const bool reusable = bytes <= detail::kMaxCachedBlockBytes && !capturing;
-    if (keepable) *keepable = reusable;
-    if (captured) *captured = capturing;
-    if (reusable)
-        if (CUdeviceptr kept = detail::take_cached_block(context, stream.get(), bytes)) return kept;
+    // On a stream being captured the allocation belongs to the graph (and the driver refuses a
+    // captured stream's id).
+    captured = detail::stream_capturing(stream);
+    keepable = bytes <= detail::kMaxCachedBlockBytes && !captured &&
+               detail::identify_stream(stream.get(), cached);
+    if (keepable)
+        if (CUdeviceptr kept = detail::take_cached_block(context, cached, bytes)) return kept;
     CUdeviceptr pointer = 0;
     CUresult result = detail::driver().cuMemAllocAsync(&pointer, bytes, stream.get());
     // Blocks the threads keep may be what is missing: give them back and try once more.
@@ -108,7 +109,9 @@ CUdeviceptr allocate_stream_ordered(std::size_t bytes, StreamRef stream, bool* k
 } // namespace
 
 CUdeviceptr StreamOrderedAllocator::allocate(std::size_t bytes, StreamRef stream) {
-    return allocate_stream_ordered(bytes, stream, nullptr, nullptr);
+    bool keepable = false, captured = false;
+    detail::CachedStream cached;
+    return allocate_stream_ordered(bytes, stream, keepable, cached, captured);
 }
 
 void StreamOrderedAllocator::deallocate(CUdeviceptr pointer, std::size_t,
@@ -138,9 +141,14 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes, StreamRef stream,
     , m_allocator(std::move(allocator)) {
     if (!m_allocator) throw ArgumentError("DeviceBuffer needs an allocator, got nullptr");
     if (bytes) {
-        m_pointer = m_allocator.get() == &stream_ordered()
-                        ? allocate_stream_ordered(bytes, stream, &m_keepable, &m_captured)
-                        : m_allocator->allocate(bytes, stream);
+        if (m_allocator.get() == &stream_ordered()) {
+            detail::CachedStream cached;
+            m_pointer = allocate_stream_ordered(bytes, stream, m_keepable, cached, m_captured);
+            m_stream_id = cached.id;
+            m_foreign_stream = cached.foreign;
+        } else {
+            m_pointer = m_allocator->allocate(bytes, stream);
+        }
         // An application's allocator may switch contexts: ask the driver again after it.
         if (m_allocator.get() != &stream_ordered()) detail::forget_current_context();
         m_context = detail::current_context_or_null();
@@ -157,7 +165,9 @@ DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
     , m_stream(std::exchange(other.m_stream, StreamRef{}))
     , m_allocator(std::move(other.m_allocator))
     , m_context(std::exchange(other.m_context, nullptr))
+    , m_stream_id(std::exchange(other.m_stream_id, 0))
     , m_keepable(std::exchange(other.m_keepable, false))
+    , m_foreign_stream(std::exchange(other.m_foreign_stream, false))
     , m_captured(std::exchange(other.m_captured, false)) {}
 
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
@@ -168,7 +178,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
         m_stream = std::exchange(other.m_stream, StreamRef{});
         m_allocator = std::move(other.m_allocator);
         m_context = std::exchange(other.m_context, nullptr);
+        m_stream_id = std::exchange(other.m_stream_id, 0);
         m_keepable = std::exchange(other.m_keepable, false);
+        m_foreign_stream = std::exchange(other.m_foreign_stream, false);
         m_captured = std::exchange(other.m_captured, false);
     }
     return *this;
@@ -184,8 +196,11 @@ void DeviceBuffer::release() noexcept {
             return;
         }
         // The block is kept for this thread's next allocation of its size on its stream, where
-        // it can be.
-        if (m_keepable && detail::keep_freed_block(m_context, m_stream.get(), m_bytes, m_pointer)) {
+        // it can be. The stream is the one identified at allocation: it must outlive the buffer.
+        if (m_keepable &&
+            detail::keep_freed_block(
+                m_context, detail::CachedStream{m_stream.get(), m_stream_id, m_foreign_stream},
+                m_bytes, m_pointer)) {
             m_pointer = 0;
             return;
         }

@@ -13,7 +13,10 @@
 // (kiln_fake_driver_modules()). The device looks like an H100 (sm_90, 132 multiprocessors, its
 // texture alignments and limits), and its primary context is inactive until retained, as a real
 // one is in a fresh process. Texture objects are handles only; the last one's descriptors are
-// kept (kiln_fake_driver_last_texture()).
+// kept (kiln_fake_driver_last_texture()). A stream has an id (cuStreamGetId), and a new stream
+// takes the handle destroyed last, as a real driver may; the latest event records, waits and
+// stream-ordered frees are kept in order (kiln_fake_driver_ops(), fake_driver_ops.hpp), so a test
+// can follow a block to the stream it is freed on.
 //
 // Stream capture is modelled as far as Kiln's refusals need (one capture at a time): while a stream
 // is captured, synchronizing it, the context or the legacy stream fails as a real driver's global
@@ -25,13 +28,17 @@
 // with CUDA_ERROR_NOT_SUPPORTED. The hot entry points (launch, stream-ordered allocation) allocate
 // nothing, so a test counting operator new sees only Kiln's allocations.
 
+#include "fake_driver_ops.hpp"
+
 #include "driver/driver.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 namespace {
 
@@ -85,7 +92,12 @@ const char* const kCounted[] = {"cuCtxGetCurrent",
                                 "cuMemsetD8Async",
                                 "cuMemcpyDtoDAsync",
                                 "cuDeviceGetDefaultMemPool",
-                                "cuOccupancyMaxActiveBlocksPerMultiprocessor"};
+                                "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+                                "cuStreamGetId",
+                                "cuStreamWaitEvent",
+                                "cuEventCreate",
+                                "cuEventDestroy",
+                                "cuStreamCreate"};
 constexpr int kCountedEntries = sizeof kCounted / sizeof kCounted[0];
 enum class Counted {
     ctx_get_current,
@@ -103,6 +115,11 @@ enum class Counted {
     memcpy_dto_d_async,
     device_get_default_mem_pool,
     occupancy,
+    stream_get_id,
+    stream_wait_event,
+    event_create,
+    event_destroy,
+    stream_create,
 };
 std::atomic<unsigned long long> g_calls[kCountedEntries] = {};
 void count(Counted entry) {
@@ -331,16 +348,50 @@ CUresult CUDAAPI ctx_synchronize() {
     if (g_capture_active.load()) return refuse(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
     return CUDA_SUCCESS;
 }
-// Streams, events and pools are distinct addresses that are never dereferenced.
+// Events and pools are distinct addresses that are never dereferenced.
 template <class Handle> Handle new_handle() {
     return reinterpret_cast<Handle>(std::malloc(16));
 }
+// A stream is its id (cuStreamGetId), unique for the life of the process as a real driver's. Its
+// handle is the one destroyed last when there is one, as a driver may give it again: a test sees
+// a new stream behind an old handle.
+struct FakeStream {
+    unsigned long long id;
+};
+std::atomic<unsigned long long> g_next_stream_id{100};
+std::mutex g_streams_mutex;
+FakeStream* g_destroyed_streams[64]; // under g_streams_mutex
+int g_destroyed_count = 0;
 CUresult CUDAAPI stream_create(CUstream* stream, unsigned) {
-    *stream = new_handle<CUstream>();
+    count(Counted::stream_create);
+    FakeStream* s = nullptr;
+    {
+        const std::lock_guard<std::mutex> lock(g_streams_mutex);
+        if (g_destroyed_count > 0) s = g_destroyed_streams[--g_destroyed_count];
+    }
+    if (!s) s = static_cast<FakeStream*>(std::malloc(sizeof(FakeStream)));
+    s->id = g_next_stream_id.fetch_add(1);
+    *stream = reinterpret_cast<CUstream>(s);
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_destroy(CUstream stream) {
-    std::free(stream);
+    auto* s = reinterpret_cast<FakeStream*>(stream);
+    const std::lock_guard<std::mutex> lock(g_streams_mutex);
+    if (g_destroyed_count < 64)
+        g_destroyed_streams[g_destroyed_count++] = s;
+    else
+        std::free(s);
+    return CUDA_SUCCESS;
+}
+// The default streams' ids: the legacy stream's (0 means it) and the per-thread stream's.
+CUresult CUDAAPI stream_get_id(CUstream stream, unsigned long long* id) {
+    count(Counted::stream_get_id);
+    if (!stream || stream == CU_STREAM_LEGACY)
+        *id = 1;
+    else if (stream == CU_STREAM_PER_THREAD)
+        *id = 2;
+    else
+        *id = reinterpret_cast<const FakeStream*>(stream)->id;
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI stream_synchronize(CUstream stream) {
@@ -352,19 +403,32 @@ CUresult CUDAAPI stream_synchronize(CUstream stream) {
 CUresult CUDAAPI stream_query(CUstream) {
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI stream_wait_event(CUstream, CUevent, unsigned) {
+// The latest event records, waits and stream-ordered frees, a ring of kFakeOpsKept.
+std::mutex g_ops_mutex;
+kiln::test::FakeOp g_ops[kiln::test::kFakeOpsKept]; // under g_ops_mutex
+unsigned long long g_ops_count = 0;
+void note(kiln::test::FakeOp op) {
+    const std::lock_guard<std::mutex> lock(g_ops_mutex);
+    g_ops[g_ops_count++ % kiln::test::kFakeOpsKept] = op;
+}
+CUresult CUDAAPI stream_wait_event(CUstream stream, CUevent event, unsigned) {
+    count(Counted::stream_wait_event);
+    note({kiln::test::FakeOp::wait_event, stream, event, 0});
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI event_create(CUevent* event, unsigned) {
+    count(Counted::event_create);
     *event = new_handle<CUevent>();
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI event_destroy(CUevent event) {
+    count(Counted::event_destroy);
     std::free(event);
     return CUDA_SUCCESS;
 }
-CUresult CUDAAPI event_record(CUevent, CUstream) {
+CUresult CUDAAPI event_record(CUevent event, CUstream stream) {
     count(Counted::event_record);
+    note({kiln::test::FakeOp::record_event, stream, event, 0});
     return CUDA_SUCCESS;
 }
 CUresult CUDAAPI event_record_with_flags(CUevent, CUstream, unsigned) {
@@ -457,6 +521,7 @@ CUresult CUDAAPI tex_object_destroy(CUtexObject) {
 }
 CUresult CUDAAPI mem_free_async(CUdeviceptr pointer, CUstream stream) {
     count(Counted::mem_free_async);
+    note({kiln::test::FakeOp::free_memory, stream, nullptr, pointer});
     if (!capturing(stream)) return CUDA_SUCCESS;
     // A free node may free only the graph's own allocations.
     const int made = g_captured_count.load();
@@ -671,6 +736,19 @@ kiln_fake_driver_last_instantiate_flags() {
     return g_instantiate_flags.load();
 }
 
+/// The latest event records, waits and stream-ordered frees, oldest first: up to @p capacity
+/// of them into @p ops; returns how many.
+__attribute__((visibility("default"))) int kiln_fake_driver_ops(kiln::test::FakeOp* ops,
+                                                                int capacity) {
+    const std::lock_guard<std::mutex> lock(fake::g_ops_mutex);
+    const unsigned long long kept =
+        std::min<unsigned long long>(fake::g_ops_count, kiln::test::kFakeOpsKept);
+    const int n = static_cast<int>(std::min<unsigned long long>(kept, capacity));
+    for (int k = 0; k < n; ++k)
+        ops[k] = fake::g_ops[(fake::g_ops_count - kept + k) % kiln::test::kFakeOpsKept];
+    return n;
+}
+
 /// Calls of entry point @p name (one of kCounted) since the process started; 0 for another name.
 __attribute__((visibility("default"))) unsigned long long kiln_fake_driver_calls(const char* name) {
     for (int k = 0; k < kCountedEntries; ++k)
@@ -711,6 +789,7 @@ __attribute__((visibility("default"))) CUresult CUDAAPI cuGetProcAddress_v2(
         KILN_FAKE_ANSWER(cuStreamSynchronize, stream_synchronize),
         KILN_FAKE_ANSWER(cuStreamQuery, stream_query),
         KILN_FAKE_ANSWER(cuStreamWaitEvent, stream_wait_event),
+        KILN_FAKE_ANSWER(cuStreamGetId, stream_get_id),
         KILN_FAKE_ANSWER(cuEventCreate, event_create),
         KILN_FAKE_ANSWER(cuEventDestroy, event_destroy),
         KILN_FAKE_ANSWER(cuEventRecord, event_record),

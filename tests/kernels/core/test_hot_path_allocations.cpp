@@ -278,6 +278,34 @@ TEST(KILN_HOT_PATH_SUITE, ReadyReductionOutputAllocatedAllocatesOnlyItsOwner) {
     o.stream.synchronize();
 }
 
+// A stream the program made itself (a StreamRef over its CUstream), which Kiln never sees end.
+struct ProgramStream {
+    CUstream handle = nullptr;
+    ProgramStream() {
+        EXPECT_EQ(kiln::detail::driver().cuStreamCreate(&handle, CU_STREAM_NON_BLOCKING),
+                  CUDA_SUCCESS);
+        operands().stream.synchronize(); // the operands are ready before this stream reads them
+    }
+    ~ProgramStream() {
+        kiln::detail::driver().cuStreamSynchronize(handle);
+        kiln::detail::driver().cuStreamDestroy(handle);
+    }
+};
+
+// The event a block kept for such a stream carries comes from the thread's pool: a repeated call
+// there allocates only its output's owner too, a split reduction's workspace included.
+TEST(KILN_HOT_PATH_SUITE, OnAProgramsStreamOutputAllocatedAllocatesOnlyItsOwner) {
+    KILN_REQUIRE_GPU();
+    Operands& o = operands();
+    const ProgramStream stream;
+    const kiln::CallOptions options{stream.handle, {}, {}};
+    EXPECT_EQ(allocations_on_second_call([&] { fma3()(options, o.x, o.y, 1.0f); }), 1);
+    kiln::ReduceOptions reduce;
+    reduce.stream = stream.handle;
+    EXPECT_EQ(allocations_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), 1);
+    EXPECT_EQ(allocations_on_second_call([&] { kiln::sum(o.matrix, {}, reduce); }), 1);
+}
+
 } // namespace
 
 #ifdef KILN_HOT_PATH_FAKE_DRIVER
@@ -290,7 +318,7 @@ namespace {
 // 50-300 ns of host time (an allocation or a free about a microsecond), as much as Kiln's own work.
 struct DriverCalls {
     unsigned long long get_current = 0, set_current = 0, get_device = 0, launches = 0, allocs = 0,
-                       frees = 0, other = 0;
+                       frees = 0, stream_ids = 0, other = 0;
 };
 
 using CallsFunction = unsigned long long (*)(const char*);
@@ -313,6 +341,7 @@ DriverCalls driver_calls_now() {
     now.launches = calls("cuLaunchKernel");
     now.allocs = calls("cuMemAllocAsync");
     now.frees = calls("cuMemFreeAsync");
+    now.stream_ids = calls("cuStreamGetId");
     for (const char* name : {"cuDevicePrimaryCtxGetState", "cuStreamIsCapturing",
                              "cuDeviceGetAttribute", "cuFuncGetAttribute", "cuEventRecord",
                              "cuMemsetD8Async", "cuMemcpyDtoDAsync", "cuDeviceGetDefaultMemPool"})
@@ -326,19 +355,17 @@ template <class Call> DriverCalls driver_calls_on_second_call(Call&& call) {
     const DriverCalls before = driver_calls_now();
     call();
     const DriverCalls after = driver_calls_now();
-    return {after.get_current - before.get_current,
-            after.set_current - before.set_current,
-            after.get_device - before.get_device,
-            after.launches - before.launches,
-            after.allocs - before.allocs,
-            after.frees - before.frees,
-            after.other - before.other};
+    return {after.get_current - before.get_current, after.set_current - before.set_current,
+            after.get_device - before.get_device,   after.launches - before.launches,
+            after.allocs - before.allocs,           after.frees - before.frees,
+            after.stream_ids - before.stream_ids,   after.other - before.other};
 }
 
 // One cuCtxGetCurrent (the context, reused by the device check and the launch) and the launch,
 // nothing else. Allocated: no allocation or free either (the output's block is the one the first
 // call's released result left in the thread's block cache, and the second's goes back there),
-// only a cuStreamIsCapturing at each (a captured stream's memory must be the graph's).
+// only a cuStreamIsCapturing at each (a captured stream's memory must be the graph's). A
+// kiln::Stream is known without asking its id.
 void expect_calls(const DriverCalls& calls, bool allocated) {
     SCOPED_TRACE(allocated ? "allocated" : "given");
     EXPECT_EQ(calls.launches, 1u);
@@ -347,6 +374,7 @@ void expect_calls(const DriverCalls& calls, bool allocated) {
     EXPECT_EQ(calls.get_device, 0u);
     EXPECT_EQ(calls.allocs, 0u);
     EXPECT_EQ(calls.frees, 0u);
+    EXPECT_EQ(calls.stream_ids, 0u);
     EXPECT_EQ(calls.other, allocated ? 2u : 0u);
 }
 
@@ -399,6 +427,30 @@ TEST(HotPathDriverCallsFakeDriver, ReadyOperationAndReduction) {
     }
     SCOPED_TRACE("sum over an axis, output given");
     expect_calls(driver_calls_on_second_call([&] { kiln::sum(o.matrix, 1, reduce); }), false);
+}
+
+// On a program's own stream an allocated output costs, in place of an allocation and a free, one
+// cuStreamGetId (the stream told apart from any stream made later at its handle) and one
+// cuEventRecord (the point after which its block may be freed elsewhere, should the stream end).
+TEST(HotPathDriverCallsFakeDriver, OnAProgramsStream) {
+    Operands& o = operands();
+    const ProgramStream stream;
+    const kiln::CallOptions options{stream.handle, {}, {}};
+    for (const bool allocated : {false, true}) {
+        SCOPED_TRACE(allocated ? "allocated" : "given");
+        const DriverCalls calls = driver_calls_on_second_call([&] {
+            if (allocated)
+                fma3()(options, o.x, o.y, 1.0f);
+            else
+                fma3()(options, o.x, o.y, 1.0f, o.z);
+        });
+        EXPECT_EQ(calls.launches, 1u);
+        EXPECT_EQ(calls.get_current, 1u);
+        EXPECT_EQ(calls.allocs, 0u);
+        EXPECT_EQ(calls.frees, 0u);
+        EXPECT_EQ(calls.stream_ids, allocated ? 1u : 0u);
+        EXPECT_EQ(calls.other, allocated ? 3u : 0u); // two capture checks and the record
+    }
 }
 
 // Occupancy sizes only a split: the first call of a reduction that can never split does not ask

@@ -1,9 +1,13 @@
-// The blocks the stream-ordered allocator keeps for reuse (runtime/block_cache.hpp), over the
-// fake driver (tests/support/fake_driver.cpp), which counts cuMemAllocAsync and cuMemFreeAsync and
-// never reuses an address: a block given twice can only have come from the cache.
+// The blocks the stream-ordered allocator keeps for reuse (runtime/memory/block_cache.hpp), over
+// the fake driver (tests/support/fake_driver.cpp), which counts cuMemAllocAsync and cuMemFreeAsync
+// and never reuses an address: a block given twice can only have come from the cache. It does
+// reuse a destroyed stream's handle for the next stream made, as a real driver may.
 
 #include "driver/driver.hpp"
+#include "fake_driver_ops.hpp"
 #include "kiln/kiln.hpp"
+#include "memory/block_cache.hpp"
+#include "memory/release_stream.hpp"
 
 #include <gtest/gtest.h>
 
@@ -91,13 +95,7 @@ TEST_F(BlockCache, AStreamsBlocksGoBackBeforeItEnds) {
     EXPECT_EQ(Counts().allocs, after.allocs + 1);
 }
 
-TEST_F(BlockCache, ForeignStreamsAndLargeBlocksAreNotKept) {
-    CUstream foreign = nullptr;
-    ASSERT_EQ(kiln::detail::driver().cuStreamCreate(&foreign, 0), CUDA_SUCCESS);
-    const Counts before;
-    kiln::empty({256}, DType::float32, foreign);
-    EXPECT_EQ(Counts().frees, before.frees + 1) << "a stream Kiln did not make cannot be tracked";
-    kiln::detail::driver().cuStreamDestroy(foreign);
+TEST_F(BlockCache, LargeBlocksAreNotKept) {
     const kiln::Stream stream;
     const Counts large;
     kiln::empty({(std::int64_t{8} << 20) / 4 + 1}, DType::float32, stream);
@@ -156,6 +154,135 @@ TEST_F(BlockCache, NothingIsKeptOrReusedWhileAGraphIsCaptured) {
     const Counts after;
     graphs = kiln::Array();
     EXPECT_EQ(Counts().frees, after.frees + 1) << "a graph's block was kept for reuse";
+}
+
+} // namespace
+
+namespace {
+
+using kiln::test::FakeOp;
+
+// A stream the program makes itself, as CuPy or PyTorch would: Kiln never sees its end.
+struct ForeignStream {
+    CUstream handle = nullptr;
+    ForeignStream() { EXPECT_EQ(kiln::detail::driver().cuStreamCreate(&handle, 0), CUDA_SUCCESS); }
+    ~ForeignStream() { destroy(); }
+    void destroy() {
+        if (handle) kiln::detail::driver().cuStreamDestroy(std::exchange(handle, nullptr));
+    }
+};
+
+// The latest operation of @p kind in the fake driver's record that @p match accepts, or none.
+template <class Match>
+const FakeOp* latest(const std::vector<FakeOp>& ops, FakeOp::Kind kind, Match match) {
+    for (auto op = ops.rbegin(); op != ops.rend(); ++op)
+        if (op->kind == kind && match(*op)) return &*op;
+    return nullptr;
+}
+
+TEST_F(BlockCache, AProgramsStreamGetsItsDroppedBlockBack) {
+    kiln::detail::release_cached_blocks(); // what earlier tests kept would be pushed out
+    ForeignStream stream;
+    CUdeviceptr first = 0;
+    const auto counts = kiln::detail::block_cache_counts();
+    const unsigned long long records = calls("cuEventRecord");
+    { first = kiln::empty({1000}, DType::float32, stream.handle).data(); }
+    EXPECT_EQ(calls("cuEventRecord"), records + 1) << "a foreign stream's block keeps an event";
+    const Counts before;
+    for (int call = 0; call < 3; ++call)
+        EXPECT_EQ(kiln::empty({1000}, DType::float32, stream.handle).data(), first) << call;
+    EXPECT_EQ(Counts().allocs, before.allocs) << "the driver was asked for the kept block's size";
+    EXPECT_EQ(Counts().frees, before.frees);
+    const auto after = kiln::detail::block_cache_counts();
+    EXPECT_EQ(after.taken, counts.taken + 3);
+    EXPECT_EQ(after.kept_foreign, counts.kept_foreign + 4);
+    EXPECT_EQ(after.freed_after_event, counts.freed_after_event);
+}
+
+TEST_F(BlockCache, ANewStreamAtADestroyedStreamsHandleNeverGetsItsBlocks) {
+    kiln::detail::release_cached_blocks();
+    ForeignStream old;
+    const CUstream handle = old.handle;
+    CUdeviceptr kept = 0;
+    { kept = kiln::empty({700}, DType::float32, old.handle).data(); }
+    const FakeOp* record = latest(kiln::test::fake_driver_ops(), FakeOp::record_event,
+                                  [&](const FakeOp& op) { return op.stream == handle; });
+    ASSERT_NE(record, nullptr) << "no event was recorded on the block's stream when it was kept";
+    const CUevent event = record->event;
+    old.destroy();
+    ForeignStream next;
+    ASSERT_EQ(next.handle, handle) << "the fake driver gives the destroyed handle again";
+    const Counts before;
+    const kiln::Array fresh = kiln::empty({700}, DType::float32, next.handle);
+    EXPECT_NE(fresh.data(), kept) << "the new stream got a block the old one may still be using";
+    EXPECT_EQ(Counts().allocs, before.allocs + 1);
+
+    // Four newer blocks on a Kiln stream push the old one out: it goes back to the driver on a
+    // stream Kiln owns, after its event, never on the handle, which is now another stream's.
+    const auto counts = kiln::detail::block_cache_counts();
+    const kiln::Stream kiln_stream;
+    for (int i = 0; i < 4; ++i)
+        kiln::empty({3000 + i}, DType::float32, kiln_stream);
+    EXPECT_EQ(kiln::detail::block_cache_counts().freed_after_event, counts.freed_after_event + 1);
+    const std::vector<FakeOp> ops = kiln::test::fake_driver_ops();
+    const FakeOp* free =
+        latest(ops, FakeOp::free_memory, [&](const FakeOp& op) { return op.memory == kept; });
+    ASSERT_NE(free, nullptr) << "the old stream's block was not freed";
+    EXPECT_NE(free->stream, handle) << "freed on a handle that is now another stream's";
+    EXPECT_EQ(free->stream, kiln::detail::release_stream(kiln::detail::current_context()));
+    const FakeOp* wait = latest(ops, FakeOp::wait_event, [&](const FakeOp& op) {
+        return op.stream == free->stream && op.event == event && &op < free;
+    });
+    EXPECT_NE(wait, nullptr) << "the free did not wait for the event recorded when it was kept";
+}
+
+TEST_F(BlockCache, AProgramsStreamsBlockGoesBackThroughItsEventWhenTheThreadEnds) {
+    CUdeviceptr kept = 0;
+    CUevent event = nullptr;
+    const auto counts = kiln::detail::block_cache_counts();
+    std::thread([&] {
+        kiln::Device::current();
+        ForeignStream stream;
+        kept = kiln::empty({900}, DType::float32, stream.handle).data();
+        const FakeOp* record = latest(kiln::test::fake_driver_ops(), FakeOp::record_event,
+                                      [&](const FakeOp& op) { return op.stream == stream.handle; });
+        ASSERT_NE(record, nullptr);
+        event = record->event;
+        // The stream is destroyed before the thread ends, with the block still kept.
+    }).join();
+    EXPECT_EQ(kiln::detail::block_cache_counts().freed_after_event, counts.freed_after_event + 1);
+    const std::vector<FakeOp> ops = kiln::test::fake_driver_ops();
+    const FakeOp* free =
+        latest(ops, FakeOp::free_memory, [&](const FakeOp& op) { return op.memory == kept; });
+    ASSERT_NE(free, nullptr) << "the ended thread's block was never freed";
+    EXPECT_EQ(free->stream, kiln::detail::release_stream(kiln::detail::current_context()));
+    EXPECT_NE(latest(ops, FakeOp::wait_event,
+                     [&](const FakeOp& op) {
+                         return op.stream == free->stream && op.event == event && &op < free;
+                     }),
+              nullptr)
+        << "the free did not wait for the event recorded when the block was kept";
+}
+
+TEST_F(BlockCache, AKilnStreamsEndLeavesAForeignStreamsBlocksAtItsHandleAlone) {
+    // A program's stream dies with a block kept; a kiln::Stream is then made at its handle and
+    // ends: only the kiln::Stream's own blocks go back with it, on it.
+    kiln::detail::release_cached_blocks();
+    ForeignStream foreign;
+    const CUstream handle = foreign.handle;
+    CUdeviceptr foreign_block = 0;
+    { foreign_block = kiln::empty({1100}, DType::float32, foreign.handle).data(); }
+    foreign.destroy();
+    const Counts before;
+    {
+        const kiln::Stream stream;
+        ASSERT_EQ(stream.get(), handle) << "the fake driver gives the destroyed handle again";
+        EXPECT_NE(kiln::empty({1100}, DType::float32, stream).data(), foreign_block);
+    }
+    EXPECT_EQ(Counts().frees, before.frees + 1) << "only the kiln::Stream's block goes with it";
+    const FakeOp* free = latest(kiln::test::fake_driver_ops(), FakeOp::free_memory,
+                                [&](const FakeOp& op) { return op.memory == foreign_block; });
+    EXPECT_EQ(free, nullptr) << "the dead stream's block was freed on the new stream's handle";
 }
 
 } // namespace

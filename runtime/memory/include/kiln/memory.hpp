@@ -10,6 +10,7 @@
 #include <cuda.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 namespace kiln {
@@ -62,7 +63,8 @@ void set_default_allocator(std::shared_ptr<Allocator> allocator);
 ///
 /// Lifetime: the memory is returned on the buffer's stream when the buffer is destroyed, so work
 /// queued on that stream before then may still use it; work on other streams must be ordered
-/// before the destruction (for example with an event) by the caller.
+/// before the destruction (for example with an event) by the caller. The buffer's stream must
+/// exist until the buffer is destroyed: the free is ordered on it.
 ///
 /// Graphs: a buffer made while its stream is captured is the graph's allocation (a graph memory
 /// node; its address is fixed, its memory is made by each launch of the graph). Destroyed inside
@@ -157,7 +159,9 @@ class DeviceBuffer {
     StreamRef m_stream;
     std::shared_ptr<Allocator> m_allocator;
     CUcontext m_context = nullptr; // current at allocation: the free goes there (its streams)
+    std::uint64_t m_stream_id = 0; // the stream's id to the block cache, when m_keepable
     bool m_keepable = false;       // the thread may keep the block for reuse when it is freed
+    bool m_foreign_stream = false; // m_stream is not Kiln's: a kept block carries an event
     bool m_captured = false;       // made while its stream was captured: the graph's allocation
 };
 
