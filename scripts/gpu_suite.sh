@@ -5,7 +5,8 @@
 # Steps, run in the order KILN_GPU_STEPS lists them (default: all but sanitize, in the order
 # below): build (configure + build, tests and benches) -> test (the whole CTest suite) -> demo ->
 # examples (examples/ built against an install of build-gpu, each run; any exit but 0 fails) ->
-# bench (launch cost) -> signing (verifying signed entries, CPU) -> elementwise, layouts (every
+# bench (launch cost) -> streams (issue 39 item 2: each call on three kinds of stream) -> graph
+# (issue 39 item 4: a 16-call chain replayed) -> signing (verifying signed entries, CPU) -> elementwise, layouts (every
 # layout beside a copy and CuPy, CSVs and layout_bandwidth_h200.png), reduction, fuse, tuner (benches; "fuse_softmax",
 # not among the defaults, times softmax alone beside a copy and CuPy; "baseline" and
 # "layout_baseline", not among the defaults, run bench_reduction, and the hot path and first
@@ -36,7 +37,7 @@ if [[ $pack == 1 ]]; then
     out=$(mktemp -d) # the logs; packed into $archive
 fi
 mkdir -p "$out"
-steps=${KILN_GPU_STEPS:-build test demo examples bench signing elementwise layouts reduction fuse tuner startup warm multigpu cupy ncu matmul}
+steps=${KILN_GPU_STEPS:-build test demo examples bench streams graph signing elementwise layouts reduction fuse tuner startup warm multigpu cupy ncu matmul}
 has() { [[ " $steps " == *" $1 "* ]]; }
 status=0
 packed() { [[ $pack == 1 ]] && tar czf "$archive" -C "$out" . 2>/dev/null; true; }
@@ -123,6 +124,21 @@ step_matmul() {
 step_bench() {
     ./build-gpu/bench/bench_launch --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
         --benchmark_out="$out/bench_launch.json" --benchmark_out_format=json 2>&1 | tee "$out/bench_launch.txt" | grep -E "median|Run on" || status=1
+}
+step_streams() {
+    # Issue 39 item 2: host time per call on the legacy stream, a kiln::Stream and a program's own
+    # stream, output given and allocated, against raw launches of the same kernels.
+    ./build-gpu/bench/bench_launch --benchmark_filter=BM_OnStream \
+        --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" --benchmark_report_aggregates_only=true \
+        --benchmark_out="$out/bench_streams.json" --benchmark_out_format=json 2>&1 \
+        | tee "$out/bench_streams.txt" | grep -E "median|Run on|ERROR" || status=1
+}
+step_graph() {
+    # Issue 39 item 4: a mixed chain of 16 calls replayed from a graph, called directly, and as
+    # raw launches: host time per kernel.
+    ./build-gpu/bench/bench_graph --benchmark_repetitions="${KILN_BENCH_REPETITIONS:-5}" \
+        --benchmark_report_aggregates_only=true --benchmark_out="$out/bench_graph.json" \
+        --benchmark_out_format=json 2>&1 | tee "$out/bench_graph.txt" | grep -E "median|Run on|ERROR" || status=1
 }
 step_signing() {
     # What verifying a signed entry costs on this host's CPU (issue 36; the same bench as on the
