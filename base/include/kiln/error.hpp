@@ -45,6 +45,13 @@ class CudaError : public Error {
 
   protected:
     /// As above, with @p advice (what to do about it) appended to the message.
+    /// @param call the call as written.
+    /// @param code the CUresult it returned.
+    /// @param code_name the code's name.
+    /// @param description the driver's text for the code.
+    /// @param file the source file of the call.
+    /// @param line the line of the call.
+    /// @param advice what to do about it.
     CudaError(std::string call, int code, std::string code_name, const std::string& description,
               const char* file, int line, const std::string& advice);
 
