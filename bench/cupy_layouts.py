@@ -17,8 +17,19 @@ SIDE = 1 << 14
 
 fma3 = cp.ElementwiseKernel("T x, T y, T b", "T z", "z = x * y + b", "fma3")
 l2norm = cp.ReductionKernel("T x", "T y", "x * x", "a + b", "y = sqrt(a)", "0", "l2norm")
-fused_fma = cp.fuse(lambda x, y: x * y + cp.float32(1))
-fused_dot_rows = cp.fuse(lambda x, y: cp.sum(x * y, axis=-1))
+
+
+# cupy.fuse names the kernel after the function: a lambda's `<lambda>` is no CUDA identifier.
+def fused_fma_fn(x, y):
+    return x * y + cp.float32(1)
+
+
+def fused_dot_rows_fn(x, y):
+    return cp.sum(x * y, axis=-1)
+
+
+fused_fma = cp.fuse(fused_fma_fn)
+fused_dot_rows = cp.fuse(fused_dot_rows_fn)
 
 OPS = {
     "sum": lambda x, axis, out: cp.sum(x, axis=axis, out=out),
