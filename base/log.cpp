@@ -32,10 +32,14 @@ namespace {
 
 spdlog::level::level_enum level_of(LogLevel level) {
     switch (level) {
-    case LogLevel::debug: return spdlog::level::debug;
-    case LogLevel::info: return spdlog::level::info;
-    case LogLevel::warn: return spdlog::level::warn;
-    case LogLevel::error: break;
+    case LogLevel::debug:
+        return spdlog::level::debug;
+    case LogLevel::info:
+        return spdlog::level::info;
+    case LogLevel::warn:
+        return spdlog::level::warn;
+    case LogLevel::error:
+        break;
     }
     return spdlog::level::err;
 }

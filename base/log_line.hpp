@@ -24,20 +24,16 @@ void log_at(LogLevel level, fmt::format_string<Args...> format, Args&&... args) 
     if (log_enabled(level)) log_line(level, fmt::format(format, std::forward<Args>(args)...));
 }
 
-template <typename... Args>
-void log_debug(fmt::format_string<Args...> format, Args&&... args) {
+template <typename... Args> void log_debug(fmt::format_string<Args...> format, Args&&... args) {
     log_at(LogLevel::debug, format, std::forward<Args>(args)...);
 }
-template <typename... Args>
-void log_info(fmt::format_string<Args...> format, Args&&... args) {
+template <typename... Args> void log_info(fmt::format_string<Args...> format, Args&&... args) {
     log_at(LogLevel::info, format, std::forward<Args>(args)...);
 }
-template <typename... Args>
-void log_warn(fmt::format_string<Args...> format, Args&&... args) {
+template <typename... Args> void log_warn(fmt::format_string<Args...> format, Args&&... args) {
     log_at(LogLevel::warn, format, std::forward<Args>(args)...);
 }
-template <typename... Args>
-void log_error(fmt::format_string<Args...> format, Args&&... args) {
+template <typename... Args> void log_error(fmt::format_string<Args...> format, Args&&... args) {
     log_at(LogLevel::error, format, std::forward<Args>(args)...);
 }
 
