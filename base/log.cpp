@@ -1,5 +1,7 @@
 #include "kiln/log.hpp"
 
+#include "log_line.hpp"
+
 #include "kiln/settings.hpp"
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -23,5 +25,35 @@ spdlog::logger& logger() {
     }();
     return *instance;
 }
+
+namespace detail {
+
+namespace {
+
+spdlog::level::level_enum level_of(LogLevel level) {
+    switch (level) {
+    case LogLevel::debug:
+        return spdlog::level::debug;
+    case LogLevel::info:
+        return spdlog::level::info;
+    case LogLevel::warn:
+        return spdlog::level::warn;
+    case LogLevel::error:
+        break;
+    }
+    return spdlog::level::err;
+}
+
+} // namespace
+
+bool log_enabled(LogLevel level) {
+    return logger().should_log(level_of(level));
+}
+
+void log_line(LogLevel level, const std::string& line) {
+    logger().log(level_of(level), "{}", line);
+}
+
+} // namespace detail
 
 } // namespace kiln

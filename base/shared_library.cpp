@@ -1,7 +1,7 @@
 #include "shared_library.hpp"
 
 #include "kiln/error.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 
 #include <dlfcn.h>
 
@@ -14,7 +14,7 @@ SharedLibrary::SharedLibrary(const std::vector<std::string>& candidates,
         m_handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (m_handle) {
             m_name = candidate;
-            logger().debug("opened {}", candidate);
+            kiln::detail::log_debug("opened {}", candidate);
             return;
         }
         const char* why = dlerror();

@@ -2,13 +2,13 @@
 
 #include "warn.hpp"
 
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 
 namespace kiln::cache::detail {
 
 void warn(const std::string& message) noexcept {
     try {
-        logger().warn("{}", message);
+        kiln::detail::log_warn("{}", message);
     } catch (...) {
         // A broken logger (e.g. a bad KILN_LOG_LEVEL) must not turn a cache problem into an error.
     }
@@ -16,7 +16,7 @@ void warn(const std::string& message) noexcept {
 
 void log_info(const std::string& message) noexcept {
     try {
-        logger().info("{}", message);
+        kiln::detail::log_info("{}", message);
     } catch (...) {
     }
 }

@@ -4,7 +4,7 @@
 
 #include "tier.hpp"
 
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 
 #include "trust.hpp"
 #include "warn.hpp"
@@ -60,7 +60,7 @@ Tier::Tier(RemoteConfig config, std::unique_ptr<Backend> backend,
     // The logger is made before this tier, so it outlives the tier of a static store (the global
     // one), whose shutdown at exit may still log.
     try {
-        logger();
+        kiln::detail::log_enabled(kiln::detail::LogLevel::error);
     } catch (...) {
         // A bad KILN_LOG_LEVEL: warnings are dropped (detail::warn), the tier works all the same.
     }

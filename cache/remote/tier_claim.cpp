@@ -6,7 +6,6 @@
 
 #include "tier.hpp"
 
-#include "kiln/log.hpp"
 
 #include "warn.hpp"
 

@@ -1,10 +1,14 @@
 #include "kernel_description.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <utility>
 
 namespace kiln::detail {
 
 namespace {
+
+using Json = nlohmann::ordered_json;
 
 Json describe_argument(const Operands& ops, std::size_t k) {
     if (ops.is(k, OperandKind::scalar))
@@ -28,25 +32,57 @@ Json describe_argument(const Operands& ops, std::size_t k) {
 
 } // namespace
 
-Json describe_params(const KernelParams& params) {
-    return Json{
-        {"name", params.name}, {"in_params", params.in_spec}, {"out_params", params.out_spec}};
+struct KernelDescription::Fields {
+    std::string front_end;
+    Json spec;
+    Json call = Json::object();
+};
+
+KernelDescription::KernelDescription(const char* front_end, const KernelParams& params)
+    : m_fields(std::make_unique<Fields>()) {
+    m_fields->front_end = front_end;
+    m_fields->spec =
+        Json{{"name", params.name}, {"in_params", params.in_spec}, {"out_params", params.out_spec}};
 }
 
-void describe_text(Json& spec, const char* field, const std::string& value) {
-    if (!value.empty()) spec[field] = value;
+KernelDescription::~KernelDescription() = default;
+KernelDescription::KernelDescription(KernelDescription&&) noexcept = default;
+KernelDescription& KernelDescription::operator=(KernelDescription&&) noexcept = default;
+
+void KernelDescription::spec(const char* field, const std::string& value) {
+    m_fields->spec[field] = value;
 }
 
-void describe_options(Json& spec, const std::vector<std::string>& nvrtc_options) {
-    if (!nvrtc_options.empty()) spec["options"] = nvrtc_options;
+void KernelDescription::spec_text(const char* field, const std::string& value) {
+    if (!value.empty()) spec(field, value);
 }
 
-std::string describe_call(const char* front_end, Json spec, const Operands& ops, const Json& call) {
-    Json description{{front_end, std::move(spec)}, {"args", Json::array()}};
+void KernelDescription::spec_flag(const char* field, bool value) {
+    m_fields->spec[field] = value;
+}
+
+void KernelDescription::spec_options(const std::vector<std::string>& nvrtc_options) {
+    if (!nvrtc_options.empty()) m_fields->spec["options"] = nvrtc_options;
+}
+
+void KernelDescription::call(const char* field, std::int64_t value) {
+    m_fields->call[field] = value;
+}
+
+void KernelDescription::call(const char* field, const std::vector<int>& values) {
+    m_fields->call[field] = values;
+}
+
+void KernelDescription::call_flag(const char* field, bool value) {
+    m_fields->call[field] = value;
+}
+
+std::string KernelDescription::text(const Operands& ops) const {
+    Json description{{m_fields->front_end, m_fields->spec}, {"args", Json::array()}};
     // The arguments as given: inputs, then the outputs when the call gave them.
     for (std::size_t k = 0; k < ops.given; ++k)
         description["args"].push_back(describe_argument(ops, k));
-    for (const auto& field : call.items())
+    for (const auto& field : m_fields->call.items())
         description[field.key()] = field.value();
     // Code that is not UTF-8 (JSON's encoding) has its bad bytes replaced rather than failing a
     // call: its description then no longer replays the kernel, which still compiles and runs.

@@ -4,7 +4,7 @@
 #include "driver/driver.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/memory.hpp"
 #include "kiln/tuning.hpp"
 
@@ -146,7 +146,7 @@ std::optional<LaunchChoice> load_choice(const cache::TuningStore& store, const c
     if (!payload) {
         if (why == cache::TuningMiss::damaged || why == cache::TuningMiss::untrusted) {
             bump(counters().rejected);
-            logger().warn("the tuning record {} is {} and is ignored; it is tuned again",
+            kiln::detail::log_warn("the tuning record {} is {} and is ignored; it is tuned again",
                           store.path(key).string(),
                           why == cache::TuningMiss::damaged ? "damaged" : "not to be trusted");
         }
@@ -155,7 +155,7 @@ std::optional<LaunchChoice> load_choice(const cache::TuningStore& store, const c
     const std::optional<LaunchChoice> choice = decode_choice(*payload);
     if (!choice || std::find(candidates.begin(), candidates.end(), *choice) == candidates.end()) {
         bump(counters().rejected);
-        logger().warn("the tuning record {} holds no choice the tuner would make here; it is "
+        kiln::detail::log_warn("the tuning record {} holds no choice the tuner would make here; it is "
                       "tuned again",
                       store.path(key).string());
         return std::nullopt;
@@ -200,7 +200,7 @@ std::vector<TimedCandidate> time_candidates(const std::vector<LaunchChoice>& can
                 best = std::min(best, timed_batch(choice, launches));
         } catch (const Error& e) {
             // A block size the kernel cannot launch with (registers) is no candidate.
-            logger().debug("tuning: block {} waves {} failed: {}", choice.block, choice.waves,
+            kiln::detail::log_debug("tuning: block {} waves {} failed: {}", choice.block, choice.waves,
                            e.what());
             best = std::numeric_limits<double>::infinity();
         }
@@ -216,7 +216,7 @@ LaunchChoice tune_and_store(const std::vector<LaunchChoice>& candidates, const c
     const std::optional<std::size_t> best = select_fastest(timed);
     if (!best) return candidates.front();
     const TimedCandidate& chosen = timed[*best];
-    logger().debug("tuning {}: block {} waves {} ({:.4f} ms, default {:.4f} ms)", key.hex(),
+    kiln::detail::log_debug("tuning {}: block {} waves {} ({:.4f} ms, default {:.4f} ms)", key.hex(),
                    chosen.choice.block, chosen.choice.waves, chosen.ms, timed.front().ms);
     store_choice(tuning_store(), key, chosen.choice, timed.front().ms, chosen.ms);
     return chosen.choice;

@@ -306,18 +306,17 @@ void ElementwiseKernel::Impl::choose_layout(const CallOptions& options, PlannedC
 }
 
 std::string ElementwiseKernel::Impl::describe(const PlannedCall& p) const {
-    detail::Json spec = detail::describe_params(def.params);
-    spec["operation"] = def.operation;
-    detail::describe_text(spec, "preamble", def.preamble);
-    detail::describe_text(spec, "loop_prep", def.loop_prep);
-    detail::describe_text(spec, "after_loop", def.after_loop);
-    detail::describe_options(spec, nvrtc_options);
-    if (no_return) spec["no_return"] = true;
-    if (!reduce_dims) spec["reduce_dims"] = false;
-    detail::Json call = detail::Json::object();
-    if (p.call->size) call["size"] = *p.call->size;
-    if (p.call->block_size) call["block_size"] = *p.call->block_size;
-    return detail::describe_call("elementwise", std::move(spec), p.ops, call);
+    detail::KernelDescription d("elementwise", def.params);
+    d.spec("operation", def.operation);
+    d.spec_text("preamble", def.preamble);
+    d.spec_text("loop_prep", def.loop_prep);
+    d.spec_text("after_loop", def.after_loop);
+    d.spec_options(nvrtc_options);
+    if (no_return) d.spec_flag("no_return", true);
+    if (!reduce_dims) d.spec_flag("reduce_dims", false);
+    if (p.call->size) d.call("size", *p.call->size);
+    if (p.call->block_size) d.call("block_size", *p.call->block_size);
+    return d.text(p.ops);
 }
 
 const Function& ElementwiseKernel::Impl::function(const PlannedCall& p) const {

@@ -1,7 +1,7 @@
 #include "cublas_library.hpp"
 
 #include "kiln/error.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/settings.hpp"
 
 #include "shared_library.hpp"
@@ -48,7 +48,7 @@ CublasLibrary open_cublas(const std::vector<std::string>& candidates) {
         resolve("cublasGetStatusString", f.status_string);
         resolve("cublasGemmEx", f.gemm);
         resolve("cublasGemmStridedBatchedEx", f.gemm_strided_batched);
-        logger().debug("opened cuBLAS from {}", out.path);
+        kiln::detail::log_debug("opened cuBLAS from {}", out.path);
     } catch (const Error& e) {
         out.functions = {};
         out.failure = std::string("kiln::matmul needs cuBLAS: ") + e.what();

@@ -502,25 +502,25 @@ void ReductionKernel::Impl::size_launch(PlannedReduction& p, int blocks_per_mult
 }
 
 std::string ReductionKernel::Impl::describe(const PlannedReduction& p) const {
-    detail::Json spec = detail::describe_params(def.params);
-    spec["map_expr"] = def.map_expr;
-    spec["reduce_expr"] = def.reduce_expr;
-    spec["post_map_expr"] = def.post_map_expr;
-    detail::describe_text(spec, "identity", def.identity);
-    detail::describe_text(spec, "reduce_type", def.reduce_type);
-    detail::describe_text(spec, "preamble", def.preamble);
-    detail::describe_options(spec, nvrtc_options);
-    if (!reduce_dims) spec["reduce_dims"] = false;
-    if (empty_is_error) spec["empty_is_error"] = true;
-    detail::Json call = detail::Json::object();
+    detail::KernelDescription d("reduction", def.params);
+    d.spec("map_expr", def.map_expr);
+    d.spec("reduce_expr", def.reduce_expr);
+    d.spec("post_map_expr", def.post_map_expr);
+    d.spec_text("identity", def.identity);
+    d.spec_text("reduce_type", def.reduce_type);
+    d.spec_text("preamble", def.preamble);
+    d.spec_options(nvrtc_options);
+    if (!reduce_dims) d.spec_flag("reduce_dims", false);
+    if (empty_is_error) d.spec_flag("empty_is_error", true);
     const Axes& axis = p.how->axis;
     if (!axis.is_all()) { // as given: negative axes stay negative
-        call["axis"] = detail::Json::array();
+        std::vector<int> given;
         for (int k = 0; k < axis.size(); ++k)
-            call["axis"].push_back(axis[k]);
+            given.push_back(axis[k]);
+        d.call("axis", given);
     }
-    if (p.how->keepdims) call["keepdims"] = true;
-    return detail::describe_call("reduction", std::move(spec), p.ops, call);
+    if (p.how->keepdims) d.call_flag("keepdims", true);
+    return d.text(p.ops);
 }
 
 const ReductionKernel::Impl::Loaded& ReductionKernel::Impl::function(const PlannedReduction& p,

@@ -1,7 +1,7 @@
 #include "compile_trace.hpp"
 
 #include "kiln/cache/store.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/settings.hpp"
 
 #include <fcntl.h>
@@ -58,7 +58,7 @@ TimeTrace::TimeTrace(const cache::Key& key) noexcept
         std::vector<char> path(name.begin(), name.end());
         path.push_back('\0');
         if (!::mkdtemp(path.data())) {
-            logger().warn("cannot make a directory for NVRTC's time trace ({}: {}); compiling "
+            kiln::detail::log_warn("cannot make a directory for NVRTC's time trace ({}: {}); compiling "
                           "without a trace",
                           name, std::strerror(errno));
             return;
@@ -97,7 +97,7 @@ std::filesystem::path TimeTrace::publish(cache::Store* store, const std::string&
         if (!json) return {};
         if (store) {
             if (auto published = store->local().save_time_trace(m_key, *json)) {
-                logger().info("NVRTC time trace of {}: {}", program, published->string());
+                kiln::detail::log_info("NVRTC time trace of {}: {}", program, published->string());
                 return *published;
             }
         }
@@ -105,7 +105,7 @@ std::filesystem::path TimeTrace::publish(cache::Store* store, const std::string&
         if (written != json_path) std::filesystem::rename(written, json_path, error);
         if (error) json_path = written;
         m_keep = true;
-        logger().warn("NVRTC time trace of {} is in {} (the cache could not take it)", program,
+        kiln::detail::log_warn("NVRTC time trace of {} is in {} (the cache could not take it)", program,
                       json_path.string());
         return json_path;
     } catch (...) {

@@ -10,7 +10,7 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/nvtx.hpp"
 #include "kiln/settings.hpp"
 #include "lookup_log.hpp"
@@ -316,7 +316,7 @@ NvrtcOutput run_nvrtc(const Request& r, const std::string& program_name,
         else
             summary = "NVRTC could not compile the program: " + first;
         if (settings::flag(Variable::dump_source_on_error))
-            logger().error("{}\n{}\n{}", summary, out.log, number_lines(r.source));
+            kiln::detail::log_error("{}\n{}\n{}", summary, out.log, number_lines(r.source));
         throw CompileError(summary, out.log, r.options, r.source);
     }
     std::size_t cubin_size = 0;
@@ -470,7 +470,7 @@ struct Compiler::Impl {
         program->m_log = std::move(out.log);
         program->m_lowered_names = std::move(out.lowered_names);
         program->m_ms = ms_since(start);
-        if (!out.log.empty()) logger().debug("NVRTC log for {}:\n{}", name, program->m_log);
+        if (!out.log.empty()) kiln::detail::log_debug("NVRTC log for {}:\n{}", name, program->m_log);
         if (disk) {
             cache::Entry entry;
             entry.key = r.key;
@@ -493,7 +493,7 @@ struct Compiler::Impl {
             if (encoded_size(*entry.recipe) + encoded_size(entry.link_inputs) + entry.log.size() +
                     kMargin >
                 cache::kMaxMetadataSize) {
-                logger().debug("{}: the recipe is too large to keep in the cache entry", name);
+                kiln::detail::log_debug("{}: the recipe is too large to keep in the cache entry", name);
                 entry.recipe.reset();
                 entry.link_inputs.clear();
             }
@@ -692,7 +692,7 @@ std::shared_ptr<const Program> Compiler::compile(std::string_view source,
 
 std::shared_ptr<const Program> Compiler::recompile(const Program& program,
                                                    const CompileOptions& options) {
-    logger().warn("the driver rejected the cached cubin {}; removing it and recompiling",
+    kiln::detail::log_warn("the driver rejected the cached cubin {}; removing it and recompiling",
                   program.key().hex());
     if (m_impl->disk_usable()) m_impl->store->invalidate(program.key());
     {

@@ -3,7 +3,7 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device_guard.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/settings.hpp"
 
 #include <chrono>
@@ -61,9 +61,9 @@ void prime_new_context(CUcontext context) noexcept {
         const auto start = std::chrono::steady_clock::now();
         std::size_t preloaded = 0;
         if (const char* failed = prime_in(context, preloaded))
-            logger().debug("context priming skipped: {} failed", failed);
+            kiln::detail::log_debug("context priming skipped: {} failed", failed);
         else
-            logger().debug(
+            kiln::detail::log_debug(
                 "context primed: an empty kernel loaded and run, {} module(s) read ahead "
                 "loaded, in {:.0f} us",
                 preloaded,

@@ -2,7 +2,7 @@
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/settings.hpp"
 #include "nvrtc_identity.hpp"
 #include "nvrtc_library.hpp"
@@ -140,7 +140,7 @@ DeviceRuntime find_device_runtime() {
         runtime.path = path;
         runtime.content = cache::KeyBuilder().add("libcudadevrt.a", bytes).finish();
         runtime.bytes = std::move(bytes);
-        logger().debug("CUDA device runtime: {}", runtime.path.string());
+        kiln::detail::log_debug("CUDA device runtime: {}", runtime.path.string());
         return runtime;
     }
     std::string tried;

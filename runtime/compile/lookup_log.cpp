@@ -5,7 +5,7 @@
 #include "kiln/cache/explain.hpp"
 #include "kiln/cache/store.hpp"
 #include "kiln/compiler.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "nvrtc_identity.hpp"
 
 #include <exception>
@@ -16,12 +16,11 @@ namespace kiln::detail {
 void log_disk_lookup(cache::Store& store, const Program& program,
                      const std::function<cache::Entry()>& wanted) noexcept {
     try {
-        spdlog::logger& log = logger();
         // A traced compile bypasses the disk cache: no lookup to report.
-        if (!log.should_log(spdlog::level::debug) || compile_time_trace_enabled()) return;
+        if (!log_enabled(LogLevel::debug) || compile_time_trace_enabled()) return;
         const std::string key = program.key().hex();
         if (program.origin() == ProgramOrigin::disk_cache) {
-            log.debug("cache hit {} ({})", key, program.arch());
+            log_debug("cache hit {} ({})", key, program.arch());
             return;
         }
         cache::Entry entry = wanted();
@@ -32,14 +31,14 @@ void log_disk_lookup(cache::Store& store, const Program& program,
             cache::cubin_kernel_names(program.cubin()).value_or(std::vector<std::string>{});
         const cache::MissReason why = cache::MissExplainer(store.local()).explain(entry);
         if (!why.nearest) {
-            log.debug("cache miss {} ({}): no entry of this kernel in {}", key, program.arch(),
+            log_debug("cache miss {} ({}): no entry of this kernel in {}", key, program.arch(),
                       store.config().dir.string());
             return;
         }
         std::string fields;
         for (const auto field : why.differs)
             fields += std::string(fields.empty() ? "" : ", ") + cache::to_string(field);
-        log.debug("cache miss {} ({}): the nearest entry of this kernel, {}, differs in {}", key,
+        log_debug("cache miss {} ({}): the nearest entry of this kernel, {}, differs in {}", key,
                   program.arch(), why.nearest->hex(), fields.empty() ? "nothing recorded" : fields);
     } catch (const std::exception&) {
         // A log line is not worth failing a compile for.

@@ -7,7 +7,6 @@
 #include "driver/hooks.hpp"
 #include "kiln/cache/cubin_symbols.hpp"
 #include "kiln/device.hpp"
-#include "kiln/log.hpp"
 
 #include <algorithm>
 #include <fstream>

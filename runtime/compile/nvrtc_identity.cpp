@@ -2,7 +2,7 @@
 #include "nvrtc_library.hpp"
 
 #include "elf_reader.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 
 #include <nvrtc.h>
 
@@ -134,7 +134,7 @@ Versions compute() {
                                      std::to_string(st.st_mtim.tv_sec) + "." +
                                      std::to_string(st.st_mtim.tv_nsec);
         version = short_version + "+" + std::to_string(std::hash<std::string>{}(identity));
-        logger().debug("NVRTC build id and version banner not found in {}; using {}", path,
+        kiln::detail::log_debug("NVRTC build id and version banner not found in {}; using {}", path,
                        version);
     }
     return {version, version};

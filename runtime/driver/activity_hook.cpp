@@ -1,7 +1,7 @@
 #include "activity_hook.hpp"
 
 #include "kiln/device.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/nvtx.hpp"
 
 #include <mutex>
@@ -40,7 +40,7 @@ std::string display_name(Activity kind, std::string_view name) {
 
 void warn_untimed(const char* what) noexcept {
     try {
-        logger().warn("activity timing: {}; the operation is not timed", what);
+        kiln::detail::log_warn("activity timing: {}; the operation is not timed", what);
     } catch (...) {
         // Logging failed too: nothing more to do.
     }

@@ -2,7 +2,7 @@
 #include "driver_trace.hpp"
 #include "prepare_steps.hpp"
 
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/settings.hpp"
 
 #include <dlfcn.h>
@@ -80,7 +80,7 @@ LoadResult load_driver() {
         return result;
     }
     if (settings::flag(Variable::driver_trace)) trace_driver_calls(d);
-    logger().debug("loaded CUDA driver {} from {}", d.version, library);
+    kiln::detail::log_debug("loaded CUDA driver {} from {}", d.version, library);
     return result;
 }
 

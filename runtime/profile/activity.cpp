@@ -5,7 +5,6 @@
 #include "event_pool.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
-#include "kiln/log.hpp"
 #include "kiln/nvtx.hpp"
 
 #include <algorithm>

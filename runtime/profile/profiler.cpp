@@ -2,7 +2,7 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 
 namespace kiln {
 
@@ -20,7 +20,7 @@ ProfilerRange::~ProfilerRange() {
     try {
         profiler_stop();
     } catch (const std::exception& e) {
-        logger().error("ProfilerRange: {}", e.what());
+        kiln::detail::log_error("ProfilerRange: {}", e.what());
     }
 }
 

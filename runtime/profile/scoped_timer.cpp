@@ -2,7 +2,7 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device.hpp"
-#include "kiln/log.hpp"
+#include "log_line.hpp"
 #include "kiln/timing_export.hpp"
 #include "kiln/timing_report.hpp"
 
@@ -45,7 +45,7 @@ ScopedTimer::~ScopedTimer() {
     try {
         stop();
     } catch (const std::exception& e) {
-        logger().error("ScopedTimer '{}': {}", m_name, e.what());
+        kiln::detail::log_error("ScopedTimer '{}': {}", m_name, e.what());
     }
 }
 
