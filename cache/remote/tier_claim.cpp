@@ -6,7 +6,6 @@
 
 #include "tier.hpp"
 
-
 #include "warn.hpp"
 
 #include <sys/random.h>

@@ -4,9 +4,9 @@
 #include "driver/driver.hpp"
 #include "kiln/error.hpp"
 #include "kiln/event.hpp"
-#include "log_line.hpp"
 #include "kiln/memory.hpp"
 #include "kiln/tuning.hpp"
+#include "log_line.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -147,17 +147,19 @@ std::optional<LaunchChoice> load_choice(const cache::TuningStore& store, const c
         if (why == cache::TuningMiss::damaged || why == cache::TuningMiss::untrusted) {
             bump(counters().rejected);
             kiln::detail::log_warn("the tuning record {} is {} and is ignored; it is tuned again",
-                          store.path(key).string(),
-                          why == cache::TuningMiss::damaged ? "damaged" : "not to be trusted");
+                                   store.path(key).string(),
+                                   why == cache::TuningMiss::damaged ? "damaged"
+                                                                     : "not to be trusted");
         }
         return std::nullopt;
     }
     const std::optional<LaunchChoice> choice = decode_choice(*payload);
     if (!choice || std::find(candidates.begin(), candidates.end(), *choice) == candidates.end()) {
         bump(counters().rejected);
-        kiln::detail::log_warn("the tuning record {} holds no choice the tuner would make here; it is "
-                      "tuned again",
-                      store.path(key).string());
+        kiln::detail::log_warn(
+            "the tuning record {} holds no choice the tuner would make here; it is "
+            "tuned again",
+            store.path(key).string());
         return std::nullopt;
     }
     bump(counters().disk_hits);
@@ -200,8 +202,8 @@ std::vector<TimedCandidate> time_candidates(const std::vector<LaunchChoice>& can
                 best = std::min(best, timed_batch(choice, launches));
         } catch (const Error& e) {
             // A block size the kernel cannot launch with (registers) is no candidate.
-            kiln::detail::log_debug("tuning: block {} waves {} failed: {}", choice.block, choice.waves,
-                           e.what());
+            kiln::detail::log_debug("tuning: block {} waves {} failed: {}", choice.block,
+                                    choice.waves, e.what());
             best = std::numeric_limits<double>::infinity();
         }
         bump(counters().candidates_timed);
@@ -216,8 +218,9 @@ LaunchChoice tune_and_store(const std::vector<LaunchChoice>& candidates, const c
     const std::optional<std::size_t> best = select_fastest(timed);
     if (!best) return candidates.front();
     const TimedCandidate& chosen = timed[*best];
-    kiln::detail::log_debug("tuning {}: block {} waves {} ({:.4f} ms, default {:.4f} ms)", key.hex(),
-                   chosen.choice.block, chosen.choice.waves, chosen.ms, timed.front().ms);
+    kiln::detail::log_debug("tuning {}: block {} waves {} ({:.4f} ms, default {:.4f} ms)",
+                            key.hex(), chosen.choice.block, chosen.choice.waves, chosen.ms,
+                            timed.front().ms);
     store_choice(tuning_store(), key, chosen.choice, timed.front().ms, chosen.ms);
     return chosen.choice;
 }

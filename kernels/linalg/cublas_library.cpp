@@ -1,8 +1,8 @@
 #include "cublas_library.hpp"
 
 #include "kiln/error.hpp"
-#include "log_line.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 
 #include "shared_library.hpp"
 

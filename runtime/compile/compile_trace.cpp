@@ -1,8 +1,8 @@
 #include "compile_trace.hpp"
 
 #include "kiln/cache/store.hpp"
-#include "log_line.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -58,9 +58,10 @@ TimeTrace::TimeTrace(const cache::Key& key) noexcept
         std::vector<char> path(name.begin(), name.end());
         path.push_back('\0');
         if (!::mkdtemp(path.data())) {
-            kiln::detail::log_warn("cannot make a directory for NVRTC's time trace ({}: {}); compiling "
-                          "without a trace",
-                          name, std::strerror(errno));
+            kiln::detail::log_warn(
+                "cannot make a directory for NVRTC's time trace ({}: {}); compiling "
+                "without a trace",
+                name, std::strerror(errno));
             return;
         }
         m_dir = path.data();
@@ -105,8 +106,8 @@ std::filesystem::path TimeTrace::publish(cache::Store* store, const std::string&
         if (written != json_path) std::filesystem::rename(written, json_path, error);
         if (error) json_path = written;
         m_keep = true;
-        kiln::detail::log_warn("NVRTC time trace of {} is in {} (the cache could not take it)", program,
-                      json_path.string());
+        kiln::detail::log_warn("NVRTC time trace of {} is in {} (the cache could not take it)",
+                               program, json_path.string());
         return json_path;
     } catch (...) {
         // Out of memory, or logging failed: the trace is lost, the compile is not.

@@ -10,9 +10,9 @@
 #include "kiln/cache/store.hpp"
 #include "kiln/device.hpp"
 #include "kiln/error.hpp"
-#include "log_line.hpp"
 #include "kiln/nvtx.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 #include "lookup_log.hpp"
 #include "nvrtc_identity.hpp"
 #include "prepare_compiling.hpp"
@@ -470,7 +470,8 @@ struct Compiler::Impl {
         program->m_log = std::move(out.log);
         program->m_lowered_names = std::move(out.lowered_names);
         program->m_ms = ms_since(start);
-        if (!out.log.empty()) kiln::detail::log_debug("NVRTC log for {}:\n{}", name, program->m_log);
+        if (!out.log.empty())
+            kiln::detail::log_debug("NVRTC log for {}:\n{}", name, program->m_log);
         if (disk) {
             cache::Entry entry;
             entry.key = r.key;
@@ -493,7 +494,8 @@ struct Compiler::Impl {
             if (encoded_size(*entry.recipe) + encoded_size(entry.link_inputs) + entry.log.size() +
                     kMargin >
                 cache::kMaxMetadataSize) {
-                kiln::detail::log_debug("{}: the recipe is too large to keep in the cache entry", name);
+                kiln::detail::log_debug("{}: the recipe is too large to keep in the cache entry",
+                                        name);
                 entry.recipe.reset();
                 entry.link_inputs.clear();
             }
@@ -693,7 +695,7 @@ std::shared_ptr<const Program> Compiler::compile(std::string_view source,
 std::shared_ptr<const Program> Compiler::recompile(const Program& program,
                                                    const CompileOptions& options) {
     kiln::detail::log_warn("the driver rejected the cached cubin {}; removing it and recompiling",
-                  program.key().hex());
+                           program.key().hex());
     if (m_impl->disk_usable()) m_impl->store->invalidate(program.key());
     {
         std::lock_guard<std::mutex> lock(m_impl->mutex);

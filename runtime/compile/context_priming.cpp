@@ -3,8 +3,8 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device_guard.hpp"
-#include "log_line.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 
 #include <chrono>
 #include <memory>

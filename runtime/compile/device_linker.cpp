@@ -2,8 +2,8 @@
 
 #include "kiln/compiler.hpp"
 #include "kiln/error.hpp"
-#include "log_line.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 #include "nvrtc_identity.hpp"
 #include "nvrtc_library.hpp"
 

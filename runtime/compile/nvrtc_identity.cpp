@@ -135,7 +135,7 @@ Versions compute() {
                                      std::to_string(st.st_mtim.tv_nsec);
         version = short_version + "+" + std::to_string(std::hash<std::string>{}(identity));
         kiln::detail::log_debug("NVRTC build id and version banner not found in {}; using {}", path,
-                       version);
+                                version);
     }
     return {version, version};
 }

@@ -1,8 +1,8 @@
 #include "activity_hook.hpp"
 
 #include "kiln/device.hpp"
-#include "log_line.hpp"
 #include "kiln/nvtx.hpp"
+#include "log_line.hpp"
 
 #include <mutex>
 #include <string>

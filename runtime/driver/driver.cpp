@@ -2,8 +2,8 @@
 #include "driver_trace.hpp"
 #include "prepare_steps.hpp"
 
-#include "log_line.hpp"
 #include "kiln/settings.hpp"
+#include "log_line.hpp"
 
 #include <dlfcn.h>
 

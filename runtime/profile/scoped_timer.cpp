@@ -2,9 +2,9 @@
 
 #include "driver/driver.hpp"
 #include "kiln/device.hpp"
-#include "log_line.hpp"
 #include "kiln/timing_export.hpp"
 #include "kiln/timing_report.hpp"
+#include "log_line.hpp"
 
 #include <cstdio>
 #include <iostream>
