@@ -11,6 +11,8 @@
 
 #include "graph_chain.hpp"
 
+#include "bench_support.hpp"
+
 #include "driver/driver.hpp"
 #include "kiln/graph.hpp"
 #include "kiln/kiln.hpp"
@@ -46,16 +48,7 @@ struct Fixture {
 };
 
 Fixture* fixture(benchmark::State& state) {
-    static Fixture* f = [&]() -> Fixture* {
-        try {
-            return new Fixture;
-        } catch (const kiln::Error& e) {
-            state.SkipWithError(e.what());
-            return nullptr;
-        }
-    }();
-    if (!f) state.SkipWithError("no GPU");
-    return f;
+    return kiln::bench::shared_fixture<Fixture>(state);
 }
 
 template <class F> double host_seconds(F&& issue, kiln::StreamRef stream) {

@@ -17,6 +17,8 @@
 // Without a GPU, KILN_DRIVER_LIBRARY=<build>/tests/libkiln_fake_driver.so runs the same rows over
 // a driver that does nothing: `over_raw_us` is then Kiln's own host work per call.
 
+#include "bench_support.hpp"
+
 #include "driver/driver.hpp"
 #include "kiln/kiln.hpp"
 
@@ -65,16 +67,7 @@ struct Fixture {
 };
 
 Fixture* fixture(benchmark::State& state) {
-    static Fixture* f = [&]() -> Fixture* {
-        try {
-            return new Fixture;
-        } catch (const kiln::Error& e) {
-            state.SkipWithError(e.what());
-            return nullptr;
-        }
-    }();
-    if (!f) state.SkipWithError("no GPU");
-    return f;
+    return kiln::bench::shared_fixture<Fixture>(state);
 }
 
 template <class Launch> void run(benchmark::State& state, Fixture& f, Launch&& launch) {

@@ -69,6 +69,21 @@ inline bool have_gpu(benchmark::State& state) {
     return false;
 }
 
+/// The process's one @p Fixture, made on first use; null (the benchmark skipped with the reason)
+/// when it cannot be made, as without a GPU.
+template <class Fixture> Fixture* shared_fixture(benchmark::State& state) {
+    static Fixture* f = [&]() -> Fixture* {
+        try {
+            return new Fixture;
+        } catch (const Error& e) {
+            state.SkipWithError(e.what());
+            return nullptr;
+        }
+    }();
+    if (!f) state.SkipWithError("no GPU");
+    return f;
+}
+
 /// A bench's main(): with --first-call, @p first_call alone (run it in a fresh process with a
 /// fresh KILN_CACHE_DIR); otherwise the Google Benchmark cases.
 inline int bench_main(int argc, char** argv, int (*first_call)()) {
