@@ -76,8 +76,9 @@ PerContextCache<StreamWorkspaces>& stream_workspaces() {
 }
 
 // Under both locks: @p slot's memory goes back, on @p release after the last launch that used it.
-// The slot is then empty, ready for another stream.
-void retire(StreamWorkspace& slot, CUstream release) noexcept {
+// The slot is then empty, ready for another stream. Throws std::bad_alloc (the host out of memory)
+// with the slot left as it was.
+void retire(StreamWorkspace& slot, CUstream release) {
     if (slot.buffer.get()) {
         if (slot.unmarked || driver().cuStreamWaitEvent(release, slot.done, 0) != CUDA_SUCCESS)
             new DeviceBuffer(std::move(slot.buffer)); // its last use unknown: never freed

@@ -515,6 +515,7 @@ std::string ReductionKernel::Impl::describe(const PlannedReduction& p) const {
     const Axes& axis = p.how->axis;
     if (!axis.is_all()) { // as given: negative axes stay negative
         std::vector<int> given;
+        given.reserve(static_cast<std::size_t>(axis.size()));
         for (int k = 0; k < axis.size(); ++k)
             given.push_back(axis[k]);
         d.call("axis", given);
