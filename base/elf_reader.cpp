@@ -34,17 +34,6 @@ std::optional<ElfBytes> table(const ElfSource& source, std::uint64_t offset,
 
 } // namespace
 
-std::uint64_t elf_field(std::string_view bytes, std::size_t at, std::size_t width,
-                        bool little_endian) {
-    std::uint64_t value = 0;
-    for (std::size_t i = 0; i < width; ++i) {
-        const auto byte =
-            static_cast<unsigned char>(bytes[at + (little_endian ? width - 1 - i : i)]);
-        value = (value << 8) | byte;
-    }
-    return value;
-}
-
 ElfBytes ElfBytes::borrowed(std::string_view view) {
     ElfBytes bytes;
     bytes.m_view = view;

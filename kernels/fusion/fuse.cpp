@@ -3,6 +3,7 @@
 #include "core/device_headers.hpp"
 #include "core/scalar_overflow.hpp"
 #include "driver/per_context_cache.hpp"
+#include "driver/prepare_steps.hpp"
 #include "fuse_codegen.hpp"
 #include "fuse_plan.hpp"
 #include "fuse_rows.hpp"
@@ -73,6 +74,18 @@ CompileError name_expression(const std::string& who, const CompileError& e) {
                             "' is at fault: " + first,
                         e.log(), e.options(), e.source());
 }
+
+// In kiln::prepare(), as the other front ends': a function traced, planned and its source made
+// once (over a description, no device), so that the tracer, the planner and the code generator
+// are paged in before a real first call of a fused function.
+const bool kFusionPrepared =
+    (add_prepare_step([] {
+         const auto traced = fuse("kiln_prepare", [](auto x, auto y) { return x * y + x; });
+         const Array x = Array::wrap(CUdeviceptr{1} << 20, {1024}, DType::float32);
+         const Arg args[] = {x, x};
+         (void)traced.sources_for(args, 2);
+     }),
+     true);
 
 } // namespace
 

@@ -16,7 +16,7 @@ namespace {
 // the block cache's, the front ends' their own): a fixed array, so adding one never allocates or
 // throws before main.
 struct PrepareSteps {
-    std::array<std::atomic<void (*)()>, 8> steps{};
+    std::array<std::atomic<void (*)()>, 16> steps{};
     std::atomic<std::size_t> count{0};
 };
 PrepareSteps& prepare_steps() {
