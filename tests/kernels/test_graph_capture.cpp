@@ -67,7 +67,9 @@ TEST_F(GraphCaptureFakeDriver, CopiesToAndFromTheHostAreRefusedBeforeTheDriver) 
              b.copy_to_host(out, sizeof out);
          }},
     };
-    for (const auto& [name, call] : refused) {
+    for (const auto& refusal : refused) { // not a structured binding: lambdas capture `call`
+        const char* name = refusal.first;
+        const std::function<void()>& call = refusal.second;
         SCOPED_TRACE(name);
         std::string message;
         const kiln::Graph graph = kiln::Graph::capture(stream, [&] {
@@ -94,7 +96,9 @@ TEST_F(GraphCaptureFakeDriver, SynchronizingIsACaptureErrorNamingTheCall) {
         {"kiln::Device::synchronize", [&] { kiln::Device::current().synchronize(); }},
         {"kiln::StreamRef::synchronize", [&] { kiln::StreamRef().synchronize(); }},
     };
-    for (const auto& [name, call] : refused) {
+    for (const auto& refusal : refused) { // not a structured binding: lambdas capture `call`
+        const char* name = refusal.first;
+        const std::function<void()>& call = refusal.second;
         SCOPED_TRACE(name);
         try {
             kiln::Graph::capture(stream, [&] {
