@@ -11,11 +11,15 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstring>
 #include <utility>
 
 namespace kiln::detail {
 
 namespace {
+
+// Fields of a little-endian file can be copied as they lie on a little-endian host.
+constexpr bool kHostLittleEndian = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__;
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t align) {
     return (value + align - 1) / align * align;
@@ -114,7 +118,16 @@ ElfSymbol ElfSymbols::at(std::uint64_t index) const {
         return elf_field(bytes, at + offset, width, m_little_endian);
     };
     ElfSymbol symbol;
-    if (m_is64) {
+    if (m_is64 && m_little_endian && kHostLittleEndian) { // as sections() does
+        Elf64_Sym raw;
+        std::memcpy(&raw, bytes.data() + at, sizeof raw);
+        symbol.name = raw.st_name;
+        symbol.info = raw.st_info;
+        symbol.other = raw.st_other;
+        symbol.section = raw.st_shndx;
+        symbol.value = raw.st_value;
+        symbol.size = raw.st_size;
+    } else if (m_is64) {
         symbol.name = static_cast<std::uint32_t>(get(offsetof(Elf64_Sym, st_name), 4));
         symbol.info = static_cast<unsigned char>(get(offsetof(Elf64_Sym, st_info), 1));
         symbol.other = static_cast<unsigned char>(get(offsetof(Elf64_Sym, st_other), 1));
@@ -292,7 +305,22 @@ std::optional<std::vector<ElfSection>> ElfReader::sections() const {
         };
         auto get32 = [&](std::size_t offset) { return static_cast<std::uint32_t>(get(offset, 4)); };
         ElfSection& s = sections[i];
-        if (h.is64) {
+        if (h.is64 && h.little_endian && kHostLittleEndian) {
+            // What NVRTC and the host's linker write: the header as it lies (the table holds
+            // entry_size >= sizeof(Elf64_Shdr) bytes per entry, checked above).
+            Elf64_Shdr raw;
+            std::memcpy(&raw, bytes->view().data() + at, sizeof raw);
+            s.name = raw.sh_name;
+            s.type = raw.sh_type;
+            s.flags = raw.sh_flags;
+            s.address = raw.sh_addr;
+            s.offset = raw.sh_offset;
+            s.size = raw.sh_size;
+            s.link = raw.sh_link;
+            s.info = raw.sh_info;
+            s.align = raw.sh_addralign;
+            s.entry_size = raw.sh_entsize;
+        } else if (h.is64) {
             s.name = get32(offsetof(Elf64_Shdr, sh_name));
             s.type = get32(offsetof(Elf64_Shdr, sh_type));
             s.flags = get(offsetof(Elf64_Shdr, sh_flags), 8);

@@ -76,4 +76,24 @@ bool zstd_decompress_v1(std::string_view frame, std::uint64_t limit, std::string
     return !ZSTD_isError(got) && got == size;
 }
 
+std::string zstd_warm_up_sample() {
+    const std::string_view dict = zstd_dictionary_v1();
+    static constexpr char kAlphabet[] = "abcdefghijklmnop_0123";
+    std::string sample;
+    std::uint32_t state = 0x9e3779b9; // xorshift32: the same bytes in every process
+    auto next = [&state] {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        return state;
+    };
+    for (int run = 0; run < 16; ++run) {
+        for (int k = 0; k < 96; ++k) // uneven: the alphabet's first letters twice as likely
+            sample += kAlphabet[next() % 2 ? next() % 8 : next() % (sizeof kAlphabet - 1)];
+        if (dict.size() > 256)
+            sample += dict.substr(next() % (dict.size() - 256), 40 + next() % 120);
+    }
+    return sample;
+}
+
 } // namespace kiln::cache::detail

@@ -24,4 +24,11 @@ std::string zstd_compress_v1(std::string_view input);
 /// damage, a size that does not match what the frame holds.
 bool zstd_decompress_v1(std::string_view frame, std::uint64_t limit, std::string& out);
 
+/// About 3 KB that compress as a cubin does: runs copied from the dictionary (matches into it)
+/// between text drawn unevenly from a small alphabet (Huffman-coded literals). A warm-up compresses
+/// and decompresses it so that a first hit's decompression runs code already paged in and cached; a
+/// run of one byte (an RLE block) leaves most of that code cold, and the first cubin then took
+/// 2-4x its warm time (bench/RESULTS.md, "The first call at the driver's floor").
+std::string zstd_warm_up_sample();
+
 } // namespace kiln::cache::detail
