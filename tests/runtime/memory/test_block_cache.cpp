@@ -179,6 +179,9 @@ const FakeOp* latest(const std::vector<FakeOp>& ops, FakeOp::Kind kind, Match ma
         if (op->kind == kind && match(*op)) return &*op;
     return nullptr;
 }
+// A pointer into a temporary record would dangle: name the record first.
+template <class Match>
+const FakeOp* latest(const std::vector<FakeOp>&& ops, FakeOp::Kind kind, Match match) = delete;
 
 TEST_F(BlockCache, AProgramsStreamGetsItsDroppedBlockBack) {
     kiln::detail::release_cached_blocks(); // what earlier tests kept would be pushed out
@@ -205,7 +208,8 @@ TEST_F(BlockCache, ANewStreamAtADestroyedStreamsHandleNeverGetsItsBlocks) {
     const CUstream handle = old.handle;
     CUdeviceptr kept = 0;
     { kept = kiln::empty({700}, DType::float32, old.handle).data(); }
-    const FakeOp* record = latest(kiln::test::fake_driver_ops(), FakeOp::record_event,
+    const std::vector<FakeOp> recorded = kiln::test::fake_driver_ops();
+    const FakeOp* record = latest(recorded, FakeOp::record_event,
                                   [&](const FakeOp& op) { return op.stream == handle; });
     ASSERT_NE(record, nullptr) << "no event was recorded on the block's stream when it was kept";
     const CUevent event = record->event;
@@ -244,7 +248,8 @@ TEST_F(BlockCache, AProgramsStreamsBlockGoesBackThroughItsEventWhenTheThreadEnds
         kiln::Device::current();
         ForeignStream stream;
         kept = kiln::empty({900}, DType::float32, stream.handle).data();
-        const FakeOp* record = latest(kiln::test::fake_driver_ops(), FakeOp::record_event,
+        const std::vector<FakeOp> recorded = kiln::test::fake_driver_ops();
+        const FakeOp* record = latest(recorded, FakeOp::record_event,
                                       [&](const FakeOp& op) { return op.stream == stream.handle; });
         ASSERT_NE(record, nullptr);
         event = record->event;
@@ -280,7 +285,8 @@ TEST_F(BlockCache, AKilnStreamsEndLeavesAForeignStreamsBlocksAtItsHandleAlone) {
         EXPECT_NE(kiln::empty({1100}, DType::float32, stream).data(), foreign_block);
     }
     EXPECT_EQ(Counts().frees, before.frees + 1) << "only the kiln::Stream's block goes with it";
-    const FakeOp* free = latest(kiln::test::fake_driver_ops(), FakeOp::free_memory,
+    const std::vector<FakeOp> recorded = kiln::test::fake_driver_ops();
+    const FakeOp* free = latest(recorded, FakeOp::free_memory,
                                 [&](const FakeOp& op) { return op.memory == foreign_block; });
     EXPECT_EQ(free, nullptr) << "the dead stream's block was freed on the new stream's handle";
 }
