@@ -15,11 +15,13 @@
 #include "kiln/reduction_kernel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <optional>
+#include <utility>
 
 // kiln::fuse is a front end over the others: a traced function becomes a plan of
 // ElementwiseKernel and ReductionKernel definitions (fuse_plan.hpp), and, where its reductions
@@ -49,7 +51,22 @@ struct Traced {
     ScalarTargets scalar_targets{};
     std::vector<std::string> nvrtc_options; // the row kernel's
     bool direct = false; // one kernel, called with the call's arguments as they are
+    // One elementwise kernel that reads the call's arguments in order and updates some of them
+    // in place (update_args, in the order it writes them): called with the arguments followed by
+    // the updated ones, without Run, unless an input overlaps an updated argument other than as
+    // that very view (Run reads it from a copy).
+    bool direct_update = false;
+    std::vector<int> update_args;
 };
+
+// The most operands of a direct_update call: every argument, then each updated one again.
+constexpr std::size_t kMaxDirectOperands = FusedCore::kMaxArgs + Outputs::kCapacity;
+
+// @p arg, copied into each of an array's slots (Arg has no empty state); filled in after.
+template <std::size_t... I>
+std::array<Arg, sizeof...(I)> copies_of(const Arg& arg, std::index_sequence<I...>) {
+    return {{((void)I, arg)...}};
+}
 
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
 // reports errors as "<program>(LINE): error: ...".
@@ -167,6 +184,7 @@ struct FusedCore::Impl {
                 std::none_of(traced.returns_argument.begin(), traced.returns_argument.end(),
                              [](int arg) { return arg >= 0; }) &&
                 trace.updates().empty();
+            traced.direct_update = !traced.direct && updates_in_order(traced, sig.count);
             return traced;
         }
         traced.rows = plan_rows(trace, options, traced.scalar_targets);
@@ -179,6 +197,39 @@ struct FusedCore::Impl {
                 std::make_unique<RawKernel>(traced.rows->source, traced.rows->name, std::move(co));
         }
         return traced;
+    }
+
+    // Whether @p t's one kernel is elementwise, reads the call's @p count arguments in order,
+    // writes only arguments and returns only arguments: its operands are then the call's
+    // arguments followed by each updated one (as the output it writes), kept in t.update_args.
+    static bool updates_in_order(Traced& t, std::size_t count) {
+        const FusionStep& step = t.plan.steps.front();
+        if (!t.kernels.front().elementwise || step.params.size() != count ||
+            count + step.targets.size() > kMaxDirectOperands)
+            return false;
+        for (std::size_t k = 0; k < count; ++k)
+            if (step.params[k] != static_cast<int>(k)) return false;
+        if (std::any_of(t.returns_argument.begin(), t.returns_argument.end(),
+                        [](int arg) { return arg < 0; }))
+            return false;
+        for (const StepTarget& target : step.targets) {
+            if (target.kind != StepTarget::Kind::update) return false;
+            t.update_args.push_back(target.index);
+        }
+        return true;
+    }
+
+    // Whether an input of a direct_update call overlaps an updated argument other than as that
+    // very view: Run then reads it from a copy.
+    static bool inputs_overlap_updates(const Traced& t, const Arg* args, std::size_t count) {
+        for (const int u : t.update_args)
+            for (std::size_t k = 0; k < count; ++k) {
+                bool identical = false; // the updated argument itself is identical: not asked
+                if (k != static_cast<std::size_t>(u) && args[k].is_array() &&
+                    overlaps(args[u].array(), args[k].array(), &identical) && !identical)
+                    return true;
+            }
+        return false;
     }
 
     const Traced& traced(const Arg* args, std::size_t count, const void* function,
@@ -490,6 +541,18 @@ Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& o
             how.stream = options.stream;
             how.device = options.device;
             return k.reduction->call(args, count, how);
+        }
+        if (t.direct_update && !Impl::inputs_overlap_updates(t, args, count)) {
+            auto operands = copies_of(args[0], std::make_index_sequence<kMaxDirectOperands>{});
+            std::copy(args, args + count, operands.begin());
+            for (std::size_t j = 0; j < t.update_args.size(); ++j)
+                operands[count + j] = args[t.update_args[j]];
+            t.kernels.front().elementwise->call(operands.data(), count + t.update_args.size(),
+                                                options);
+            Outputs out;
+            for (const int arg : t.returns_argument)
+                out.push_back(args[arg].array());
+            return out;
         }
         return Run(m_impl->who(), t, args, count).call(options);
     } catch (const CompileError& e) {

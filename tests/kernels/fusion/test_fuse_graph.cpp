@@ -436,6 +436,50 @@ TEST_F(FuseGraphLaunches, EachPlanLaunchesItsKernelsAndNoMore) {
     EXPECT_EQ(launches() - before, 1u);
 }
 
+// A one-kernel function that writes only arguments given in order (inputs, then the updated ones)
+// is called with them as they are; an input that overlaps an updated argument other than as that
+// very view still goes through a copy.
+TEST_F(FuseGraphLaunches, AnUpdateOfArgumentsInOrderIsOneCallAndAnOverlapStillCopies) {
+    auto fma_into = kiln::fuse("fma_into_launches",
+                               [](auto x, auto y, auto b, auto z) { kiln::copyto(z, x * y + b); });
+    Array x = kiln::empty({256}, DType::float32), y = kiln::empty({256}, DType::float32),
+          z = kiln::empty({256}, DType::float32);
+    fma_into(x, y, 1.0f, z);
+    unsigned long long before = launches();
+    const kiln::Outputs none = fma_into(x, y, 1.0f, z);
+    EXPECT_EQ(launches() - before, 1u);
+    EXPECT_EQ(none.size(), 0u) << "the function returns nothing";
+
+    auto scale_into = kiln::fuse("scale_into_launches", [](auto v, auto w) {
+        kiln::copyto(w, v * 2);
+        return w;
+    });
+    Array square = kiln::empty({32, 32}, DType::float32),
+          other = kiln::empty({32, 32}, DType::float32);
+    scale_into(other, square);
+    before = launches();
+    const Array w = scale_into(other, square);
+    EXPECT_EQ(launches() - before, 1u);
+    EXPECT_EQ(w.data(), square.data()) << "the updated argument is the output";
+    scale_into(square.transpose(), square);
+    before = launches();
+    const Array t = scale_into(square.transpose(), square);
+    EXPECT_EQ(launches() - before, 2u) << "the copy of the overlapping view, then the update";
+    EXPECT_EQ(t.data(), square.data());
+    before = launches();
+    scale_into(square, square); // the same view: no copy
+    EXPECT_EQ(launches() - before, 1u);
+
+    // Operands out of the call's order (the updated argument first) take the general path, with
+    // the same launches.
+    auto into_first =
+        kiln::fuse("into_first_launches", [](auto out, auto in) { kiln::copyto(out, in + 1); });
+    into_first(z, x);
+    before = launches();
+    into_first(z, x);
+    EXPECT_EQ(launches() - before, 1u);
+}
+
 TEST(FuseGraph, ACompileErrorInAnyKernelNamesTheTracedExpression) {
     kiln::FuseOptions options;
     options.preamble = "#define tanh(v) kiln_no_such_function(v)";
