@@ -246,8 +246,9 @@ namespace {
 // their shapes over made-up addresses.
 class Run {
   public:
-    Run(const std::string& who, const Traced& t, const Arg* args, std::size_t count)
-        : m_who(who)
+    // @p name: the function's (FusedCore's, which outlives the Run), named in errors only.
+    Run(const std::string& name, const Traced& t, const Arg* args, std::size_t count)
+        : m_name(name)
         , m_t(t)
         , m_args(args)
         , m_count(count) {}
@@ -284,6 +285,7 @@ class Run {
 
   private:
     bool describing() const { return m_sources || m_programs; }
+    std::string who() const { return "kiln::fuse '" + m_name + "'"; }
 
     // A made-up, aligned address for a described array.
     Array described(const Dims& shape, DType dtype) {
@@ -299,7 +301,7 @@ class Run {
     const Array& intermediate(int node) const {
         for (const auto& entry : m_intermediates)
             if (entry.first == node) return *entry.second;
-        throw FusionError(m_who + ": internal error: a kernel reads a result not made yet");
+        throw FusionError(who() + ": internal error: a kernel reads a result not made yet");
     }
 
     Dims reduced_shape(const Dims& in, const Axes& axis, bool keepdims) const {
@@ -308,7 +310,7 @@ class Run {
         for (int k = 0; !axis.is_all() && k < axis.size(); ++k) {
             const int a = axis[k] < 0 ? axis[k] + ndim : axis[k];
             if (a < 0 || a >= ndim)
-                throw AxisError(m_who + ": axis " + std::to_string(axis[k]) +
+                throw AxisError(who() + ": axis " + std::to_string(axis[k]) +
                                 " is out of bounds for an array of " + std::to_string(ndim) +
                                 " dimensions");
             reduced[static_cast<std::size_t>(a)] = true;
@@ -503,7 +505,7 @@ class Run {
         return outputs();
     }
 
-    std::string m_who;
+    const std::string& m_name;
     const Traced& m_t;
     const Arg* m_args;
     std::size_t m_count;
@@ -554,7 +556,7 @@ Outputs FusedCore::call(const Arg* args, std::size_t count, const CallOptions& o
                 out.push_back(args[arg].array());
             return out;
         }
-        return Run(m_impl->who(), t, args, count).call(options);
+        return Run(m_impl->name, t, args, count).call(options);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);
     }
@@ -564,7 +566,7 @@ std::vector<std::string> FusedCore::sources_for(const Arg* args, std::size_t cou
                                                 const void* function,
                                                 const TraceFn* tracers) const {
     const Traced& t = m_impl->traced(args, count, function, tracers);
-    return Run(m_impl->who(), t, args, count).sources();
+    return Run(m_impl->name, t, args, count).sources();
 }
 
 std::vector<std::shared_ptr<const Program>>
@@ -572,7 +574,7 @@ FusedCore::compile_for(const Arg* args, std::size_t count, const std::string& ar
                        const void* function, const TraceFn* tracers) const {
     const Traced& t = m_impl->traced(args, count, function, tracers);
     try {
-        return Run(m_impl->who(), t, args, count).programs(arch);
+        return Run(m_impl->name, t, args, count).programs(arch);
     } catch (const CompileError& e) {
         throw name_expression(m_impl->who(), e);
     }
