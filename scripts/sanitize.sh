@@ -87,6 +87,29 @@ exclude='^package_(client|deb)$'
 [[ -n ${KILN_SANITIZE_EXCLUDE:-} ]] && exclude="$exclude|$KILN_SANITIZE_EXCLUDE"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L "$labels" -E "$exclude" "$@" ||
     status=1
+
+# LeakSanitizer's own stop-the-world tracer crashes now and then at a process's exit, after its
+# work passed ("Tracer caught signal 11 ... LeakSanitizer has encountered a fatal error"; google/
+# sanitizers#1353, twice in one CI run here on 2 busy cores, never again in isolation). When every
+# report is that and nothing else, the reports are kept aside and the failed tests run once more:
+# a real finding in them reports again. Any other report fails the run as before.
+tracer_crashes_only() {
+    local report
+    for report in "$logs"/report*; do
+        grep -q 'Tracer caught signal' "$report" &&
+            ! grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer: detected)|runtime error|ThreadSanitizer' \
+                "$report" || return 1
+    done
+}
+if compgen -G "$logs/report*" >/dev/null && tracer_crashes_only; then
+    aside=$PWD/$build/sanitizer-tracer-crashes
+    rm -rf "$aside" && mkdir -p "$aside" && mv "$logs"/report* "$aside"/
+    echo "sanitize.sh $kind: LeakSanitizer's tracer crashed at exit (kept in $aside); the failed tests again:"
+    status=0
+    if [[ -s $build/Testing/Temporary/LastTestsFailed.log ]]; then
+        ctest --test-dir "$build" --output-on-failure --rerun-failed || status=1
+    fi
+fi
 if compgen -G "$logs/report*" >/dev/null; then
     echo "sanitize.sh $kind: sanitizer reports (from $logs):"
     cat "$logs"/report*
