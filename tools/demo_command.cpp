@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace kiln::tools {
@@ -25,6 +26,17 @@ extern "C" __global__ void my_add(const float* x, const float* y, float* z, int 
     if (i < n) z[i] = x[i] + y[i];
 }
 )";
+
+// A lookup's or compile's wall time: milliseconds, or microseconds below a tenth of one (a hit
+// from memory or the disk takes a few; "0.00 ms" would say it took nothing).
+std::string duration_text(double ms) {
+    char text[32];
+    if (ms >= 0.1)
+        std::snprintf(text, sizeof text, "%.2f ms", ms);
+    else
+        std::snprintf(text, sizeof text, "%.1f us", ms * 1000);
+    return text;
+}
 
 const char* hit_or_miss(const Program& program) {
     return program.origin() == ProgramOrigin::disk_cache ? "hit" : "miss";
@@ -55,9 +67,9 @@ void run_my_add(const std::string& arch, bool gpu) {
     auto program = my_add.compile();
     const double compile_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
-    std::printf("  compile: %-4s %s  %.2f ms  (%zu-byte cubin for %s)\n", hit_or_miss(*program),
-                program->key().hex().c_str(), compile_ms, program->cubin().size(),
-                program->arch().c_str());
+    std::printf("  compile: %-4s %s  %s  (%zu-byte cubin for %s)\n", hit_or_miss(*program),
+                program->key().hex().c_str(), duration_text(compile_ms).c_str(),
+                program->cubin().size(), program->arch().c_str());
     if (!gpu) return;
     const int n = 1 << 24;
     std::vector<float> x(n), y(n), z(n, std::nanf(""));
@@ -112,11 +124,12 @@ void run_squared_diff(const std::string& arch, bool gpu) {
             const Arg args[] = {x, x};
             const auto start = std::chrono::steady_clock::now();
             auto program = k->compile_for(args, 2, {}, arch);
-            std::printf(
-                "  %-22s compile: %-4s %s  %.2f ms (float32)\n", k->name().c_str(),
-                hit_or_miss(*program), program->key().hex().c_str(),
+            const double ms =
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                    .count());
+                    .count();
+            std::printf("  %-22s compile: %-4s %s  %s (float32)\n", k->name().c_str(),
+                        hit_or_miss(*program), program->key().hex().c_str(),
+                        duration_text(ms).c_str());
         }
         return;
     }
@@ -171,12 +184,12 @@ void run_l2norm(const std::string& arch, bool gpu) {
         const Arg args[] = {x};
         const auto start = std::chrono::steady_clock::now();
         auto program = l2norm.compile_for(args, 1, ReduceCall{1}, arch);
-        std::printf(
-            "  compile: %-4s %s  %.2f ms (rows of a %dx%d float32 array)\n", hit_or_miss(*program),
-            program->key().hex().c_str(),
+        const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count(),
-            rows, cols);
+                .count();
+        std::printf("  compile: %-4s %s  %s (rows of a %dx%d float32 array)\n",
+                    hit_or_miss(*program), program->key().hex().c_str(), duration_text(ms).c_str(),
+                    rows, cols);
         return;
     }
     std::vector<float> xs(static_cast<std::size_t>(rows) * cols);
