@@ -11,6 +11,10 @@
 #include <optional>
 #include <string>
 
+namespace kiln {
+class ReductionKernel;
+} // namespace kiln
+
 namespace kiln::detail {
 
 enum class ReduceOp : std::uint8_t {
@@ -60,5 +64,9 @@ const char* reduce_op_name(ReduceOp op);
 /// nanmin of complex values.
 ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> dtype,
                                  const Axes& axis, int ddof = 0);
+
+/// The ReductionKernel that computes @p recipe into one output `y`, named @p name (as profilers
+/// show it): what the ready reductions build once per recipe.
+ReductionKernel recipe_kernel(const ReductionRecipe& recipe, const char* name);
 
 } // namespace kiln::detail

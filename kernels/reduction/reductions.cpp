@@ -306,6 +306,16 @@ ReductionRecipe reduction_recipe(ReduceOp op, DType input, std::optional<DType> 
     return recipe_of(op, types.compute, types.accumulate, types.result, false, ddof);
 }
 
+ReductionKernel recipe_kernel(const ReductionRecipe& recipe, const char* name) {
+    ReductionOptions options;
+    options.preamble = recipe.preamble;
+    options.reduce_type = recipe.reduce_type;
+    options.empty_is_error = recipe.empty_is_error;
+    return ReductionKernel(recipe.in, std::string(kiln::name(recipe.result)) + " y", recipe.map,
+                           recipe.reduce, std::string("y = ") + recipe.value, recipe.identity, name,
+                           options);
+}
+
 } // namespace detail
 
 namespace {
@@ -349,15 +359,8 @@ const ReductionKernel& kernel_for(ReduceOp op, DType compute, DType accumulate, 
                                   bool sqrt_after = false) {
     static detail::PerContextCache<ReductionKernel, KernelKey, KernelKeyHash> kernels;
     return kernels.get(nullptr, KernelKey{op, compute, accumulate, result, sqrt_after}, [&] {
-        const ReductionRecipe recipe =
-            detail::recipe_of(op, compute, accumulate, result, sqrt_after);
-        ReductionOptions options;
-        options.preamble = recipe.preamble;
-        options.reduce_type = recipe.reduce_type;
-        options.empty_is_error = recipe.empty_is_error;
-        return ReductionKernel(recipe.in, std::string(name(recipe.result)) + " y", recipe.map,
-                               recipe.reduce, std::string("y = ") + recipe.value, recipe.identity,
-                               kernel_name(op), options);
+        return detail::recipe_kernel(detail::recipe_of(op, compute, accumulate, result, sqrt_after),
+                                     kernel_name(op));
     });
 }
 

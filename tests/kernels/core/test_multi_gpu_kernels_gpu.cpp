@@ -6,6 +6,7 @@
 
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
+#include "random_data.hpp"
 #include "second_context.hpp"
 
 #include "driver/driver.hpp"
@@ -16,7 +17,6 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -33,12 +33,7 @@ const auto* const kCacheDir = ::testing::AddGlobalTestEnvironment(new kiln::test
 constexpr std::int64_t kCount = (1 << 15) + 77;
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
-    std::mt19937 engine(seed);
-    std::uniform_real_distribution<float> dist(-4.f, 4.f);
-    std::vector<float> v(n);
-    for (auto& x : v)
-        x = dist(engine);
-    return v;
+    return kiln::test::random_floats(n, seed, -4.f, 4.f);
 }
 
 // One kernel of each front end, each kept in one object that every thread and device uses.

@@ -7,6 +7,7 @@
 
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
+#include "random_data.hpp"
 #include "run_command.hpp"
 
 #include "kiln/kiln.hpp"
@@ -20,7 +21,6 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
-#include <random>
 #include <regex>
 #include <set>
 #include <string>
@@ -75,12 +75,7 @@ const auto* const kCacheDir =
         : ::testing::AddGlobalTestEnvironment(new kiln::test::ProcessCacheDir);
 
 std::vector<float> uniform(std::size_t n, unsigned seed) {
-    std::mt19937 engine(seed);
-    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v)
-        x = dist(engine);
-    return v;
+    return kiln::test::random_floats(n, seed);
 }
 
 Array random_array(kiln::Dims shape, unsigned seed) {

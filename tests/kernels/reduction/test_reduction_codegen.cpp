@@ -555,13 +555,7 @@ TEST(ReductionCodegen, ComplexExtremesCompileFromTheSharedRecipes) {
         EXPECT_EQ(recipe.result, value ? dtype : DType::int64);
         EXPECT_TRUE(recipe.empty_is_error);
         EXPECT_TRUE(has(recipe.reduce, "_merge(a, b)")) << recipe.reduce;
-        kiln::ReductionOptions options;
-        options.preamble = recipe.preamble;
-        options.reduce_type = recipe.reduce_type;
-        options.empty_is_error = recipe.empty_is_error;
-        const ReductionKernel k(recipe.in, std::string(kiln::name(recipe.result)) + " y",
-                                recipe.map, recipe.reduce, std::string("y = ") + recipe.value,
-                                recipe.identity, "complex_extreme", options);
+        const ReductionKernel k = kiln::detail::recipe_kernel(recipe, "complex_extreme");
         compiles(k, {fake({1 << 20}, dtype)});                 // one output split by blocks
         compiles(k, {fake({512, 700}, dtype)}, ReduceCall{0}); // columns
     }
@@ -589,13 +583,7 @@ TEST(ReductionCodegen, ReadyReductionsCompileOnEveryLayoutOfTheLayoutsBench) {
                          c.shape.to_string() + ", axis=" + c.axes.to_string());
             const auto recipe =
                 kiln::detail::reduction_recipe(op, DType::float32, std::nullopt, c.axes);
-            kiln::ReductionOptions options;
-            options.preamble = recipe.preamble;
-            options.reduce_type = recipe.reduce_type;
-            options.empty_is_error = recipe.empty_is_error;
-            const ReductionKernel k(recipe.in, std::string(kiln::name(recipe.result)) + " y",
-                                    recipe.map, recipe.reduce, std::string("y = ") + recipe.value,
-                                    recipe.identity, "ready_on_layout", options);
+            const ReductionKernel k = kiln::detail::recipe_kernel(recipe, "ready_on_layout");
             compiles(k, {fake(c.shape)}, ReduceCall{c.axes});
         }
     }

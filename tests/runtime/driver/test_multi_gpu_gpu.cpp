@@ -7,6 +7,7 @@
 #include "array/peer_copy.hpp"
 #include "gpu.hpp"
 #include "process_cache_dir.hpp"
+#include "random_data.hpp"
 #include "second_context.hpp"
 
 #include "driver/driver.hpp"
@@ -15,7 +16,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -37,12 +37,7 @@ CUcontext current() {
 }
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
-    std::mt19937 engine(seed);
-    std::uniform_real_distribution<float> dist(-100.f, 100.f);
-    std::vector<float> v(n);
-    for (auto& x : v)
-        x = dist(engine);
-    return v;
+    return kiln::test::random_floats(n, seed, -100.f, 100.f);
 }
 
 // An array of @p n float32 NaNs on the current device, so an element no copy wrote fails.

@@ -10,12 +10,12 @@
 #include "gpu.hpp"
 #include "kiln/kiln.hpp"
 #include "memory/block_cache.hpp"
+#include "random_data.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <utility>
 #include <vector>
 
@@ -50,14 +50,7 @@ struct ProgramStream {
     }
 };
 
-std::vector<float> random_floats(std::size_t n, unsigned seed) {
-    std::mt19937 engine(seed);
-    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    std::vector<float> out(n);
-    for (float& v : out)
-        v = value(engine);
-    return out;
-}
+using kiln::test::random_floats;
 
 // The number of elements of @p got that differ from x * y + b by more than rounding.
 std::size_t wrong(const std::vector<float>& got, const std::vector<float>& x,
