@@ -68,6 +68,11 @@ std::array<Arg, sizeof...(I)> copies_of(const Arg& arg, std::index_sequence<I...
     return {{((void)I, arg)...}};
 }
 
+// How errors name the fused function called @p name.
+std::string who_is(const std::string& name) {
+    return "kiln::fuse '" + name + "'";
+}
+
 // A compile error on a traced line names the traced expression (the line's comment); NVRTC
 // reports errors as "<program>(LINE): error: ...".
 CompileError name_expression(const std::string& who, const CompileError& e) {
@@ -121,7 +126,7 @@ struct FusedCore::Impl {
     mutable std::atomic<std::size_t> traces{0};
     mutable PerContextCache<Traced, FuseSignature, SignatureHash<FuseSignature>> table;
 
-    std::string who() const { return "kiln::fuse '" + name + "'"; }
+    std::string who() const { return who_is(name); }
 
     FuseSignature signature_of(const Arg* args, std::size_t count) const {
         if (count > kMaxArgs)
@@ -285,7 +290,7 @@ class Run {
 
   private:
     bool describing() const { return m_sources || m_programs; }
-    std::string who() const { return "kiln::fuse '" + m_name + "'"; }
+    std::string who() const { return who_is(m_name); }
 
     // A made-up, aligned address for a described array.
     Array described(const Dims& shape, DType dtype) {
